@@ -1,0 +1,55 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// One concept per target; data flows one way: config → extension window → policy → (queue → transfer → delivery).
+// Extensions never share a Swift type with the host: only the C ABI in SDK/C crosses.
+let package = Package(
+    name: "bahost",
+    products: [
+        .executable(name: "bahost", targets: ["bahost"]),
+        .executable(name: "bahost-extension-runner", targets: ["ExtensionRunner"]),
+        // What extension authors link: Apple's API, and the harness that asserts budgets in their tests.
+        .library(name: "BackgroundAssets", targets: ["BackgroundAssets"]),
+        .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
+        // The example extension, built as the .so that `bahost run --plugin` loads.
+        .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // The SDK: the C ABI (headers only; the .c file pins the struct layout) and Apple's Swift API over it.
+        .target(name: "CBAExtension", path: "SDK/C"),
+        .target(name: "BackgroundAssets", dependencies: ["CBAExtension"], path: "SDK/Swift/BackgroundAssets"),
+
+        // The window's child process and the messages it exchanges with the host.
+        .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
+        .executableTarget(
+            name: "ExtensionRunner", dependencies: ["ExtensionWire"],
+            linkerSettings: [.linkedLibrary("ffi")]),
+
+        // The host, by concept.
+        .target(name: "CHostSupport"),
+        .target(name: "AppConfig"),
+        .target(name: "Policy", dependencies: ["CBAExtension", "ExtensionRuntime"]),
+        .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport"]),
+        .executableTarget(
+            name: "bahost",
+            dependencies: [
+                "AppConfig", "ExtensionRuntime", "Policy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        .target(name: "BackgroundAssetsTesting", dependencies: ["ExtensionRuntime", "Policy"]),
+
+        .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
+
+        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
+        .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
+        .testTarget(
+            name: "ExtensionRuntimeTests",
+            dependencies: ["ExtensionRuntime", "BackgroundAssetsTesting", "Policy"]),
+        .testTarget(name: "BahostCLITests"),
+    ]
+)

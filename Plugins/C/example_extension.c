@@ -1,0 +1,102 @@
+/* An asset-downloader extension in plain C against SDK/C/include/ba/ba.h.
+ * Build: cc -shared -fPIC -I SDK/C/include -o example_extension.so Plugins/C/example_extension.c
+ *
+ * Its manifest is text, one asset a line: IDENTIFIER SIZE essential|optional URL [SHA256]; '#' starts a comment.
+ * For install and update it returns every asset; for other requests only the optional ones (essential downloads
+ * are only allowed at install and update). */
+#include <ba/ba.h>
+#include <stdio.h>
+#include <string.h>
+
+#define APP_GROUP "group.com.example.levels"
+
+static const ba_host_t *host;
+
+static void say(ba_log_level_t level, const char *message) { host->log(host, level, message); }
+
+static void downloads_for_request(const ba_extension_t *ext, int32_t request, const char *manifest_path,
+                                  const ba_app_extension_info_t *info, const ba_download_sink_t *sink) {
+    (void)ext;
+    (void)info;
+    FILE *manifest = fopen(manifest_path, "r");
+    if (!manifest) {
+        say(BA_LOG_ERROR, "cannot open the manifest");
+        return;
+    }
+    char line[4096], identifier[256], necessity[16], url[2048], sha256[80], message[512];
+    long long size;
+    bool install_or_update = request == BA_CONTENT_REQUEST_INSTALL || request == BA_CONTENT_REQUEST_UPDATE;
+    while (fgets(line, sizeof line, manifest)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        sha256[0] = 0;
+        int fields = sscanf(line, "%255s %lld %15s %2047s %79s", identifier, &size, necessity, url, sha256);
+        if (fields < 4) continue;
+        bool essential = strcmp(necessity, "essential") == 0;
+        if (essential && !install_or_update) continue;
+        ba_download_t download = {
+            .struct_size = sizeof download,
+            .kind = BA_DOWNLOAD_KIND_URL,
+            .identifier = identifier,
+            .url = url,
+            .application_group_identifier = APP_GROUP,
+            .file_size = size,
+            .priority = essential ? BA_DOWNLOAD_PRIORITY_MAX : BA_DOWNLOAD_PRIORITY_DEFAULT,
+            .essential = essential,
+            .sha256 = fields == 5 ? sha256 : NULL,
+        };
+        if (sink->add(sink, &download)) {
+            snprintf(message, sizeof message, "requesting %s (%lld bytes)", identifier, size);
+            say(BA_LOG_INFO, message);
+        }
+    }
+    fclose(manifest);
+}
+
+static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {
+    (void)ext;
+    char message[512];
+    snprintf(message, sizeof message, "%s finished at %s", download->identifier, file_path);
+    say(BA_LOG_INFO, message);
+}
+
+static void download_failed(const ba_extension_t *ext, const ba_download_t *download, const ba_error_t *error) {
+    (void)ext;
+    char message[1024];
+    snprintf(message, sizeof message, "%s failed: %s %lld: %s", download->identifier, error->domain,
+             (long long)error->code, error->message);
+    say(BA_LOG_WARNING, message);
+    if (download->kind == BA_DOWNLOAD_KIND_URL && download->essential) {
+        /* Apple's advice: retry a failed essential download as a non-essential one. */
+        ba_download_t retry = *download;
+        retry.essential = false;
+        ba_error_t schedule_error = {.struct_size = sizeof schedule_error};
+        if (!host->schedule_download(host, &retry, &schedule_error)) say(BA_LOG_ERROR, schedule_error.message);
+    }
+}
+
+static void will_terminate(const ba_extension_t *ext) {
+    (void)ext;
+    say(BA_LOG_INFO, "extensionWillTerminate");
+}
+
+static const ba_extension_t extension = {
+    .struct_size = sizeof extension,
+    .downloads_for_request = downloads_for_request,
+    .download_failed = download_failed,
+    .download_finished = download_finished,
+    .will_terminate = will_terminate,
+};
+
+static const ba_extension_t *init(const ba_host_t *h) {
+    host = h;
+    return &extension;
+}
+
+static const ba_entry_t entry = {
+    .struct_size = sizeof entry,
+    .abi_version = BA_ABI_VERSION,
+    .identifier = "com.example.levels.c-extension",
+    .init = init,
+};
+
+BA_EXPORT const ba_entry_t *ba_extension_entry(void) { return &entry; }

@@ -1,0 +1,48 @@
+/* ba/download.h: a download, as both sides describe it (Apple's BADownload / BAURLDownload). */
+#ifndef BA_DOWNLOAD_H
+#define BA_DOWNLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Apple's BADownload.State, same raw values. */
+typedef enum ba_download_state {
+    BA_DOWNLOAD_STATE_FAILED = -1,
+    BA_DOWNLOAD_STATE_CREATED = 0,
+    BA_DOWNLOAD_STATE_WAITING = 1,
+    BA_DOWNLOAD_STATE_DOWNLOADING = 2,
+    BA_DOWNLOAD_STATE_FINISHED = 3,
+} ba_download_state_t;
+
+/* Apple's BADownload.Priority is an extensible integer whose bounds Apple does not publish; these are ours.
+ * Priority orders downloads within one app only. */
+#define BA_DOWNLOAD_PRIORITY_MIN 0
+#define BA_DOWNLOAD_PRIORITY_DEFAULT 50
+#define BA_DOWNLOAD_PRIORITY_MAX 100
+
+/* What the download fetches. The manifest named by the app's BAManifestURL is a download of kind MANIFEST:
+ * it reaches the extension only through download_failed, never as a BAURLDownload (Apple's behaviour). */
+typedef enum ba_download_kind {
+    BA_DOWNLOAD_KIND_URL = 0,
+    BA_DOWNLOAD_KIND_MANIFEST = 1,
+} ba_download_kind_t;
+
+/* A download. Every pointer is borrowed: it stays valid only for the duration of the call that passes it, and
+ * the receiver copies what it keeps. Strings are NUL-terminated UTF-8. */
+typedef struct ba_download {
+    uint32_t struct_size;                   /* sizeof(ba_download_t) as the filler compiled it */
+    int32_t kind;                           /* ba_download_kind_t */
+    const char *identifier;                 /* client-defined; unique within the app; required */
+    const char *unique_identifier;          /* system-provided; NULL on a download the extension creates */
+    const char *url;                        /* https (plain http only to loopback when the host allows it) */
+    const char *application_group_identifier; /* the app group the finished file is stored for; required */
+    int64_t file_size;                      /* exact bytes on the wire; 0 = unknown (non-essential only) */
+    int64_t priority;                       /* BA_DOWNLOAD_PRIORITY_MIN ... BA_DOWNLOAD_PRIORITY_MAX */
+    int32_t state;                          /* ba_download_state_t; ignored when the extension creates one */
+    bool essential;                         /* may only be returned for install or update content requests */
+    const char *sha256;                     /* bahost addition: expected SHA-256, 64 hex digits, or NULL */
+    const char *const *http_headers;        /* "Name: value" request headers, or NULL */
+    uint32_t http_header_count;
+} ba_download_t;
+
+#endif

@@ -1,0 +1,93 @@
+/* ba/extension.h: what the extension offers the host (Apple's BADownloaderExtension).
+ *
+ * Threads: entry points other than will_terminate are called one at a time, in order, on the runner's entry
+ * thread. will_terminate is called on another thread and may run while an entry point is still running (that is
+ * the case it exists for: the window's budget ran out). Any function pointer may be NULL: the host then does what
+ * Apple's default implementation does. */
+#ifndef BA_EXTENSION_H
+#define BA_EXTENSION_H
+
+#include "download.h"
+#include "error.h"
+
+/* Apple's BAContentRequest, same raw values. */
+typedef enum ba_content_request {
+    BA_CONTENT_REQUEST_INSTALL = 1,
+    BA_CONTENT_REQUEST_UPDATE = 2,
+    BA_CONTENT_REQUEST_PERIODIC = 3,
+    BA_CONTENT_REQUEST_LANGUAGE_CHANGE = 4,
+} ba_content_request_t;
+
+/* Apple's BAAppExtensionInfo. -1 means "not restricted" (Swift's nil): the app has been launched. */
+typedef struct ba_app_extension_info {
+    uint32_t struct_size;
+    int64_t restricted_download_size_remaining;
+    int64_t restricted_essential_download_size_remaining;
+} ba_app_extension_info_t;
+
+/* Where downloads_for_request puts the downloads it returns (Apple returns a Set<BADownload>). */
+typedef struct ba_download_sink ba_download_sink_t;
+struct ba_download_sink {
+    uint32_t struct_size;
+    void *sink_data; /* the host's own */
+    /* [the thread running downloads_for_request, until it returns] Copies *download into the returned set at
+     * once. Returns false when the download is malformed; the window's report says why. */
+    bool (*add)(const ba_download_sink_t *sink, const ba_download_t *download);
+};
+
+/* Apple's URLSession.AuthChallengeDisposition, same raw values. */
+typedef enum ba_challenge_disposition {
+    BA_CHALLENGE_USE_CREDENTIAL = 0,
+    BA_CHALLENGE_PERFORM_DEFAULT_HANDLING = 1,
+    BA_CHALLENGE_CANCEL = 2,
+    BA_CHALLENGE_REJECT_PROTECTION_SPACE = 3,
+} ba_challenge_disposition_t;
+
+/* A server asked for credentials (Apple's URLAuthenticationChallenge). Borrowed for the call. */
+typedef struct ba_auth_challenge {
+    uint32_t struct_size;
+    const char *host;
+    int32_t port;
+    const char *protocol;              /* "https" */
+    const char *realm;                 /* may be NULL */
+    const char *authentication_method; /* e.g. "NSURLAuthenticationMethodHTTPBasic" */
+    int32_t previous_failure_count;
+} ba_auth_challenge_t;
+
+/* The answer to a challenge. complete must be called exactly once, from any thread, possibly after the entry
+ * point returned; the reply stays valid until then and the window stays open until then. */
+typedef struct ba_challenge_reply ba_challenge_reply_t;
+struct ba_challenge_reply {
+    uint32_t struct_size;
+    void *reply_data; /* the host's own */
+    void (*complete)(const ba_challenge_reply_t *reply, int32_t disposition, const char *user, const char *password);
+};
+
+typedef struct ba_extension ba_extension_t;
+struct ba_extension {
+    uint32_t struct_size;  /* sizeof(ba_extension_t) as the extension compiled it */
+    void *extension_data;  /* the extension's own */
+
+    /* [entry thread] Apple's downloads(for:manifestURL:extensionInfo:). `request` is a ba_content_request_t.
+     * manifest_path is a read-only file that is deleted when this returns. Add each download to `sink`;
+     * scheduling through the host is refused while this runs. */
+    void (*downloads_for_request)(const ba_extension_t *ext, int32_t request, const char *manifest_path,
+                                  const ba_app_extension_info_t *info, const ba_download_sink_t *sink);
+
+    /* [entry thread] Apple's backgroundDownload(_:failedWithError:). May reschedule through the host. */
+    void (*download_failed)(const ba_extension_t *ext, const ba_download_t *download, const ba_error_t *error);
+
+    /* [entry thread] Apple's backgroundDownload(_:finishedWithFileURL:). The file at file_path must be moved
+     * before this returns, or the host deletes it. */
+    void (*download_finished)(const ba_extension_t *ext, const ba_download_t *download, const char *file_path);
+
+    /* [entry thread] Apple's backgroundDownload(_:didReceive:). Answer through reply->complete. */
+    void (*did_receive_challenge)(const ba_extension_t *ext, const ba_download_t *download,
+                                  const ba_auth_challenge_t *challenge, const ba_challenge_reply_t *reply);
+
+    /* [terminate thread, possibly while an entry point runs] Apple's extensionWillTerminate(): the budget ran
+     * out; save state quickly. The process is killed when the grace period ends, whether or not this returned. */
+    void (*will_terminate)(const ba_extension_t *ext);
+};
+
+#endif

@@ -1,0 +1,127 @@
+import Foundation
+
+/// An app's Background Assets configuration, read from its Info.plist (XML or binary) with Apple's keys.
+public struct AppConfiguration: Sendable, Hashable {
+    /// `CFBundleIdentifier`.
+    public var appIdentifier: String
+    /// `BAAppGroupID`: the app group whose container receives finished files.
+    public var appGroupIdentifier: String
+    /// `BAManifestURL`.
+    public var manifestURL: URL
+    /// `BAInitialDownloadRestrictions`: apply until the app's first launch.
+    public var initialRestrictions: InitialDownloadRestrictions
+    /// `BAMaxInstallSize`: uncompressed bytes of non-essential assets.
+    public var maxInstallSize: Int64
+    /// `BAEssentialMaxInstallSize`: uncompressed bytes of essential assets; nil when the app declares none.
+    public var essentialMaxInstallSize: Int64?
+
+    public struct InitialDownloadRestrictions: Sendable, Hashable {
+        /// `BADownloadAllowance`: on-the-wire bytes of non-essential downloads (the manifest included).
+        public var downloadAllowance: Int64
+        /// `BAEssentialDownloadAllowance`: on-the-wire bytes of essential downloads; 0 when absent.
+        public var essentialDownloadAllowance: Int64
+        /// `BADownloadDomainAllowList`: DNS names; a leading `*.` matches any subdomain.
+        public var domainAllowList: [String]
+    }
+
+    /// Reads and checks an Info.plist.
+    public init(contentsOf url: URL) throws(AppConfigurationError) {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw AppConfigurationError(file: url.path, problem: "cannot be read: \(error.localizedDescription)")
+        }
+        try self.init(infoPlist: data, file: url.path)
+    }
+
+    /// Checks Info.plist bytes; `file` names them in errors.
+    public init(infoPlist data: Data, file: String = "Info.plist") throws(AppConfigurationError) {
+        let plist: InfoPlist
+        do {
+            plist = try PropertyListDecoder().decode(InfoPlist.self, from: data)
+        } catch let error as DecodingError {
+            throw AppConfigurationError(file: file, problem: Self.describe(error))
+        } catch {
+            throw AppConfigurationError(file: file, problem: "is not a property list: \(error.localizedDescription)")
+        }
+        func fail(_ problem: String) -> AppConfigurationError { AppConfigurationError(file: file, problem: problem) }
+
+        guard !plist.CFBundleIdentifier.isEmpty else { throw fail("CFBundleIdentifier is empty") }
+        guard !plist.BAAppGroupID.isEmpty else { throw fail("BAAppGroupID is empty") }
+        guard let manifestURL = URL(string: plist.BAManifestURL), let scheme = manifestURL.scheme?.lowercased(),
+            ["https", "http"].contains(scheme), manifestURL.host?.isEmpty == false
+        else { throw fail("BAManifestURL is not an http(s) URL: \(plist.BAManifestURL)") }
+        let restrictions = plist.BAInitialDownloadRestrictions
+        let sizes: [(String, Int64?)] = [
+            ("BAInitialDownloadRestrictions.BADownloadAllowance", restrictions.BADownloadAllowance),
+            ("BAInitialDownloadRestrictions.BAEssentialDownloadAllowance", restrictions.BAEssentialDownloadAllowance),
+            ("BAMaxInstallSize", plist.BAMaxInstallSize), ("BAEssentialMaxInstallSize", plist.BAEssentialMaxInstallSize),
+        ]
+        for (key, value) in sizes where (value ?? 0) < 0 { throw fail("\(key) is negative") }
+        for domain in restrictions.BADownloadDomainAllowList
+        where domain.isEmpty || domain == "*" || domain == "*." || domain.contains("/") || domain.contains(" ") {
+            throw fail("BAInitialDownloadRestrictions.BADownloadDomainAllowList has an invalid domain '\(domain)'")
+        }
+
+        appIdentifier = plist.CFBundleIdentifier
+        appGroupIdentifier = plist.BAAppGroupID
+        self.manifestURL = manifestURL
+        initialRestrictions = InitialDownloadRestrictions(
+            downloadAllowance: restrictions.BADownloadAllowance,
+            essentialDownloadAllowance: restrictions.BAEssentialDownloadAllowance ?? 0,
+            domainAllowList: restrictions.BADownloadDomainAllowList)
+        maxInstallSize = plist.BAMaxInstallSize
+        essentialMaxInstallSize = plist.BAEssentialMaxInstallSize
+    }
+
+    /// A decoding error as one sentence naming the key.
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context, _ last: CodingKey? = nil) -> String {
+            (context.codingPath + (last.map { [$0] } ?? [])).map(\.stringValue).joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "the required key \(path(context, key)) is missing"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return "the key \(path(context)) must be \(typeName(type))"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty
+                ? "is not a property list (XML or binary)" : "the key \(path(context)) is malformed"
+        @unknown default:
+            return "cannot be decoded"
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int64.Type, is Int.Type: "an integer"
+        case is [String].Type: "an array of strings"
+        default: "a dictionary"
+        }
+    }
+}
+
+/// An Info.plist that cannot configure Background Assets, with the key at fault.
+public struct AppConfigurationError: Error, CustomStringConvertible, Equatable {
+    public var file: String
+    public var problem: String
+    public var description: String { "\(file): \(problem)" }
+}
+
+/// The Info.plist keys, spelled as Apple spells them.
+private struct InfoPlist: Decodable {
+    var CFBundleIdentifier: String
+    var BAAppGroupID: String
+    var BAManifestURL: String
+    var BAInitialDownloadRestrictions: Restrictions
+    var BAMaxInstallSize: Int64
+    var BAEssentialMaxInstallSize: Int64?
+
+    struct Restrictions: Decodable {
+        var BADownloadAllowance: Int64
+        var BAEssentialDownloadAllowance: Int64?
+        var BADownloadDomainAllowList: [String]
+    }
+}

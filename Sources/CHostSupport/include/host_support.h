@@ -1,0 +1,41 @@
+/* host_support.h: the few process-control calls the host makes that Swift cannot make directly (variadic
+ * syscall(), ppoll, posix_spawn file actions, wait4's rusage). Thin and stateless. */
+#ifndef BAHOST_HOST_SUPPORT_H
+#define BAHOST_HOST_SUPPORT_H
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Spawns `path` in a new process group with `channel_fd` as descriptor 3, `output_fd` as 1 and 2, /dev/null as 0,
+ * and no other descriptor. Returns 0 and sets *pid, or an errno value. */
+int bahost_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
+                 pid_t *pid);
+
+/* A descriptor that polls readable when `pid` exits, or -1 where the kernel has no pidfd_open. */
+int bahost_pidfd_open(pid_t pid);
+
+/* ppoll with a relative timeout in nanoseconds (< 0: no timeout). Returns what ppoll returns. */
+int bahost_poll(struct pollfd *fds, nfds_t count, int64_t timeout_ns);
+
+/* Resident memory of `pid` in bytes, from /proc/PID/statm; -1 when it cannot be read (the process is gone). */
+int64_t bahost_resident_bytes(pid_t pid);
+
+/* Reaps `pid` if it has ended, without blocking. Returns 1 with *status set, 0 while it runs, -1 on error.
+ * (No rusage: after a vfork-style posix_spawn, ru_maxrss reports the parent's peak, not the child's.) */
+int bahost_try_reap(pid_t pid, int *status);
+
+/* Kills process group `pgid` with SIGKILL and reaps every member that is a child of this process. */
+void bahost_kill_group(pid_t pgid);
+
+/* Makes this process the reaper of orphaned descendants, so that what a window's process leaves behind is ours
+ * to reap. */
+int bahost_become_subreaper(void);
+
+/* The status macros, which Swift cannot import. */
+int bahost_exited(int status);
+int bahost_exit_code(int status);
+int bahost_signaled(int status);
+int bahost_signal(int status);
+
+#endif

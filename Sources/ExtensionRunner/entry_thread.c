@@ -1,0 +1,144 @@
+#include "runner.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+typedef struct queued {
+    struct queued *next;
+    uint8_t *packet;
+    size_t length;
+} queued_t;
+
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_changed = PTHREAD_COND_INITIALIZER;
+static queued_t *head, *tail;
+
+void entry_thread_enqueue(uint8_t *packet, size_t length) {
+    queued_t *q = malloc(sizeof *q);
+    if (!q) abort();
+    *q = (queued_t){.packet = packet, .length = length};
+    pthread_mutex_lock(&queue_lock);
+    if (tail) tail->next = q;
+    else head = q;
+    tail = q;
+    pthread_cond_signal(&queue_changed);
+    pthread_mutex_unlock(&queue_lock);
+}
+
+static queued_t *dequeue(void) {
+    pthread_mutex_lock(&queue_lock);
+    while (!head) pthread_cond_wait(&queue_changed, &queue_lock);
+    queued_t *q = head;
+    head = q->next;
+    if (!head) tail = NULL;
+    pthread_mutex_unlock(&queue_lock);
+    return q;
+}
+
+typedef struct sink_state {
+    uint32_t event_id;
+} sink_state_t;
+
+static bool sink_add(const ba_download_sink_t *sink, const ba_download_t *download) {
+    const sink_state_t *state = sink->sink_data;
+    const char *problem = ba_wire_download_problem(download);
+    if (problem) {
+        char message[200];
+        snprintf(message, sizeof message, "downloads_for_request added a malformed download: %s", problem);
+        channel_send_text(BA_WIRE_VIOLATION, message);
+        return false;
+    }
+    ba_wire_writer_t w;
+    ba_wire_writer_init(&w, BA_WIRE_DOWNLOAD);
+    ba_wire_put_u32(&w, state->event_id);
+    ba_wire_put_download(&w, download);
+    channel_send(&w);
+    return true;
+}
+
+/* Runs one EVENT packet's entry point. A packet the runner cannot read is the host's fault: say so and go on. */
+static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t length) {
+    ba_wire_reader_t r;
+    ba_wire_reader_init(&r, packet + 1, length - 1);
+    uint32_t event_id = 0;
+    uint8_t kind = 0;
+    ba_wire_get_u32(&r, &event_id);
+    ba_wire_get_u8(&r, &kind);
+#define HAS(field) BA_STRUCT_HAS(ba_extension_t, ext->struct_size, field) && ext->field
+    ba_download_t download;
+    const char *headers[BA_WIRE_MAX_HEADERS];
+    const char *text = NULL, *domain = NULL;
+    size_t n;
+    switch (kind) {
+    case BA_WIRE_CONTENT_REQUEST: {
+        int32_t request = 0;
+        ba_app_extension_info_t info = {.struct_size = sizeof info};
+        if (ba_wire_get_i32(&r, &request) && ba_wire_get_str(&r, &text, &n) &&
+            ba_wire_get_i64(&r, &info.restricted_download_size_remaining) &&
+            ba_wire_get_i64(&r, &info.restricted_essential_download_size_remaining) && HAS(downloads_for_request)) {
+            sink_state_t state = {.event_id = event_id};
+            ba_download_sink_t sink = {.struct_size = sizeof sink, .sink_data = &state, .add = sink_add};
+            ext->downloads_for_request(ext, request, text, &info, &sink);
+        }
+        break;
+    }
+    case BA_WIRE_FAILED: {
+        ba_error_t error = {.struct_size = sizeof error};
+        if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_i64(&r, &error.code) &&
+            ba_wire_get_str(&r, &domain, &n) && ba_wire_get_str(&r, &text, &n) && HAS(download_failed)) {
+            snprintf(error.domain, sizeof error.domain, "%s", domain ? domain : "");
+            snprintf(error.message, sizeof error.message, "%s", text ? text : "");
+            ext->download_failed(ext, &download, &error);
+        }
+        break;
+    }
+    case BA_WIRE_FINISHED:
+        if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_str(&r, &text, &n) && HAS(download_finished))
+            ext->download_finished(ext, &download, text);
+        break;
+    default:
+        break;
+    }
+#undef HAS
+    ba_wire_writer_t w;
+    ba_wire_writer_init(&w, BA_WIRE_EVENT_DONE);
+    ba_wire_put_u32(&w, event_id);
+    channel_send(&w);
+}
+
+static void *entry_main(void *arg) {
+    const ba_extension_t *ext = arg;
+    for (;;) {
+        queued_t *q = dequeue();
+        dispatch(ext, q->packet, q->length);
+        free(q->packet);
+        free(q);
+    }
+    return NULL;
+}
+
+static void *terminate_main(void *arg) {
+    const ba_extension_t *ext = arg;
+    if (BA_STRUCT_HAS(ba_extension_t, ext->struct_size, will_terminate) && ext->will_terminate)
+        ext->will_terminate(ext);
+    ba_wire_writer_t w;
+    ba_wire_writer_init(&w, BA_WIRE_TERMINATE_DONE);
+    channel_send(&w);
+    return NULL;
+}
+
+static void start(void *(*body)(void *), const ba_extension_t *ext) {
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attr, body, (void *)ext) != 0) {
+        fprintf(stderr, "bahost-extension-runner: cannot start a thread\n");
+        _exit(71);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+void entry_thread_start(const ba_extension_t *ext) { start(entry_main, ext); }
+void terminate_thread_start(const ba_extension_t *ext) { start(terminate_main, ext); }

@@ -1,0 +1,402 @@
+import CBAExtension
+import CHostSupport
+import ExtensionWire
+import Foundation
+
+/// One time-boxed run of an extension in a child process of its own.
+///
+/// The window spawns the runner, which dlopens the extension; delivers `events` one after another; answers the
+/// extension's host function calls through `services`; and ends the moment every entry point has returned. At the
+/// deadline it has `extensionWillTerminate` called, even while an entry point is stuck, waits the grace period,
+/// and kills the process. Whatever the extension does, `run` returns an outcome with exactly one stop reason.
+public final class ExtensionWindow {
+    public let pluginPath: String
+    public let limits: WindowLimits
+    private let runnerPath: String
+
+    /// - Parameter runnerPath: the runner executable; by default `bahost-extension-runner` beside this program.
+    public init(pluginPath: String, limits: WindowLimits = .default, runnerPath: String? = nil)
+        throws(WindowSetupError)
+    {
+        self.pluginPath = pluginPath
+        self.limits = limits
+        if let runnerPath {
+            self.runnerPath = runnerPath
+        } else {
+            self.runnerPath = try RunnerProcess.locateRunner()
+        }
+    }
+
+    /// Runs the window to its end on the calling thread.
+    /// - Parameter onLog: sees each log line as it arrives (for live output); the outcome has them all too.
+    public func run(
+        _ events: [WindowEvent], services: ExtensionHostServices? = nil,
+        onLog: ((WindowLogLine) -> Void)? = nil
+    ) throws(WindowSetupError) -> WindowOutcome {
+        let loop = WindowLoop(events: events, limits: limits, services: services, onLog: onLog)
+        return loop.run(try RunnerProcess(runner: runnerPath, plugin: pluginPath))
+    }
+}
+
+/// The state of one window between spawn and reap.
+private final class WindowLoop {
+    let events: [WindowEvent]
+    let limits: WindowLimits
+    let services: ExtensionHostServices?
+    let onLog: ((WindowLogLine) -> Void)?
+
+    let clock = ContinuousClock()
+    let start: ContinuousClock.Instant
+    let deadline: ContinuousClock.Instant
+
+    var process: RunnerProcess!
+    var stopReason: StopReason?
+    var loadFailure: (LoadFailure, String)?
+    var helloAt: ContinuousClock.Instant?
+    var identifier: String?
+    var abiVersion: String?
+    var completedEvents = 0
+    var returned: [ExtensionDownload] = []
+    var refused: [RefusedCall] = []
+    var log: [WindowLogLine] = []
+    var peakResident: Int64 = 0
+    var endSent = false
+    var terminateSentAt: ContinuousClock.Instant?
+    var terminateReturned = false
+    var killAt: ContinuousClock.Instant?
+    var holdsExclusiveControl = false
+    /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
+    var waitingForLock: [(id: UInt32, until: ContinuousClock.Instant?)] = []
+    var partialOutput: [UInt8] = []
+
+    /// The resident memory sampling period: the longest an extension can allocate unseen.
+    static let samplingPeriod = Duration.milliseconds(5)
+    static let maxLogLines = 10_000
+
+    init(
+        events: [WindowEvent], limits: WindowLimits, services: ExtensionHostServices?,
+        onLog: ((WindowLogLine) -> Void)?
+    ) {
+        self.events = events
+        self.limits = limits
+        self.services = services
+        self.onLog = onLog
+        start = clock.now
+        deadline = start + limits.budget
+    }
+
+    func run(_ process: RunnerProcess) -> WindowOutcome {
+        self.process = process
+        var channelOpen = true
+        var outputOpen = true
+        var packet = [UInt8](repeating: 0, count: Int(BA_WIRE_MAX_PACKET))
+        var exit: Int32?
+
+        while exit == nil {
+            var fds: [pollfd] = []
+            if channelOpen { fds.append(pollfd(fd: process.channel, events: Int16(POLLIN), revents: 0)) }
+            if outputOpen { fds.append(pollfd(fd: process.output, events: Int16(POLLIN), revents: 0)) }
+            if process.exitSignal >= 0 { fds.append(pollfd(fd: process.exitSignal, events: Int16(POLLIN), revents: 0)) }
+            let wait = nextWakeUp() - clock.now
+            _ = bahost_poll(&fds, nfds_t(fds.count), max(0, nanoseconds(wait)))
+
+            if channelOpen { channelOpen = drainChannel(&packet) }
+            if outputOpen { outputOpen = drainOutput() }
+            if let reaped = process.tryReap() {
+                exit = reaped
+                // What the process wrote before dying is still in the socket and the pipe.
+                if channelOpen { _ = drainChannel(&packet) }
+                if outputOpen { _ = drainOutput() }
+            } else {
+                enforceLimits()
+                grantExclusiveControl()
+                endIfDone()
+            }
+        }
+        let elapsed = clock.now - start
+        process.killGroup()
+        events.forEach(deleteManifest)
+        if holdsExclusiveControl { services?.releaseExclusiveControl() }
+        flushPartialOutput()
+        let reason = stopReason ?? classify(exit!)
+        if case .protocolViolation = reason { returned = [] }
+        return WindowOutcome(
+            stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
+            extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: returned,
+            completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { seconds($0 - start) },
+            refusedCalls: refused, log: log, peakResidentBytes: peakResident)
+    }
+
+    // MARK: Deadlines
+
+    func nextWakeUp() -> ContinuousClock.Instant {
+        var next = clock.now + Self.samplingPeriod
+        if terminateSentAt == nil && !endSent { next = min(next, deadline) }
+        if let killAt { next = min(next, killAt) }
+        return next
+    }
+
+    func enforceLimits() {
+        let now = clock.now
+        let resident = process.residentBytes
+        peakResident = max(peakResident, resident)
+        if resident > limits.memoryBytes && stopReason == nil {
+            stop(.killedForMemory(limitBytes: limits.memoryBytes))
+            return
+        }
+        if terminateSentAt == nil && !endSent && now >= deadline {
+            terminateSentAt = now
+            killAt = now + limits.grace
+            process.send(WirePacket(BA_WIRE_WILL_TERMINATE))
+        }
+        if let killAt, now >= killAt, stopReason == nil {
+            // After END the runner exits at once; one that does not is killed, and the window still returned.
+            stop(terminateSentAt != nil ? .budgetExceeded(willTerminateReturned: false) : .returned)
+        }
+    }
+
+    func endIfDone() {
+        guard helloAt != nil, !endSent, terminateSentAt == nil, stopReason == nil,
+            completedEvents == events.count, !holdsExclusiveControl, waitingForLock.isEmpty
+        else { return }
+        endSent = true
+        killAt = clock.now + limits.grace
+        process.send(WirePacket(BA_WIRE_END))
+    }
+
+    func stop(_ reason: StopReason) {
+        if stopReason == nil { stopReason = reason }
+        process.kill()
+    }
+
+    func classify(_ status: Int32) -> StopReason {
+        if let (failure, message) = loadFailure { return .refusedToLoad(failure, message) }
+        if endSent { return .returned }
+        if peakResident > limits.memoryBytes { return .killedForMemory(limitBytes: limits.memoryBytes) }
+        if bahost_signaled(status) != 0 { return .crashed(signal: bahost_signal(status)) }
+        return .exited(code: bahost_exit_code(status))
+    }
+
+    // MARK: Messages
+
+    /// Reads every waiting packet; false once the runner has closed its end.
+    func drainChannel(_ buffer: inout [UInt8]) -> Bool {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(process.channel, $0.baseAddress, $0.count, 0) }
+            if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+            if count == 0 { return false }
+            guard stopReason == nil else { continue }
+            let decoded = buffer.withUnsafeBytes { bytes in
+                Result { () throws(WireViolation) in
+                    try RunnerMessage.decode(UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))
+                }
+            }
+            do throws(WireViolation) {
+                try handle(try decoded.get())
+            } catch {
+                stop(.protocolViolation("the extension sent \(error.message)"))
+            }
+        }
+    }
+
+    func handle(_ message: RunnerMessage) throws(WireViolation) {
+        switch message {
+        case .hello(let major, let minor, let identifier):
+            guard helloAt == nil else { throw WireViolation(message: "a second hello") }
+            helloAt = clock.now
+            self.identifier = identifier
+            abiVersion = "\(major).\(minor)"
+            for (index, event) in events.enumerated() { send(event, id: UInt32(index + 1)) }
+        case .loadFailed(let failure, let text):
+            loadFailure = (failure, text)
+        case .download(let eventID, let download):
+            guard let index = currentEventIndex, eventID == UInt32(index + 1),
+                case .contentRequest = events[index]
+            else { throw WireViolation(message: "a returned download outside downloads(for:…)") }
+            returned.append(download)
+        case .eventDone(let eventID):
+            guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
+                throw WireViolation(message: "an entry point return out of order")
+            }
+            completedEvents += 1
+            deleteManifest(of: events[index])
+        case .call(let id, let call):
+            answer(call, id: id)
+        case .log(let level, let text):
+            let source: WindowLogLine.Source =
+                switch UInt32(bitPattern: level) {
+                case BA_LOG_DEBUG.rawValue: .debug
+                case BA_LOG_WARNING.rawValue: .warning
+                case BA_LOG_ERROR.rawValue: .error
+                default: .info
+                }
+            record(source, text)
+        case .violation(let text):
+            throw WireViolation(message: text)
+        case .terminateDone:
+            guard terminateSentAt != nil else { throw WireViolation(message: "an unrequested terminate") }
+            terminateReturned = true
+            stop(.budgetExceeded(willTerminateReturned: true))
+        }
+    }
+
+    /// Apple: the manifest "is read-only and will be deleted after this method returns".
+    func deleteManifest(of event: WindowEvent) {
+        if case .contentRequest(_, let manifestPath, _) = event { unlink(manifestPath) }
+    }
+
+    /// The event whose entry point is running (events run in order); nil when all are done or none started.
+    var currentEventIndex: Int? {
+        helloAt != nil && completedEvents < events.count ? completedEvents : nil
+    }
+
+    func send(_ event: WindowEvent, id: UInt32) {
+        var packet = WirePacket(BA_WIRE_EVENT)
+        packet.u32(id)
+        switch event {
+        case .contentRequest(let request, let manifestPath, let info):
+            packet.u8(UInt8(BA_WIRE_CONTENT_REQUEST.rawValue))
+            packet.i32(request.rawValue)
+            packet.string(manifestPath)
+            packet.i64(info.restrictedDownloadSizeRemaining ?? -1)
+            packet.i64(info.restrictedEssentialDownloadSizeRemaining ?? -1)
+        case .downloadFailed(let download, let error):
+            packet.u8(UInt8(BA_WIRE_FAILED.rawValue))
+            packet.download(download)
+            packet.i64(error.code)
+            packet.string(error.domain)
+            packet.string(error.message)
+        case .downloadFinished(let download, let filePath):
+            packet.u8(UInt8(BA_WIRE_FINISHED.rawValue))
+            packet.download(download)
+            packet.string(filePath)
+        }
+        process.send(packet)
+    }
+
+    // MARK: Host function calls
+
+    func answer(_ call: HostCall, id: UInt32) {
+        let noService = HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "this window has no download service")
+        switch call {
+        case .schedule(let download):
+            if let index = currentEventIndex, case .contentRequest = events[index] {
+                reply(id, "scheduleDownload", download, .failure(HostError(
+                    BA_ERROR_CALL_FROM_EXTENSION_NOT_ALLOWED,
+                    "downloads cannot be scheduled inside downloads(for:manifestURL:extensionInfo:); return them")))
+            } else {
+                reply(id, "scheduleDownload", download, services?.schedule(download) ?? .failure(noService))
+            }
+        case .startForeground(let download):
+            reply(id, "startForegroundDownload", download, .failure(HostError(
+                BA_ERROR_CALL_FROM_EXTENSION_NOT_ALLOWED, "startForegroundDownload is for the app, not an extension")))
+        case .cancel(let download):
+            reply(id, "cancel", download, services?.cancel(download) ?? .failure(noService))
+        case .fetchCurrentDownloads:
+            switch services?.currentDownloads() ?? .failure(noService) {
+            case .success(let downloads):
+                for download in downloads {
+                    var packet = WirePacket(BA_WIRE_REPLY_DOWNLOAD)
+                    packet.u32(id)
+                    packet.download(download)
+                    process.send(packet)
+                }
+                reply(id, "fetchCurrentDownloads", nil, .success(()))
+            case .failure(let error):
+                reply(id, "fetchCurrentDownloads", nil, .failure(error))
+            }
+        case .acquireExclusiveControl(let timeout):
+            guard services != nil else { return reply(id, "withExclusiveControl", nil, .failure(noService)) }
+            let until: ContinuousClock.Instant? = timeout < 0 ? nil : clock.now + .milliseconds(timeout)
+            waitingForLock.append((id, until))
+            grantExclusiveControl()
+        case .releaseExclusiveControl:
+            if holdsExclusiveControl {
+                holdsExclusiveControl = false
+                services?.releaseExclusiveControl()
+            }
+            reply(id, "releaseExclusiveControl", nil, .success(()))
+            grantExclusiveControl()
+        }
+    }
+
+    /// Gives the lock to the first waiting call when it is free; fails calls whose time ran out.
+    func grantExclusiveControl() {
+        guard let services, let first = waitingForLock.first else { return }
+        if !holdsExclusiveControl {
+            switch services.tryAcquireExclusiveControl() {
+            case .success(true):
+                holdsExclusiveControl = true
+                waitingForLock.removeFirst()
+                return reply(first.id, "withExclusiveControl", nil, .success(()))
+            case .success(false):
+                break
+            case .failure(let error):
+                waitingForLock.removeFirst()
+                return reply(first.id, "withExclusiveControl", nil, .failure(error))
+            }
+        }
+        let now = clock.now
+        waitingForLock.removeAll { waiting in
+            guard let until = waiting.until, now >= until else { return false }
+            reply(waiting.id, "withExclusiveControl", nil, .failure(HostError(
+                code: Int64(EWOULDBLOCK), domain: "NSPOSIXErrorDomain",
+                message: "exclusive control is held by another process")))
+            return true
+        }
+    }
+
+    func reply(_ id: UInt32, _ function: String, _ download: ExtensionDownload?, _ result: Result<Void, HostError>) {
+        var packet = WirePacket(BA_WIRE_REPLY)
+        packet.u32(id)
+        switch result {
+        case .success:
+            packet.i64(0)
+            packet.string(nil)
+            packet.string(nil)
+        case .failure(let error):
+            refused.append(RefusedCall(function: function, identifier: download?.identifier, error: error))
+            packet.i64(error.code)
+            packet.string(error.domain)
+            packet.string(error.message)
+        }
+        process.send(packet)
+    }
+
+    // MARK: Output
+
+    /// Reads what the process printed; false once every writer has closed the pipe.
+    func drainOutput() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(process.output, $0.baseAddress, $0.count) }
+            if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+            if count == 0 { return false }
+            partialOutput.append(contentsOf: chunk.prefix(count))
+            while let newline = partialOutput.firstIndex(of: UInt8(ascii: "\n")) {
+                record(.output, String(decoding: partialOutput[..<newline], as: UTF8.self))
+                partialOutput.removeSubrange(...newline)
+            }
+        }
+    }
+
+    func flushPartialOutput() {
+        if !partialOutput.isEmpty { record(.output, String(decoding: partialOutput, as: UTF8.self)) }
+        partialOutput = []
+    }
+
+    func record(_ source: WindowLogLine.Source, _ message: String) {
+        guard log.count < Self.maxLogLines else { return }
+        let line = WindowLogLine(source: source, message: message, at: seconds(clock.now - start))
+        log.append(line)
+        onLog?(line)
+    }
+}
+
+private func seconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+private func nanoseconds(_ d: Duration) -> Int64 {
+    d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
+}

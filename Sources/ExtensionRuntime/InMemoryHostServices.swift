@@ -1,0 +1,61 @@
+import CBAExtension
+import Foundation
+
+/// Host services that keep the downloads an extension schedules in memory, for one run: what `bahost run` and the
+/// testing harness give a window. `validate` is the policy check (see the Policy module).
+public final class InMemoryHostServices: ExtensionHostServices {
+    /// Downloads scheduled through the manager, in order.
+    public private(set) var scheduled: [ExtensionDownload] = []
+    private let validate: (ExtensionDownload) -> HostError?
+    private let lock: ExclusiveControlLock
+
+    public init(lockPath: String, validate: @escaping (ExtensionDownload) -> HostError?) {
+        self.validate = validate
+        lock = ExclusiveControlLock(path: lockPath)
+    }
+
+    /// Downloads that already count as queued (what the content request returned and was accepted), so that
+    /// scheduling the same identifier again is refused with Apple's code 100.
+    public func adopt(_ downloads: [ExtensionDownload]) {
+        scheduled += downloads.map(Self.withUniqueIdentifier)
+    }
+
+    public func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
+        if let error = validate(download) { return .failure(error) }
+        guard !scheduled.contains(where: { $0.identifier == download.identifier }) else {
+            return .failure(HostError(
+                BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED, "a download with identifier '\(download.identifier)' is scheduled"))
+        }
+        var queued = Self.withUniqueIdentifier(download)
+        queued.state = BA_DOWNLOAD_STATE_WAITING.rawValue
+        scheduled.append(queued)
+        return .success(())
+    }
+
+    public func cancel(_ download: ExtensionDownload) -> Result<Void, HostError> {
+        let index = scheduled.firstIndex { candidate in
+            download.uniqueIdentifier.map { $0 == candidate.uniqueIdentifier } ?? (candidate.identifier == download.identifier)
+        }
+        guard let index else {
+            return .failure(HostError(
+                BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download '\(download.identifier)' is scheduled"))
+        }
+        scheduled.remove(at: index)
+        return .success(())
+    }
+
+    public func currentDownloads() -> Result<[ExtensionDownload], HostError> { .success(scheduled) }
+
+    public func tryAcquireExclusiveControl() -> Result<Bool, HostError> { lock.tryAcquire() }
+
+    public func releaseExclusiveControl() { lock.release() }
+
+    /// Apple's system-provided identifier, "<ClassName>.<appGroupID>.<UUID>", for downloads that have none yet.
+    public static func withUniqueIdentifier(_ download: ExtensionDownload) -> ExtensionDownload {
+        var copy = download
+        if copy.uniqueIdentifier == nil {
+            copy.uniqueIdentifier = "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID().uuidString)"
+        }
+        return copy
+    }
+}

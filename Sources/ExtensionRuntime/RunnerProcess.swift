@@ -1,0 +1,115 @@
+import CHostSupport
+import Foundation
+
+/// Why a window could not even be opened. Not the extension's fault: the host is missing a part.
+public struct WindowSetupError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// The window's child process: `bahost-extension-runner PLUGIN` in a process group of its own, with the window's
+/// socket on descriptor 3 and its stdout and stderr on a pipe the host reads.
+final class RunnerProcess {
+    let pid: pid_t
+    /// The host's end of the SOCK_SEQPACKET pair; non-blocking.
+    let channel: Int32
+    /// The read end of the process's stdout and stderr; non-blocking.
+    let output: Int32
+    /// Readable when the process ends (-1 where the kernel has no pidfd).
+    let exitSignal: Int32
+    private var groupKilled = false
+
+    /// The runner executable: `BAHOST_RUNNER`, else `bahost-extension-runner` beside the running executable.
+    static func locateRunner() throws(WindowSetupError) -> String {
+        if let path = ProcessInfo.processInfo.environment["BAHOST_RUNNER"] { return path }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let sibling = executable.deletingLastPathComponent().appendingPathComponent("bahost-extension-runner").path
+        guard FileManager.default.isExecutableFile(atPath: sibling) else {
+            throw WindowSetupError(
+                description: "bahost-extension-runner is not beside \(executable.path); build the package "
+                    + "(swift build) or set BAHOST_RUNNER")
+        }
+        return sibling
+    }
+
+    init(runner: String, plugin: String) throws(WindowSetupError) {
+        // Orphans of the window (an extension that forks) are reparented to us, so that we can reap them.
+        _ = bahost_become_subreaper()
+        signal(SIGPIPE, SIG_IGN)
+
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw WindowSetupError(description: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            close(pair[0])
+            close(pair[1])
+            throw WindowSetupError(description: "pipe: \(String(cString: strerror(errno)))")
+        }
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        defer {
+            close(pair[1])
+            close(pipeEnds[1])
+        }
+
+        var environment = ProcessInfo.processInfo.environment
+        // A crashing Swift extension would otherwise spend ~30 ms writing a backtrace into our output.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let arguments = [runner, plugin]
+        let environmentLines = environment.map { "\($0.key)=\($0.value)" }
+        var child: pid_t = 0
+        let error = withCStrings(arguments) { argv in
+            withCStrings(environmentLines) { envp in
+                bahost_spawn(runner, argv, envp, pair[1], pipeEnds[1], &child)
+            }
+        }
+        guard error == 0 else {
+            close(pair[0])
+            close(pipeEnds[0])
+            throw WindowSetupError(description: "cannot start \(runner): \(String(cString: strerror(error)))")
+        }
+        pid = child
+        channel = pair[0]
+        output = pipeEnds[0]
+        _ = fcntl(channel, F_SETFL, fcntl(channel, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(output, F_SETFL, fcntl(output, F_GETFL) | O_NONBLOCK)
+        exitSignal = bahost_pidfd_open(child)
+    }
+
+    deinit {
+        killGroup()
+        close(channel)
+        close(output)
+        if exitSignal >= 0 { close(exitSignal) }
+    }
+
+    func send(_ packet: borrowing WirePacket) {
+        // A failed send means the process is gone or not reading; its exit is noticed and classified separately.
+        _ = packet.withBytes { Glibc.send(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func kill() {
+        Glibc.kill(-pid, SIGKILL)
+    }
+
+    /// Kills whatever is left of the process group and reaps it. Once only; the runner must be reaped first.
+    func killGroup() {
+        guard !groupKilled else { return }
+        groupKilled = true
+        bahost_kill_group(pid)
+    }
+
+    var residentBytes: Int64 { bahost_resident_bytes(pid) }
+
+    /// The exit status once the process has ended; nil while it runs.
+    func tryReap() -> Int32? {
+        var status: Int32 = 0
+        return bahost_try_reap(pid, &status) == 1 ? status : nil
+    }
+}
+
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    var pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+}

@@ -1,0 +1,177 @@
+import CBAExtension
+
+/// How long and how large one extension window may get.
+public struct WindowLimits: Sendable, Hashable {
+    /// Wall time from spawning the window's process to `extensionWillTerminate`. Loading counts: a constructor that
+    /// hangs is as stuck as an entry point that hangs.
+    public var budget: Duration
+    /// Time `extensionWillTerminate` (or a clean exit) gets before the process is killed.
+    public var grace: Duration
+    /// Resident memory above which the process is killed.
+    public var memoryBytes: Int64
+
+    /// Apple runs an extension for seconds, not minutes, per wake-up, and warns that it "may be terminated" past "a
+    /// few megabytes". A Swift extension needs about 20 MiB just to load its runtime and Foundation, so the default
+    /// memory limit is 128 MiB; 30 s and 2 s give an extension time to parse a large manifest and save its state.
+    public static let `default` = WindowLimits(budget: .seconds(30), grace: .seconds(2), memoryBytes: 128 << 20)
+
+    public init(budget: Duration, grace: Duration, memoryBytes: Int64) {
+        self.budget = budget
+        self.grace = grace
+        self.memoryBytes = memoryBytes
+    }
+}
+
+/// Apple's BAContentRequest, by raw value.
+public enum ContentRequest: Int32, Sendable, Codable, CaseIterable {
+    case install = 1
+    case update = 2
+    case periodic = 3
+    case languageChange = 4
+
+    /// The name `bahost run --event` takes.
+    public var name: String {
+        switch self {
+        case .install: "install"
+        case .update: "update"
+        case .periodic: "periodic"
+        case .languageChange: "language-change"
+        }
+    }
+
+    public init?(name: String) {
+        guard let match = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = match
+    }
+}
+
+/// Apple's BAAppExtensionInfo: bytes the extension may still schedule before the app's first launch; nil when
+/// unrestricted.
+public struct AppExtensionInfo: Sendable, Hashable, Codable {
+    public var restrictedDownloadSizeRemaining: Int64?
+    public var restrictedEssentialDownloadSizeRemaining: Int64?
+
+    public init(restrictedDownloadSizeRemaining: Int64?, restrictedEssentialDownloadSizeRemaining: Int64?) {
+        self.restrictedDownloadSizeRemaining = restrictedDownloadSizeRemaining
+        self.restrictedEssentialDownloadSizeRemaining = restrictedEssentialDownloadSizeRemaining
+    }
+
+    public static let unrestricted = AppExtensionInfo(
+        restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
+}
+
+/// One entry-point call the host asks the window to make, in order.
+public enum WindowEvent: Sendable {
+    /// `downloads(for:manifestURL:extensionInfo:)`. The window deletes the manifest file when the entry point
+    /// returns (Apple's rule), or when the window ends: hand it a copy the extension may lose.
+    case contentRequest(ContentRequest, manifestPath: String, info: AppExtensionInfo)
+    /// `backgroundDownload(_:failedWithError:)`.
+    case downloadFailed(ExtensionDownload, HostError)
+    /// `backgroundDownload(_:finishedWithFileURL:)`.
+    case downloadFinished(ExtensionDownload, filePath: String)
+}
+
+/// How a window ended. Every window ends with exactly one.
+public enum StopReason: Sendable, Hashable {
+    /// Every entry point returned (and any exclusive control was released).
+    case returned
+    /// The budget ran out. `willTerminateReturned` says whether `extensionWillTerminate` returned within the grace
+    /// period; either way the process was then killed.
+    case budgetExceeded(willTerminateReturned: Bool)
+    /// The process died of a signal it did not get from the host.
+    case crashed(signal: Int32)
+    /// The process exited on its own before its entry points were done.
+    case exited(code: Int32)
+    /// Resident memory went over the limit; the host killed it.
+    case killedForMemory(limitBytes: Int64)
+    /// The runner could not load the extension.
+    case refusedToLoad(LoadFailure, String)
+    /// The extension broke the protocol (garbage returned); the host killed it and kept nothing from it.
+    case protocolViolation(String)
+
+    /// A stable name for scripts (`--json`).
+    public var kind: String {
+        switch self {
+        case .returned: "returned"
+        case .budgetExceeded: "budget-exceeded"
+        case .crashed: "crashed"
+        case .exited: "exited"
+        case .killedForMemory: "killed-for-memory"
+        case .refusedToLoad: "refused-to-load"
+        case .protocolViolation: "protocol-violation"
+        }
+    }
+
+    /// The reason in plain words.
+    public var summary: String {
+        switch self {
+        case .returned:
+            "returned: every entry point finished"
+        case .budgetExceeded(let returned):
+            returned
+                ? "budget exceeded: extensionWillTerminate was delivered and returned; the process was then killed"
+                : "budget exceeded: extensionWillTerminate did not return within the grace period; the process was killed"
+        case .crashed(let signal):
+            "crashed: killed by signal \(signal) (\(signalName(signal)))"
+        case .exited(let code):
+            "exited: the extension ended its process with exit code \(code) before its entry points returned"
+        case .killedForMemory(let limit):
+            "killed for memory: resident memory went over the limit of \(limit >> 20) MiB"
+        case .refusedToLoad(let failure, let message):
+            "refused to load (\(failure.rawValue)): \(message)"
+        case .protocolViolation(let message):
+            "protocol violation: \(message)"
+        }
+    }
+}
+
+private func signalName(_ signal: Int32) -> String {
+    let names: [Int32: String] = [
+        4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
+        13: "SIGPIPE", 15: "SIGTERM",
+    ]
+    return names[signal] ?? "signal \(signal)"
+}
+
+/// A host function call the host refused, with Apple's error.
+public struct RefusedCall: Sendable, Hashable, Codable {
+    public var function: String
+    public var identifier: String?
+    public var error: HostError
+}
+
+/// One line the window produced: the extension's own log through the host, or what its process printed.
+public struct WindowLogLine: Sendable, Hashable, Codable {
+    public enum Source: String, Sendable, Codable {
+        case debug, info, warning, error
+        /// Printed on the process's stdout or stderr.
+        case output
+    }
+
+    public var source: Source
+    public var message: String
+    /// Seconds since the window opened.
+    public var at: Double
+}
+
+/// Everything a window did.
+public struct WindowOutcome: Sendable {
+    public var stopReason: StopReason
+    /// Wall time from spawn to the process's end.
+    public var elapsed: Duration
+    /// Time from spawn to the extension's init having returned (the runner's hello); nil if it never loaded.
+    public var activation: Duration?
+    public var extensionIdentifier: String?
+    /// The ABI version the extension was built against, "major.minor".
+    public var abiVersion: String?
+    /// What content requests returned, in the order the extension added them; empty after a protocol violation.
+    public var returnedDownloads: [ExtensionDownload]
+    /// Entry points that returned.
+    public var completedEvents: Int
+    /// Seconds after opening at which `extensionWillTerminate` was sent, if it was.
+    public var willTerminateSentAt: Double?
+    public var refusedCalls: [RefusedCall]
+    public var log: [WindowLogLine]
+    /// Peak resident memory of the window's process.
+    public var peakResidentBytes: Int64
+}

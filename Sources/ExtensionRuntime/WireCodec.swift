@@ -1,0 +1,225 @@
+import CBAExtension
+import ExtensionWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A packet from the runner that cannot be what the protocol says: the extension wrote garbage.
+struct WireViolation: Error {
+    var message: String
+}
+
+/// What one host function call from the extension asks for.
+enum HostCall {
+    case schedule(ExtensionDownload)
+    case startForeground(ExtensionDownload)
+    case cancel(ExtensionDownload)
+    case fetchCurrentDownloads
+    case acquireExclusiveControl(timeoutMilliseconds: Int64)
+    case releaseExclusiveControl
+}
+
+/// One packet from the runner, decoded and checked.
+enum RunnerMessage {
+    case hello(abiMajor: UInt32, abiMinor: UInt32, identifier: String?)
+    case loadFailed(LoadFailure, String)
+    case download(eventID: UInt32, ExtensionDownload)
+    case eventDone(eventID: UInt32)
+    case call(id: UInt32, HostCall)
+    case log(level: Int32, String)
+    case violation(String)
+    case terminateDone
+
+    /// Decodes `packet`; anything short, long, unknown or not UTF-8 is a `WireViolation`.
+    static func decode(_ packet: UnsafeRawBufferPointer) throws(WireViolation) -> RunnerMessage {
+        guard let type = packet.first else { throw WireViolation(message: "an empty packet") }
+        var reader = WireReader(UnsafeRawBufferPointer(rebasing: packet.dropFirst()))
+        let message: RunnerMessage
+        switch UInt32(type) {
+        case BA_WIRE_HELLO.rawValue:
+            message = .hello(abiMajor: try reader.u32(), abiMinor: try reader.u32(), identifier: try reader.string())
+        case BA_WIRE_LOAD_FAILED.rawValue:
+            guard let failure = LoadFailure(wire: try reader.u8()) else {
+                throw WireViolation(message: "an unknown load failure")
+            }
+            message = .loadFailed(failure, try reader.string() ?? "")
+        case BA_WIRE_DOWNLOAD.rawValue:
+            message = .download(eventID: try reader.u32(), try reader.download())
+        case BA_WIRE_EVENT_DONE.rawValue:
+            message = .eventDone(eventID: try reader.u32())
+        case BA_WIRE_CALL.rawValue:
+            let id = try reader.u32()
+            let function = UInt32(try reader.u8())
+            switch function {
+            case BA_WIRE_SCHEDULE.rawValue: message = .call(id: id, .schedule(try reader.download()))
+            case BA_WIRE_START_FOREGROUND.rawValue: message = .call(id: id, .startForeground(try reader.download()))
+            case BA_WIRE_CANCEL.rawValue: message = .call(id: id, .cancel(try reader.download()))
+            case BA_WIRE_FETCH.rawValue: message = .call(id: id, .fetchCurrentDownloads)
+            case BA_WIRE_ACQUIRE_EXCLUSIVE.rawValue:
+                message = .call(id: id, .acquireExclusiveControl(timeoutMilliseconds: try reader.i64()))
+            case BA_WIRE_RELEASE_EXCLUSIVE.rawValue: message = .call(id: id, .releaseExclusiveControl)
+            default: throw WireViolation(message: "a call to unknown host function \(function)")
+            }
+        case BA_WIRE_LOG.rawValue:
+            message = .log(level: try reader.i32(), try reader.string() ?? "")
+        case BA_WIRE_VIOLATION.rawValue:
+            message = .violation(try reader.string() ?? "")
+        case BA_WIRE_TERMINATE_DONE.rawValue:
+            message = .terminateDone
+        default:
+            throw WireViolation(message: "a packet of unknown type \(type)")
+        }
+        guard reader.isAtEnd else { throw WireViolation(message: "a packet with trailing bytes") }
+        return message
+    }
+}
+
+/// Why the runner refused to load the extension.
+public enum LoadFailure: String, Sendable, Codable {
+    /// dlopen failed: not an ELF shared object, a missing dependency, a wrong architecture.
+    case notLoadable
+    /// No `ba_extension_entry` symbol, or it returned NULL.
+    case missingEntry
+    /// Built for another ABI major version, or its structs are too small to be any published version.
+    case incompatibleABI
+    /// The extension's init returned NULL.
+    case initFailed
+
+    init?(wire: UInt8) {
+        switch UInt32(wire) {
+        case BA_WIRE_NOT_LOADABLE.rawValue: self = .notLoadable
+        case BA_WIRE_MISSING_ENTRY.rawValue: self = .missingEntry
+        case BA_WIRE_INCOMPATIBLE.rawValue: self = .incompatibleABI
+        case BA_WIRE_INIT_FAILED.rawValue: self = .initFailed
+        default: return nil
+        }
+    }
+}
+
+/// Swift over the C reader: every read is bounds-checked there; here, strings must also be UTF-8.
+private struct WireReader {
+    private var reader = ba_wire_reader_t()
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        ba_wire_reader_init(&reader, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+    }
+
+    var isAtEnd: Bool {
+        var copy = reader
+        return ba_wire_at_end(&copy)
+    }
+
+    private func short() -> WireViolation { WireViolation(message: "a truncated or malformed packet") }
+
+    mutating func u8() throws(WireViolation) -> UInt8 {
+        var v: UInt8 = 0
+        guard ba_wire_get_u8(&reader, &v) else { throw short() }
+        return v
+    }
+
+    mutating func u32() throws(WireViolation) -> UInt32 {
+        var v: UInt32 = 0
+        guard ba_wire_get_u32(&reader, &v) else { throw short() }
+        return v
+    }
+
+    mutating func i32() throws(WireViolation) -> Int32 {
+        var v: Int32 = 0
+        guard ba_wire_get_i32(&reader, &v) else { throw short() }
+        return v
+    }
+
+    mutating func i64() throws(WireViolation) -> Int64 {
+        var v: Int64 = 0
+        guard ba_wire_get_i64(&reader, &v) else { throw short() }
+        return v
+    }
+
+    mutating func string() throws(WireViolation) -> String? {
+        var pointer: UnsafePointer<CChar>?
+        var length = 0
+        guard ba_wire_get_str(&reader, &pointer, &length) else { throw short() }
+        return try pointer.map { p throws(WireViolation) in try Self.text(p, length) }
+    }
+
+    static func text(_ pointer: UnsafePointer<CChar>, _ length: Int) throws(WireViolation) -> String {
+        guard strlen(pointer) == length, let text = String(validatingCString: pointer) else {
+            throw WireViolation(message: "a string that is not UTF-8 text")
+        }
+        return text
+    }
+
+    mutating func download() throws(WireViolation) -> ExtensionDownload {
+        var d = ba_download_t()
+        var headers = [UnsafePointer<CChar>?](repeating: nil, count: Int(BA_WIRE_MAX_HEADERS))
+        let ok = headers.withUnsafeMutableBufferPointer { ba_wire_get_download(&reader, &d, $0.baseAddress) }
+        guard ok else { throw short() }
+        return try ExtensionDownload(wire: d)
+    }
+}
+
+extension ExtensionDownload {
+    /// Checks a decoded `ba_download_t` whose strings point into a packet.
+    fileprivate init(wire d: ba_download_t) throws(WireViolation) {
+        func text(_ p: UnsafePointer<CChar>?) throws(WireViolation) -> String? {
+            try p.map { p throws(WireViolation) in try WireReader.text(p, strlen(p)) }
+        }
+        guard let kind = Kind(rawValue: d.kind) else { throw WireViolation(message: "a download of unknown kind") }
+        guard let identifier = try text(d.identifier), let group = try text(d.application_group_identifier) else {
+            throw WireViolation(message: "a download without identifier or application group")
+        }
+        var headers: [String] = []
+        for i in 0..<Int(d.http_header_count) {
+            if let header = try text(d.http_headers[i]) { headers.append(header) }
+        }
+        self.init(
+            kind: kind, identifier: identifier, uniqueIdentifier: try text(d.unique_identifier), url: try text(d.url),
+            applicationGroupIdentifier: group, fileSize: d.file_size, priority: d.priority, state: d.state,
+            isEssential: d.essential, sha256: try text(d.sha256), httpHeaders: headers)
+    }
+}
+
+/// Builds host → runner packets.
+struct WirePacket: ~Copyable {
+    private var writer = ba_wire_writer_t()
+
+    init(_ type: ba_wire_type_t) { ba_wire_writer_init(&writer, UInt8(type.rawValue)) }
+    deinit { free(writer.bytes) }
+
+    mutating func u8(_ v: UInt8) { ba_wire_put_u8(&writer, v) }
+    mutating func u32(_ v: UInt32) { ba_wire_put_u32(&writer, v) }
+    mutating func i32(_ v: Int32) { ba_wire_put_i32(&writer, v) }
+    mutating func i64(_ v: Int64) { ba_wire_put_i64(&writer, v) }
+    mutating func string(_ s: String?) {
+        guard let s else { return ba_wire_put_str(&writer, nil) }
+        var utf8 = Array(s.utf8)
+        utf8.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { ba_wire_put_bytes_as_str(&writer, $0.baseAddress, $0.count) }
+        }
+    }
+
+    mutating func download(_ d: ExtensionDownload) {
+        var owned: [UnsafeMutablePointer<CChar>] = []
+        defer { owned.forEach { free($0) } }
+        func c(_ s: String?) -> UnsafePointer<CChar>? {
+            guard let s, let p = strdup(s) else { return nil }
+            owned.append(p)
+            return UnsafePointer(p)
+        }
+        let headers = d.httpHeaders.map { c($0) }
+        headers.withUnsafeBufferPointer { h in
+            var cd = ba_download_t(
+                struct_size: UInt32(MemoryLayout<ba_download_t>.size), kind: d.kind.rawValue,
+                identifier: c(d.identifier), unique_identifier: c(d.uniqueIdentifier), url: c(d.url),
+                application_group_identifier: c(d.applicationGroupIdentifier), file_size: d.fileSize,
+                priority: d.priority, state: d.state, essential: d.isEssential, sha256: c(d.sha256),
+                http_headers: h.baseAddress, http_header_count: UInt32(h.count))
+            ba_wire_put_download(&writer, &cd)
+        }
+    }
+
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        body(UnsafeRawBufferPointer(start: writer.bytes, count: writer.length))
+    }
+}

@@ -1,0 +1,103 @@
+/* ba_wire.h: the messages between the host and its extension runner, over a SOCK_SEQPACKET socket pair
+ * (one message per packet, so no framing). Private to bahost: extensions never see it.
+ *
+ * Encoding: little-endian integers; a string is u32 length, the bytes, then a NUL (so a decoded string points
+ * straight into the packet); length 0xFFFFFFFF is NULL. The host decodes untrusted packets: every read is
+ * bounds-checked and a short or malformed packet fails the read instead of reading past the end. */
+#ifndef BA_WIRE_H
+#define BA_WIRE_H
+
+#include "ba/ba.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* The host's release, shown to extensions as ba_host_t.version. */
+#define BAHOST_VERSION "0.1.0"
+
+/* The largest packet either side sends or accepts. */
+#define BA_WIRE_MAX_PACKET (256u * 1024u)
+/* The most request headers one download may carry. */
+#define BA_WIRE_MAX_HEADERS 64u
+
+typedef enum ba_wire_type {
+    /* runner → host */
+    BA_WIRE_HELLO = 1,          /* u32 major, u32 minor, str identifier */
+    BA_WIRE_LOAD_FAILED = 2,    /* u8 ba_wire_load_failure, str message */
+    BA_WIRE_DOWNLOAD = 3,       /* u32 event id, download: one element of the set downloads_for_request returns */
+    BA_WIRE_EVENT_DONE = 4,     /* u32 event id: the entry point returned */
+    BA_WIRE_CALL = 5,           /* u32 call id, u8 ba_wire_function, arguments (see ba_wire_function) */
+    BA_WIRE_LOG = 6,            /* i32 level, str message */
+    BA_WIRE_VIOLATION = 7,      /* str what the extension did wrong */
+    BA_WIRE_TERMINATE_DONE = 8, /* will_terminate returned (or there is none) */
+    /* host → runner */
+    BA_WIRE_EVENT = 64,          /* u32 event id, u8 ba_wire_event, arguments (see ba_wire_event) */
+    BA_WIRE_WILL_TERMINATE = 65, /* call will_terminate now */
+    BA_WIRE_REPLY_DOWNLOAD = 66, /* u32 call id, download: one result of fetch_current_downloads */
+    BA_WIRE_REPLY = 67,          /* u32 call id, error (i64 code, 0 = success; str domain; str message) */
+    BA_WIRE_END = 68,            /* the window is over: exit now */
+} ba_wire_type_t;
+
+typedef enum ba_wire_load_failure {
+    BA_WIRE_NOT_LOADABLE = 1,    /* dlopen failed: not an ELF shared object, missing dependency, ... */
+    BA_WIRE_MISSING_ENTRY = 2,   /* no ba_extension_entry symbol, or it returned NULL */
+    BA_WIRE_INCOMPATIBLE = 3,    /* the entry's ABI major differs from the runner's, or its struct is too small */
+    BA_WIRE_INIT_FAILED = 4,     /* init returned NULL */
+} ba_wire_load_failure_t;
+
+typedef enum ba_wire_function {
+    BA_WIRE_SCHEDULE = 1,          /* download */
+    BA_WIRE_START_FOREGROUND = 2,  /* download */
+    BA_WIRE_CANCEL = 3,            /* download */
+    BA_WIRE_FETCH = 4,             /* nothing */
+    BA_WIRE_ACQUIRE_EXCLUSIVE = 5, /* i64 timeout in ms */
+    BA_WIRE_RELEASE_EXCLUSIVE = 6, /* nothing */
+} ba_wire_function_t;
+
+typedef enum ba_wire_event {
+    BA_WIRE_CONTENT_REQUEST = 1, /* i32 request, str manifest path, i64 remaining, i64 essential remaining */
+    BA_WIRE_FAILED = 2,          /* download, i64 code, str domain, str message */
+    BA_WIRE_FINISHED = 3,        /* download, str file path */
+} ba_wire_event_t;
+
+/* A packet being written. Writes never fail short of memory exhaustion, which aborts. */
+typedef struct ba_wire_writer {
+    uint8_t *bytes;
+    size_t length;
+    size_t capacity;
+} ba_wire_writer_t;
+
+void ba_wire_writer_init(ba_wire_writer_t *w, uint8_t type);
+void ba_wire_writer_free(ba_wire_writer_t *w);
+void ba_wire_put_u8(ba_wire_writer_t *w, uint8_t v);
+void ba_wire_put_u32(ba_wire_writer_t *w, uint32_t v);
+void ba_wire_put_i32(ba_wire_writer_t *w, int32_t v);
+void ba_wire_put_i64(ba_wire_writer_t *w, int64_t v);
+void ba_wire_put_str(ba_wire_writer_t *w, const char *s);
+void ba_wire_put_bytes_as_str(ba_wire_writer_t *w, const char *s, size_t n);
+/* Why *d, coming from extension code, cannot be a 1.x ba_download_t (NULL, a struct_size no published layout
+ * has, a missing required string), or NULL when it can be read safely. */
+const char *ba_wire_download_problem(const ba_download_t *d);
+/* Writes every field of a download the filler's struct_size covers; fields past it go as empty. */
+void ba_wire_put_download(ba_wire_writer_t *w, const ba_download_t *d);
+
+/* A received packet being read. A failed read leaves the reader failed: every later read fails too. */
+typedef struct ba_wire_reader {
+    const uint8_t *bytes;
+    size_t length;
+    size_t position;
+    bool failed;
+} ba_wire_reader_t;
+
+void ba_wire_reader_init(ba_wire_reader_t *r, const uint8_t *bytes, size_t length);
+bool ba_wire_get_u8(ba_wire_reader_t *r, uint8_t *v);
+bool ba_wire_get_u32(ba_wire_reader_t *r, uint32_t *v);
+bool ba_wire_get_i32(ba_wire_reader_t *r, int32_t *v);
+bool ba_wire_get_i64(ba_wire_reader_t *r, int64_t *v);
+/* *s points into the packet (NUL-terminated) or is NULL; *n is its length in bytes. */
+bool ba_wire_get_str(ba_wire_reader_t *r, const char **s, size_t *n);
+/* Fills *d with pointers into the packet; headers go in header_storage (at most BA_WIRE_MAX_HEADERS). */
+bool ba_wire_get_download(ba_wire_reader_t *r, ba_download_t *d, const char **header_storage);
+/* True when every byte was read and no read failed. */
+bool ba_wire_at_end(const ba_wire_reader_t *r);
+
+#endif

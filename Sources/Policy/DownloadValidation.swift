@@ -1,0 +1,113 @@
+import CBAExtension
+import ExtensionRuntime
+import Foundation
+
+/// The rules every download an extension returns or schedules must meet before anything else happens to it.
+/// Pure: the same download, request and rules always give the same answer.
+public struct DownloadRules: Sendable {
+    /// The app's group; downloads for another group are refused. Nil when no Info.plist was given.
+    public var appGroupIdentifier: String?
+    /// Plain http is accepted for loopback hosts only, and only when this is set (local test servers).
+    public var allowInsecureLoopback: Bool
+
+    public init(appGroupIdentifier: String?, allowInsecureLoopback: Bool) {
+        self.appGroupIdentifier = appGroupIdentifier
+        self.allowInsecureLoopback = allowInsecureLoopback
+    }
+}
+
+/// A download the rules refused, and Apple's error for it.
+public struct RejectedDownload: Sendable, Hashable {
+    public var download: ExtensionDownload
+    public var error: HostError
+}
+
+public enum DownloadValidation {
+    /// Splits what a content request returned into what may proceed and what may not, in order. Identifiers must be
+    /// unique within the set: a repeated one is refused with `downloadAlreadyScheduled` (100).
+    public static func validate(
+        _ downloads: [ExtensionDownload], for request: ContentRequest, rules: DownloadRules
+    ) -> (accepted: [ExtensionDownload], rejected: [RejectedDownload]) {
+        var accepted: [ExtensionDownload] = []
+        var rejected: [RejectedDownload] = []
+        var seen = Set<String>()
+        for download in downloads {
+            if let error = check(download, for: request, rules: rules) {
+                rejected.append(RejectedDownload(download: download, error: error))
+            } else if !seen.insert(download.identifier).inserted {
+                rejected.append(RejectedDownload(download: download, error: HostError(
+                    BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
+                    "identifier '\(download.identifier)' is returned more than once")))
+            } else {
+                accepted.append(download)
+            }
+        }
+        return (accepted, rejected)
+    }
+
+    /// Why one download may not proceed, or nil. `request` is nil for a download scheduled through the manager,
+    /// which may never be essential (Apple: essential downloads are only returned for install and update).
+    public static func check(_ download: ExtensionDownload, for request: ContentRequest?, rules: DownloadRules)
+        -> HostError?
+    {
+        func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
+
+        guard download.kind == .url else { return invalid("only URL downloads can be scheduled") }
+        guard !download.identifier.isEmpty else { return invalid("the identifier is empty") }
+        guard let text = download.url, let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
+            let host = url.host, !host.isEmpty
+        else { return invalid("'\(download.url ?? "")' is not an absolute URL") }
+        switch scheme {
+        case "https":
+            break
+        case "http" where isLoopback(host):
+            guard rules.allowInsecureLoopback else {
+                return invalid("plain http to \(host) needs --allow-insecure-loopback; use https")
+            }
+        default:
+            return invalid("'\(text)' is not https (plain http is only for loopback, behind an explicit flag)")
+        }
+        if let group = rules.appGroupIdentifier, download.applicationGroupIdentifier != group {
+            return invalid("application group '\(download.applicationGroupIdentifier)' is not the app's ('\(group)')")
+        }
+        if download.isEssential {
+            switch request {
+            case .install?, .update?:
+                break
+            case let other?:
+                return HostError(
+                    BA_ERROR_DOWNLOAD_ESSENTIAL_DOWNLOAD_NOT_PERMITTED,
+                    "essential downloads are only allowed for install and update, not \(other.name)")
+            case nil:
+                return HostError(
+                    BA_ERROR_DOWNLOAD_ESSENTIAL_DOWNLOAD_NOT_PERMITTED,
+                    "essential downloads cannot be scheduled; return them for install or update, or removingEssential()")
+            }
+            guard download.fileSize > 0 else { return invalid("an essential download needs its exact fileSize") }
+        }
+        guard download.fileSize >= 0 else { return invalid("fileSize \(download.fileSize) is negative") }
+        let priorities = Int64(BA_DOWNLOAD_PRIORITY_MIN)...Int64(BA_DOWNLOAD_PRIORITY_MAX)
+        guard priorities.contains(download.priority) else {
+            return invalid("priority \(download.priority) is outside \(priorities.lowerBound)...\(priorities.upperBound)")
+        }
+        if let sha = download.sha256,
+            sha.utf8.count != 64 || !sha.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0 | 0x20) })
+        {
+            return invalid("sha256 must be 64 hex digits")
+        }
+        for header in download.httpHeaders {
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
+                !header.contains("\r"), !header.contains("\n")
+            else { return invalid("request header '\(header)' is not 'Name: value'") }
+        }
+        return nil
+    }
+
+    /// Loopback names and addresses: `localhost`, 127.0.0.0/8, ::1.
+    public static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}
