@@ -73,6 +73,8 @@ int main(int argc, char **argv) {
     /* The window's process never outlives the host. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     signal(SIGPIPE, SIG_IGN);
+    /* stdout is the host's pipe: line-buffer it so that what the extension prints arrives as it prints it. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
 
     const ba_extension_t *ext = load(argv[1]);
     entry_thread_start(ext);
@@ -83,7 +85,11 @@ int main(int argc, char **argv) {
         if (length < 0 && errno == EINTR) continue;
         if (length <= 0) _exit(0); /* the host closed the window */
         uint8_t type = buffer[0];
-        if (type == BA_WIRE_END) _exit(0);
+        if (type == BA_WIRE_END) {
+            /* _exit, not exit: the extension's atexit handlers and destructors could hang or crash. */
+            fflush(NULL);
+            _exit(0);
+        }
         if (type == BA_WIRE_WILL_TERMINATE) {
             terminate_thread_start(ext);
             continue;

@@ -1,0 +1,86 @@
+import BackgroundAssets
+
+/// An asset-downloader extension written as for Apple's Background Assets: the type below would compile unchanged
+/// in an Xcode Background Download extension. Its manifest is JSON:
+/// `{"assets": [{"id": "level-1", "url": "https://…", "size": 1048576, "essential": true, "sha256": "…"}]}`.
+@main
+struct LevelsExtension: BADownloaderExtension {
+    static let appGroup = "group.com.example.levels"
+
+    struct Manifest: Decodable {
+        struct Asset: Decodable {
+            var id: String
+            var url: URL
+            var size: Int
+            var essential: Bool?
+        }
+        var assets: [Asset]
+    }
+
+    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo)
+        -> Set<BADownload>
+    {
+        let manifest: Manifest
+        do {
+            manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: manifestURL))
+        } catch {
+            print("cannot read the manifest: \(error)")
+            return []
+        }
+        // Essential downloads are only allowed when the app is being installed or updated.
+        let essentialAllowed = request == .install || request == .update
+        var budget = extensionInfo.restrictedDownloadSizeRemaining ?? .max
+        var downloads = Set<BADownload>()
+        for asset in manifest.assets {
+            let essential = essentialAllowed && asset.essential == true
+            if !essential {
+                guard asset.size <= budget else { continue }
+                budget -= asset.size
+            }
+            downloads.insert(
+                BAURLDownload(
+                    identifier: asset.id, request: URLRequest(url: asset.url), essential: essential,
+                    fileSize: asset.size, applicationGroupIdentifier: Self.appGroup,
+                    priority: essential ? .max : .default))
+        }
+        print("returning \(downloads.count) downloads for \(request)")
+        return downloads
+    }
+
+    func backgroundDownload(_ failedDownload: BADownload, failedWithError error: any Error) {
+        // The app's manifest arrives here too when it fails: it is not a BAURLDownload.
+        guard type(of: failedDownload) == BAURLDownload.self else {
+            print("the manifest failed: \(error.localizedDescription)")
+            return
+        }
+        print("\(failedDownload.identifier) failed: \(error.localizedDescription)")
+        if failedDownload.isEssential {
+            do {
+                try BADownloadManager.shared.scheduleDownload(failedDownload.removingEssential())
+            } catch {
+                print("cannot reschedule \(failedDownload.identifier): \(error.localizedDescription)")
+            }
+        }
+    }
+
+    func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
+        // The file must be moved before this returns, or the host deletes it.
+        let assets = FileManager.default.temporaryDirectory.appendingPathComponent("levels-assets")
+        do {
+            try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
+            let destination = assets.appendingPathComponent(finishedDownload.identifier)
+            try? FileManager.default.removeItem(at: destination)
+            try FileManager.default.moveItem(at: fileURL, to: destination)
+            print("\(finishedDownload.identifier) is at \(destination.path)")
+        } catch {
+            print("cannot keep \(finishedDownload.identifier): \(error.localizedDescription)")
+        }
+    }
+
+    func extensionWillTerminate() {
+        print("extensionWillTerminate")
+    }
+}
+
+// The one line bahost needs beyond Apple's code: export the extension through the C ABI.
+@_cdecl("ba_extension_entry") public func entry() -> UnsafeRawPointer { baExtensionEntry(LevelsExtension.self) }

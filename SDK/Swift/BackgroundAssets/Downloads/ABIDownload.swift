@@ -1,0 +1,56 @@
+import CBAExtension
+
+/// Converts downloads to and from the C ABI's `ba_download_t`.
+enum ABIDownload {
+    /// Calls `body` with a `ba_download_t` describing `download`, valid only during the call.
+    static func with<R>(_ download: BADownload, _ body: (UnsafePointer<ba_download_t>) -> R) -> R {
+        var owned: [UnsafeMutablePointer<CChar>] = []
+        defer { owned.forEach { free($0) } }
+        func c(_ s: String?) -> UnsafePointer<CChar>? {
+            guard let s, let p = strdup(s) else { return nil }
+            owned.append(p)
+            return UnsafePointer(p)
+        }
+        let urlDownload = download as? BAURLDownload
+        let headers = (urlDownload?.request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
+            .map { c("\($0.key): \($0.value)") }
+        return headers.withUnsafeBufferPointer { h in
+            var d = ba_download_t(
+                struct_size: UInt32(MemoryLayout<ba_download_t>.size),
+                kind: Int32(urlDownload == nil ? BA_DOWNLOAD_KIND_MANIFEST.rawValue : BA_DOWNLOAD_KIND_URL.rawValue),
+                identifier: c(download.identifier), unique_identifier: c(download.uniqueIdentifier),
+                url: c(urlDownload?.request.url?.absoluteString),
+                application_group_identifier: c(download.applicationGroupIdentifier),
+                file_size: Int64(download.fileSize), priority: Int64(download.priority.rawValue),
+                state: Int32(download.state.rawValue), essential: download.isEssential,
+                sha256: c(urlDownload?.expectedSHA256), http_headers: h.isEmpty ? nil : h.baseAddress,
+                http_header_count: UInt32(h.count))
+            return body(&d)
+        }
+    }
+
+    /// The object an entry point receives: a `BAURLDownload`, or the manifest's private download class.
+    static func object(_ d: ba_download_t) -> BADownload {
+        func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
+        let identifier = text(d.identifier) ?? ""
+        let group = text(d.application_group_identifier) ?? ""
+        let state = BADownload.State(rawValue: Int(d.state)) ?? .failed
+        let priority = BADownload.Priority(Int(d.priority))
+        guard d.kind == Int32(BA_DOWNLOAD_KIND_URL.rawValue), let url = text(d.url).flatMap(URL.init(string:)) else {
+            return BAManifestDownload(
+                identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, priority: priority,
+                isEssential: d.essential, applicationGroupIdentifier: group, fileSize: Int(d.file_size))
+        }
+        var request = URLRequest(url: url)
+        for i in 0..<Int(d.http_header_count) {
+            guard let header = text(d.http_headers[i]), let colon = header.firstIndex(of: ":") else { continue }
+            request.setValue(
+                header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces),
+                forHTTPHeaderField: String(header[..<colon]))
+        }
+        return BAURLDownload(
+            identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, request: request,
+            essential: d.essential, fileSize: Int(d.file_size), applicationGroupIdentifier: group,
+            priority: priority, sha256: text(d.sha256))
+    }
+}

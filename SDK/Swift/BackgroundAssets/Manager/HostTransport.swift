@@ -1,0 +1,79 @@
+import CBAExtension
+
+/// How `BADownloadManager` reaches the host. Inside an extension window it is the C ABI's host table
+/// (`ExtensionChannel`); in an app it is the service's socket. Errors are `NSError`s in Apple's domains.
+protocol HostTransport: Sendable {
+    /// True inside an extension, where some calls are not allowed (Apple's code 50).
+    var isExtension: Bool { get }
+    func schedule(_ download: BADownload) throws
+    func startForeground(_ download: BADownload) throws
+    func cancel(_ download: BADownload) throws
+    func currentDownloads() throws -> [BADownload]
+    /// Blocks until the lock is held, or throws. `timeoutMilliseconds`: < 0 waits, 0 tries once.
+    func acquireExclusiveControl(timeoutMilliseconds: Int64) throws
+    func releaseExclusiveControl()
+}
+
+/// The transport of a process that has no Background Assets service to talk to.
+struct NoServiceTransport: HostTransport {
+    var isExtension: Bool { false }
+    private func fail() -> NSError {
+        .backgroundAssets(
+            .callerConnectionInvalid,
+            "no Background Assets service is connected: run this code inside an extension loaded by bahost")
+    }
+    func schedule(_ download: BADownload) throws { throw fail() }
+    func startForeground(_ download: BADownload) throws { throw fail() }
+    func cancel(_ download: BADownload) throws { throw fail() }
+    func currentDownloads() throws -> [BADownload] { throw fail() }
+    func acquireExclusiveControl(timeoutMilliseconds: Int64) throws { throw fail() }
+    func releaseExclusiveControl() {}
+}
+
+/// The extension's side: every call goes through the host table the runner gave the extension at init.
+struct ExtensionChannel: HostTransport, @unchecked Sendable {
+    let host: UnsafePointer<ba_host_t>
+
+    var isExtension: Bool { true }
+
+    private func call(_ body: (UnsafeMutablePointer<ba_error_t>) -> Bool) throws {
+        var error = ba_error_t()
+        error.struct_size = UInt32(MemoryLayout<ba_error_t>.size)
+        guard body(&error) else { throw NSError(abi: error) }
+    }
+
+    func schedule(_ download: BADownload) throws {
+        try call { error in ABIDownload.with(download) { host.pointee.schedule_download(host, $0, error) } }
+    }
+
+    func startForeground(_ download: BADownload) throws {
+        try call { error in ABIDownload.with(download) { host.pointee.start_foreground_download(host, $0, error) } }
+    }
+
+    func cancel(_ download: BADownload) throws {
+        try call { error in ABIDownload.with(download) { host.pointee.cancel_download(host, $0, error) } }
+    }
+
+    func currentDownloads() throws -> [BADownload] {
+        final class Collected { var downloads: [BADownload] = [] }
+        let collected = Collected()
+        try call { error in
+            host.pointee.fetch_current_downloads(
+                host,
+                { context, download in
+                    guard let context, let download else { return }
+                    Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue().downloads.append(
+                        ABIDownload.object(download.pointee))
+                }, Unmanaged.passUnretained(collected).toOpaque(), error)
+        }
+        return collected.downloads
+    }
+
+    func acquireExclusiveControl(timeoutMilliseconds: Int64) throws {
+        try call { error in host.pointee.acquire_exclusive_control(host, timeoutMilliseconds, error) }
+    }
+
+    func releaseExclusiveControl() {
+        host.pointee.release_exclusive_control(host)
+    }
+}
