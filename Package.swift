@@ -44,12 +44,15 @@ let package = Package(
 
         .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
 
+        // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner and
+        // the example so that `swift test` builds them beside the test bundle.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
         .testTarget(
             name: "ExtensionRuntimeTests",
-            dependencies: ["ExtensionRuntime", "BackgroundAssetsTesting", "Policy"]),
-        .testTarget(name: "BahostCLITests"),
+            dependencies: ["ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "TestSupport", "ExtensionRunner"]),
+        .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
     ]
 )

@@ -194,7 +194,7 @@ private final class WindowLoop {
             do throws(WireViolation) {
                 try handle(try decoded.get())
             } catch {
-                stop(.protocolViolation("the extension sent \(error.message)"))
+                stop(.protocolViolation(error.message))
             }
         }
     }
@@ -202,7 +202,7 @@ private final class WindowLoop {
     func handle(_ message: RunnerMessage) throws(WireViolation) {
         switch message {
         case .hello(let major, let minor, let identifier):
-            guard helloAt == nil else { throw WireViolation(message: "a second hello") }
+            guard helloAt == nil else { throw WireViolation(message: "the extension sent a second hello") }
             helloAt = clock.now
             self.identifier = identifier
             abiVersion = "\(major).\(minor)"
@@ -212,11 +212,11 @@ private final class WindowLoop {
         case .download(let eventID, let download):
             guard let index = currentEventIndex, eventID == UInt32(index + 1),
                 case .contentRequest = events[index]
-            else { throw WireViolation(message: "a returned download outside downloads(for:…)") }
+            else { throw WireViolation(message: "the extension returned a download outside downloads(for:…)") }
             returned.append(download)
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
-                throw WireViolation(message: "an entry point return out of order")
+                throw WireViolation(message: "the extension reported an entry point return out of order")
             }
             completedEvents += 1
             deleteManifest(of: events[index])
@@ -234,7 +234,7 @@ private final class WindowLoop {
         case .violation(let text):
             throw WireViolation(message: text)
         case .terminateDone:
-            guard terminateSentAt != nil else { throw WireViolation(message: "an unrequested terminate") }
+            guard terminateSentAt != nil else { throw WireViolation(message: "the extension reported a willTerminate nobody sent") }
             terminateReturned = true
             stop(.budgetExceeded(willTerminateReturned: true))
         }

@@ -33,7 +33,7 @@ enum RunnerMessage {
 
     /// Decodes `packet`; anything short, long, unknown or not UTF-8 is a `WireViolation`.
     static func decode(_ packet: UnsafeRawBufferPointer) throws(WireViolation) -> RunnerMessage {
-        guard let type = packet.first else { throw WireViolation(message: "an empty packet") }
+        guard let type = packet.first else { throw WireViolation(message: "the extension sent an empty packet") }
         var reader = WireReader(UnsafeRawBufferPointer(rebasing: packet.dropFirst()))
         let message: RunnerMessage
         switch UInt32(type) {
@@ -41,7 +41,7 @@ enum RunnerMessage {
             message = .hello(abiMajor: try reader.u32(), abiMinor: try reader.u32(), identifier: try reader.string())
         case BA_WIRE_LOAD_FAILED.rawValue:
             guard let failure = LoadFailure(wire: try reader.u8()) else {
-                throw WireViolation(message: "an unknown load failure")
+                throw WireViolation(message: "the extension sent an unknown load failure")
             }
             message = .loadFailed(failure, try reader.string() ?? "")
         case BA_WIRE_DOWNLOAD.rawValue:
@@ -59,7 +59,7 @@ enum RunnerMessage {
             case BA_WIRE_ACQUIRE_EXCLUSIVE.rawValue:
                 message = .call(id: id, .acquireExclusiveControl(timeoutMilliseconds: try reader.i64()))
             case BA_WIRE_RELEASE_EXCLUSIVE.rawValue: message = .call(id: id, .releaseExclusiveControl)
-            default: throw WireViolation(message: "a call to unknown host function \(function)")
+            default: throw WireViolation(message: "the extension sent a call to unknown host function \(function)")
             }
         case BA_WIRE_LOG.rawValue:
             message = .log(level: try reader.i32(), try reader.string() ?? "")
@@ -68,9 +68,9 @@ enum RunnerMessage {
         case BA_WIRE_TERMINATE_DONE.rawValue:
             message = .terminateDone
         default:
-            throw WireViolation(message: "a packet of unknown type \(type)")
+            throw WireViolation(message: "the extension sent a packet of unknown type \(type)")
         }
-        guard reader.isAtEnd else { throw WireViolation(message: "a packet with trailing bytes") }
+        guard reader.isAtEnd else { throw WireViolation(message: "the extension sent a packet with trailing bytes") }
         return message
     }
 }
@@ -110,7 +110,7 @@ private struct WireReader {
         return ba_wire_at_end(&copy)
     }
 
-    private func short() -> WireViolation { WireViolation(message: "a truncated or malformed packet") }
+    private func short() -> WireViolation { WireViolation(message: "the extension sent a truncated or malformed packet") }
 
     mutating func u8() throws(WireViolation) -> UInt8 {
         var v: UInt8 = 0
@@ -145,7 +145,7 @@ private struct WireReader {
 
     static func text(_ pointer: UnsafePointer<CChar>, _ length: Int) throws(WireViolation) -> String {
         guard strlen(pointer) == length, let text = String(validatingCString: pointer) else {
-            throw WireViolation(message: "a string that is not UTF-8 text")
+            throw WireViolation(message: "the extension sent a string that is not UTF-8 text")
         }
         return text
     }
@@ -165,9 +165,9 @@ extension ExtensionDownload {
         func text(_ p: UnsafePointer<CChar>?) throws(WireViolation) -> String? {
             try p.map { p throws(WireViolation) in try WireReader.text(p, strlen(p)) }
         }
-        guard let kind = Kind(rawValue: d.kind) else { throw WireViolation(message: "a download of unknown kind") }
+        guard let kind = Kind(rawValue: d.kind) else { throw WireViolation(message: "the extension sent a download of unknown kind") }
         guard let identifier = try text(d.identifier), let group = try text(d.application_group_identifier) else {
-            throw WireViolation(message: "a download without identifier or application group")
+            throw WireViolation(message: "the extension sent a download without identifier or application group")
         }
         var headers: [String] = []
         for i in 0..<Int(d.http_header_count) {

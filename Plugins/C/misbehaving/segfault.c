@@ -1,0 +1,9 @@
+/* Dereferences NULL inside downloads_for_request. */
+#include "common.h"
+
+static void downloads_for_request(const ba_extension_t *ext, int32_t request, const char *manifest_path,
+                                  const ba_app_extension_info_t *info, const ba_download_sink_t *sink) {
+    (void)ext, (void)request, (void)manifest_path, (void)info, (void)sink;
+    volatile int *nowhere = NULL;
+    *nowhere = 42;
+}

@@ -1,0 +1,123 @@
+import ExtensionRuntime
+import Foundation
+import Testing
+import TestSupport
+
+/// Each misbehaving extension in Plugins/C/misbehaving ends with its exact stop reason, and the host carries on.
+@Suite struct MisbehavingExtensionTests {
+    @Test func hangInEntryPointGetsWillTerminateThenIsKilled() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/hang_in_entry"), limits: shortLimits)
+        #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: true))
+        // willTerminate ran while downloads(for:) was still stuck on the entry thread.
+        #expect(outcome.log.map(\.message) == ["stuck in downloads_for_request", "willTerminate called"])
+        let sent = try #require(outcome.willTerminateSentAt)
+        #expect(sent >= 1.0 && sent < 2.0)
+        // Killed as soon as willTerminate returned, well before the grace period ended.
+        #expect(outcome.elapsed >= .seconds(1) && outcome.elapsed < .seconds(2))
+        #expect(outcome.completedEvents == 0)
+        #expect(try hostStillWorks())
+    }
+
+    @Test func hangInWillTerminateIsKilledAfterTheGrace() throws {
+        let outcome = try runContentRequest(
+            try TestPlugins.c("misbehaving/hang_in_will_terminate"), limits: shortLimits)
+        #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: false))
+        #expect(outcome.log.map(\.message) == ["willTerminate called; hanging in it"])
+        #expect(outcome.elapsed >= .milliseconds(1500) && outcome.elapsed < .seconds(3))
+        #expect(try hostStillWorks())
+    }
+
+    @Test func segfaultIsACrashWithItsSignal() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/segfault"))
+        #expect(outcome.stopReason == .crashed(signal: SIGSEGV))
+        #expect(try hostStillWorks())
+    }
+
+    @Test func exitInTheMiddleIsAnExitWithItsCode() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/calls_exit"))
+        #expect(outcome.stopReason == .exited(code: 3))
+        #expect(try hostStillWorks())
+    }
+
+    @Test func unboundedAllocationIsKilledForMemory() throws {
+        let limits = WindowLimits(budget: .seconds(20), grace: .milliseconds(500), memoryBytes: 64 << 20)
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/allocates_without_bound"), limits: limits)
+        #expect(outcome.stopReason == .killedForMemory(limitBytes: 64 << 20))
+        #expect(outcome.peakResidentBytes > 64 << 20)
+        #expect(outcome.elapsed < .seconds(10))
+        #expect(try hostStillWorks())
+    }
+
+    @Test func garbageDownloadIsAProtocolViolationAndNothingIsKept() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/returns_garbage"))
+        guard case .protocolViolation(let message) = outcome.stopReason else {
+            Issue.record("expected a protocol violation, got \(outcome.stopReason)")
+            return
+        }
+        #expect(message.contains("struct_size"))
+        // The one good download it returned before the garbage is not trusted either.
+        #expect(outcome.returnedDownloads.isEmpty)
+        #expect(try hostStillWorks())
+    }
+
+    @Test func textThatIsNotUTF8IsAProtocolViolation() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/returns_bad_utf8"))
+        #expect(outcome.stopReason == .protocolViolation("the extension sent a string that is not UTF-8 text"))
+        #expect(try hostStillWorks())
+    }
+
+    @Test func missingEntrySymbolIsRefused() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/no_entry_symbol"))
+        guard case .refusedToLoad(.missingEntry, let message) = outcome.stopReason else {
+            Issue.record("expected missingEntry, got \(outcome.stopReason)")
+            return
+        }
+        #expect(message.contains("does not export ba_extension_entry"))
+        #expect(outcome.activation == nil)
+        #expect(try hostStillWorks())
+    }
+
+    @Test func incompatibleABIIsRefused() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/incompatible_abi"))
+        #expect(outcome.stopReason == .refusedToLoad(
+            .incompatibleABI, "the extension was built for ABI 2.0; this host speaks ABI 1.x"))
+        #expect(try hostStillWorks())
+    }
+
+    @Test func notAnELFFileIsRefused() throws {
+        let notELF = TestPlugins.packageRoot.appendingPathComponent("Plugins/C/misbehaving/not_elf.so").path
+        let outcome = try runContentRequest(notELF)
+        guard case .refusedToLoad(.notLoadable, let message) = outcome.stopReason else {
+            Issue.record("expected notLoadable, got \(outcome.stopReason)")
+            return
+        }
+        #expect(message.contains("not_elf.so"))
+        let missing = try runContentRequest("/nonexistent/extension.so")
+        guard case .refusedToLoad(.notLoadable, _) = missing.stopReason else {
+            Issue.record("expected notLoadable, got \(missing.stopReason)")
+            return
+        }
+        #expect(try hostStillWorks())
+    }
+
+    @Test func schedulingInsideTheContentRequestIsRefusedWith50() throws {
+        let outcome = try runContentRequest(
+            try TestPlugins.c("misbehaving/schedules_inside_request"), services: inMemoryServices())
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.refusedCalls.map(\.identifier) == ["sneaky"])
+        #expect(outcome.refusedCalls.first?.error.code == 50)
+        #expect(outcome.refusedCalls.first?.error.domain == "BAErrorDomain")
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["returned"])
+    }
+
+    @Test func forkedChildThatOutlivesTheExtensionIsKilledAndNotWaitedFor() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/forks_child"))
+        #expect(outcome.stopReason == .returned)
+        // The child holds the socket and the pipe open, yet the window ended when the extension returned.
+        #expect(outcome.elapsed < .seconds(2))
+        let line = try #require(outcome.log.first?.message)
+        let pid = try #require(pid_t(line.replacingOccurrences(of: "child ", with: "")))
+        #expect(!isAlive(pid))
+        #expect(try hostStillWorks())
+    }
+}

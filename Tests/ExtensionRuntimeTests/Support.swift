@@ -1,0 +1,39 @@
+import ExtensionRuntime
+import Foundation
+import Policy
+import TestSupport
+
+/// Runs one content request against `plugin` with a fresh manifest file.
+func runContentRequest(
+    _ plugin: String, _ request: ContentRequest = .install, manifest: String = "", limits: WindowLimits = .default,
+    services: ExtensionHostServices? = nil
+) throws -> WindowOutcome {
+    let manifestPath = try TestPlugins.file(manifest, name: "manifest")
+    return try ExtensionWindow(pluginPath: plugin, limits: limits).run(
+        [.contentRequest(request, manifestPath: manifestPath, info: .unrestricted)], services: services)
+}
+
+/// After a misbehaving extension, the same host must still run a good one: the proof that it carried on.
+func hostStillWorks() throws -> Bool {
+    let outcome = try runContentRequest(try TestPlugins.c("example_extension"), manifest: exampleManifest)
+    return outcome.stopReason == .returned && outcome.returnedDownloads.count == 2
+}
+
+let exampleManifest = """
+    level-1 1048576 essential https://assets.example.com/levels/level-1.pack
+    level-2 4194304 optional https://assets.example.com/levels/level-2.pack
+    """
+
+let shortLimits = WindowLimits(budget: .seconds(1), grace: .milliseconds(500), memoryBytes: 128 << 20)
+
+func inMemoryServices() -> InMemoryHostServices {
+    let lock = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString).lock").path
+    let rules = DownloadRules(appGroupIdentifier: nil, allowInsecureLoopback: false)
+    return InMemoryHostServices(lockPath: lock) { DownloadValidation.check($0, for: nil, rules: rules) }
+}
+
+func isAlive(_ pid: pid_t) -> Bool { kill(pid, 0) == 0 }
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

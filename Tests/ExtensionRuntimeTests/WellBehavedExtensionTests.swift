@@ -1,0 +1,111 @@
+import ExtensionRuntime
+import Foundation
+import Testing
+import TestSupport
+
+@Suite struct WellBehavedExtensionTests {
+    @Test func cExtensionReturnsItsDownloads() throws {
+        let manifest = try TestPlugins.file(exampleManifest, name: "manifest")
+        let outcome = try ExtensionWindow(pluginPath: try TestPlugins.c("example_extension")).run(
+            [.contentRequest(.install, manifestPath: manifest, info: .unrestricted)])
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.extensionIdentifier == "com.example.levels.c-extension")
+        #expect(outcome.abiVersion == "1.0")
+        #expect(outcome.completedEvents == 1)
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["level-1", "level-2"])
+        let first = try #require(outcome.returnedDownloads.first)
+        #expect(first.isEssential && first.fileSize == 1_048_576 && first.priority == 100)
+        #expect(first.url == "https://assets.example.com/levels/level-1.pack")
+        #expect(outcome.activation != nil)
+        // Apple: the manifest is deleted once downloads(for:…) returns.
+        #expect(!FileManager.default.fileExists(atPath: manifest))
+    }
+
+    @Test func periodicRequestsGetNoEssentialDownloadsFromTheExample() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("example_extension"), .periodic, manifest: exampleManifest)
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["level-2"])
+    }
+
+    @Test func swiftExtensionWrittenAsForAppleReturnsItsDownloads() throws {
+        let manifest = """
+            {"assets": [
+              {"id": "level-1", "url": "https://assets.example.com/l1.pack", "size": 1048576, "essential": true},
+              {"id": "level-2", "url": "https://assets.example.com/l2.pack", "size": 4096}
+            ]}
+            """
+        let outcome = try runContentRequest(TestPlugins.swiftExample, .install, manifest: manifest)
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.extensionIdentifier == "ExampleExtension.LevelsExtension")
+        let byID = Dictionary(uniqueKeysWithValues: outcome.returnedDownloads.map { ($0.identifier, $0) })
+        #expect(Set(byID.keys) == ["level-1", "level-2"])
+        #expect(byID["level-1"]?.isEssential == true)
+        #expect(byID["level-1"]?.priority == 100)
+        #expect(byID["level-2"]?.isEssential == false)
+        #expect(byID["level-2"]?.fileSize == 4096)
+        #expect(byID["level-1"]?.applicationGroupIdentifier == "group.com.example.levels")
+        // The SDK gives each BAURLDownload Apple's "<ClassName>.<appGroupID>.<UUID>" identifier.
+        #expect(byID["level-1"]?.uniqueIdentifier?.hasPrefix("BAURLDownload.group.com.example.levels.") == true)
+        #expect(outcome.log.contains { $0.source == .output && $0.message == "returning 2 downloads for install" })
+    }
+
+    @Test func allowanceInExtensionInfoReachesTheSwiftExtension() throws {
+        let manifest = """
+            {"assets": [{"id": "small", "url": "https://a.example.com/s", "size": 100},
+                        {"id": "large", "url": "https://a.example.com/l", "size": 5000}]}
+            """
+        let path = try TestPlugins.file(manifest)
+        let info = AppExtensionInfo(restrictedDownloadSizeRemaining: 1000, restrictedEssentialDownloadSizeRemaining: 0)
+        let outcome = try ExtensionWindow(pluginPath: TestPlugins.swiftExample).run(
+            [.contentRequest(.periodic, manifestPath: path, info: info)])
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["small"])
+    }
+
+    @Test func everyHostFunctionAnswersThroughTheTable() throws {
+        let services = inMemoryServices()
+        let failed = ExtensionDownload(
+            identifier: "level-9", uniqueIdentifier: "BAURLDownload.g.1", url: "https://a.example.com/9",
+            applicationGroupIdentifier: "g", fileSize: 10, isEssential: true)
+        let outcome = try ExtensionWindow(pluginPath: try TestPlugins.c("probes/manager_calls")).run(
+            [.downloadFailed(failed, HostError(code: -1001, domain: "NSURLErrorDomain", message: "timed out"))],
+            services: services)
+        #expect(outcome.stopReason == .returned)
+        let lines = outcome.log.map(\.message)
+        #expect(lines == [
+            "schedule: ok",
+            "schedule again: 100 a download with identifier 'level-9' is scheduled",
+            "schedule NULL: 0 schedule_download: the download is NULL",
+            "start foreground: 50 startForegroundDownload is for the app, not an extension",
+            "fetch: 1: ok",
+            "cancel: ok",
+            "cancel again: 101 no download 'level-9' is scheduled",
+        ])
+        #expect(services.scheduled.isEmpty)
+        #expect(outcome.refusedCalls.map(\.error.code) == [100, 50, 101])
+    }
+
+    @Test func exclusiveControlIsALockBetweenProcesses() throws {
+        let lockPath = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString).lock").path
+        let services = InMemoryHostServices(lockPath: lockPath) { _ in nil }
+        let plugin = try TestPlugins.c("probes/exclusive_control")
+
+        // The "app" (this test process) holds the lock: trying once fails at once, waiting fails at the timeout.
+        let app = ExclusiveControlLock(path: lockPath)
+        #expect(try app.tryAcquire().get())
+        let once = try runContentRequest(plugin, manifest: "0", services: services)
+        #expect(once.log.map(\.message) == ["refused: \(EWOULDBLOCK) NSPOSIXErrorDomain"])
+        let waited = try runContentRequest(plugin, manifest: "300", services: services)
+        #expect(waited.log.map(\.message) == ["refused: \(EWOULDBLOCK) NSPOSIXErrorDomain"])
+        #expect(waited.elapsed >= .milliseconds(300))
+
+        // Released: the extension gets it, and the window stays open while it holds it.
+        app.release()
+        let acquired = try runContentRequest(plugin, manifest: "0", services: services)
+        #expect(acquired.log.map(\.message) == ["acquired"])
+        #expect(acquired.stopReason == .returned)
+        #expect(acquired.elapsed >= .milliseconds(200))
+        // And the window gave it back when it ended.
+        #expect(try app.tryAcquire().get())
+        app.release()
+    }
+}

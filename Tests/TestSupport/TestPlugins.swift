@@ -1,0 +1,59 @@
+import Foundation
+import Synchronization
+
+/// The extensions tests load: the C ones compiled with plain `cc -shared -fPIC`, the way an extension author builds
+/// them; the Swift example as SwiftPM built it beside the test bundle.
+public enum TestPlugins {
+    /// The package's root folder.
+    public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Where the package's programs and the Swift example extension are built: beside the running test bundle.
+    public static let buildFolder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent()
+
+    public static var swiftExample: String { buildFolder.appendingPathComponent("libExampleExtension.so").path }
+    public static var bahost: String { buildFolder.appendingPathComponent("bahost").path }
+
+    /// Compiles `Plugins/C/<relativePath>.c` once per test process and returns the shared object's path.
+    public static func c(_ relativePath: String) throws -> String {
+        try built.withLock { built in
+            if let path = built[relativePath] { return path }
+            let source = packageRoot.appendingPathComponent("Plugins/C/\(relativePath).c").path
+            let output = scratch.appendingPathComponent(relativePath.replacingOccurrences(of: "/", with: "_") + ".so")
+                .path
+            let cc = Process()
+            cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            cc.arguments = [
+                "cc", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I",
+                packageRoot.appendingPathComponent("SDK/C/include").path, "-o", output, source,
+            ]
+            try cc.run()
+            cc.waitUntilExit()
+            guard cc.terminationStatus == 0 else { throw CompileError(source: source) }
+            built[relativePath] = output
+            return output
+        }
+    }
+
+    /// A scratch folder of this test process, removed by the OS's tmp cleaning.
+    public static let scratch: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-tests-\(getpid())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    /// A fresh file in the scratch folder holding `contents`.
+    public static func file(_ contents: String, name: String = "file") throws -> String {
+        let path = scratch.appendingPathComponent("\(UUID().uuidString)-\(name)").path
+        try contents.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private static let built = Mutex<[String: String]>([:])
+
+    public struct CompileError: Error, CustomStringConvertible {
+        public let source: String
+        public var description: String { "cc failed on \(source)" }
+    }
+}
