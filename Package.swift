@@ -44,8 +44,8 @@ let package = Package(
 
         .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
 
-        // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner and
-        // the example so that `swift test` builds them beside the test bundle.
+        // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner so
+        // that it is built beside the test bundle (`swift build --build-tests` builds the example .so there too).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),

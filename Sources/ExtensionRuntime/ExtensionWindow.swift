@@ -123,7 +123,7 @@ private final class WindowLoop {
         return WindowOutcome(
             stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
             extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: returned,
-            completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { seconds($0 - start) },
+            completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
             refusedCalls: refused, log: log, peakResidentBytes: peakResident)
     }
 
@@ -387,14 +387,10 @@ private final class WindowLoop {
 
     func record(_ source: WindowLogLine.Source, _ message: String) {
         guard log.count < Self.maxLogLines else { return }
-        let line = WindowLogLine(source: source, message: message, at: seconds(clock.now - start))
+        let line = WindowLogLine(source: source, message: message, at: (clock.now - start).inSeconds)
         log.append(line)
         onLog?(line)
     }
-}
-
-private func seconds(_ d: Duration) -> Double {
-    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
 }
 
 private func nanoseconds(_ d: Duration) -> Int64 {

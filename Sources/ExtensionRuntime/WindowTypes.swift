@@ -175,3 +175,8 @@ public struct WindowOutcome: Sendable {
     /// Peak resident memory of the window's process.
     public var peakResidentBytes: Int64
 }
+
+extension Duration {
+    /// The duration in seconds, for reports and JSON.
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -63,10 +63,7 @@ struct Report {
         print(String(decoding: data, as: UTF8.self))
     }
 
-    private func milliseconds(_ d: Duration) -> String {
-        let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
-        return String(format: "%.1f ms", ms)
-    }
+    private func milliseconds(_ d: Duration) -> String { String(format: "%.1f ms", d.inSeconds * 1000) }
 
     private func mebibytes(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
 }
@@ -135,8 +132,8 @@ private struct JSONReport: Encodable {
         extensionIdentifier = o.extensionIdentifier
         abiVersion = o.abiVersion
         stopReason = stop
-        elapsedSeconds = seconds(o.elapsed)
-        activationSeconds = o.activation.map(seconds)
+        elapsedSeconds = o.elapsed.inSeconds
+        activationSeconds = o.activation?.inSeconds
         willTerminateSentAtSeconds = o.willTerminateSentAt
         peakResidentBytes = o.peakResidentBytes
         completedEntryPoints = o.completedEvents
@@ -146,8 +143,4 @@ private struct JSONReport: Encodable {
         log = o.log
         exitCode = report.exitCode
     }
-}
-
-private func seconds(_ d: Duration) -> Double {
-    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
 }

@@ -33,7 +33,3 @@ func inMemoryServices() -> InMemoryHostServices {
 }
 
 func isAlive(_ pid: pid_t) -> Bool { kill(pid, 0) == 0 }
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -1,0 +1,99 @@
+import AppConfig
+import Foundation
+import Testing
+
+@Suite struct AppConfigurationTests {
+    nonisolated(unsafe) static let complete: [String: Any] = [
+        "CFBundleIdentifier": "com.example.levels",
+        "BAAppGroupID": "group.com.example.levels",
+        "BAManifestURL": "https://assets.example.com/manifest.json",
+        "BAInitialDownloadRestrictions": [
+            "BADownloadAllowance": 10_000_000,
+            "BAEssentialDownloadAllowance": 2_000_000,
+            "BADownloadDomainAllowList": ["assets.example.com", "*.cdn.example.com"],
+        ] as [String: Any],
+        "BAMaxInstallSize": 20_000_000,
+        "BAEssentialMaxInstallSize": 4_000_000,
+    ]
+
+    func plist(_ values: [String: Any], format: PropertyListSerialization.PropertyListFormat = .xml) throws -> Data {
+        try PropertyListSerialization.data(fromPropertyList: values, format: format, options: 0)
+    }
+
+    func problem(_ values: [String: Any]) throws -> String? {
+        do {
+            _ = try AppConfiguration(infoPlist: try plist(values))
+            return nil
+        } catch let error as AppConfigurationError {
+            return error.problem
+        }
+    }
+
+    @Test(arguments: [PropertyListSerialization.PropertyListFormat.xml, .binary])
+    func readsApplesKeysFromXMLAndBinary(format: PropertyListSerialization.PropertyListFormat) throws {
+        let config = try AppConfiguration(infoPlist: try plist(Self.complete, format: format))
+        #expect(config.appIdentifier == "com.example.levels")
+        #expect(config.appGroupIdentifier == "group.com.example.levels")
+        #expect(config.manifestURL.absoluteString == "https://assets.example.com/manifest.json")
+        #expect(config.initialRestrictions.downloadAllowance == 10_000_000)
+        #expect(config.initialRestrictions.essentialDownloadAllowance == 2_000_000)
+        #expect(config.initialRestrictions.domainAllowList == ["assets.example.com", "*.cdn.example.com"])
+        #expect(config.maxInstallSize == 20_000_000)
+        #expect(config.essentialMaxInstallSize == 4_000_000)
+    }
+
+    @Test func optionalKeysMayBeAbsent() throws {
+        var values = Self.complete
+        values["BAEssentialMaxInstallSize"] = nil
+        var restrictions = values["BAInitialDownloadRestrictions"] as! [String: Any]
+        restrictions["BAEssentialDownloadAllowance"] = nil
+        values["BAInitialDownloadRestrictions"] = restrictions
+        let config = try AppConfiguration(infoPlist: try plist(values))
+        #expect(config.essentialMaxInstallSize == nil)
+        #expect(config.initialRestrictions.essentialDownloadAllowance == 0)
+    }
+
+    @Test func aMissingKeyIsNamed() throws {
+        var values = Self.complete
+        values["BAManifestURL"] = nil
+        #expect(try problem(values) == "the required key BAManifestURL is missing")
+        var nested = Self.complete
+        var restrictions = nested["BAInitialDownloadRestrictions"] as! [String: Any]
+        restrictions["BADownloadAllowance"] = nil
+        nested["BAInitialDownloadRestrictions"] = restrictions
+        #expect(try problem(nested) == "the required key BAInitialDownloadRestrictions.BADownloadAllowance is missing")
+    }
+
+    @Test func aKeyOfTheWrongTypeIsNamed() throws {
+        var values = Self.complete
+        values["BAMaxInstallSize"] = "big"
+        #expect(try problem(values) == "the key BAMaxInstallSize must be an integer")
+        var list = Self.complete
+        var restrictions = list["BAInitialDownloadRestrictions"] as! [String: Any]
+        restrictions["BADownloadDomainAllowList"] = "assets.example.com"
+        list["BAInitialDownloadRestrictions"] = restrictions
+        #expect(try problem(list)?.hasPrefix("the key BAInitialDownloadRestrictions.BADownloadDomainAllowList") == true)
+    }
+
+    @Test func badValuesAreNamed() throws {
+        var url = Self.complete
+        url["BAManifestURL"] = "ftp://assets.example.com/m"
+        #expect(try problem(url) == "BAManifestURL is not an http(s) URL: ftp://assets.example.com/m")
+        var negative = Self.complete
+        negative["BAMaxInstallSize"] = -1
+        #expect(try problem(negative) == "BAMaxInstallSize is negative")
+        var domain = Self.complete
+        var restrictions = domain["BAInitialDownloadRestrictions"] as! [String: Any]
+        restrictions["BADownloadDomainAllowList"] = ["*"]
+        domain["BAInitialDownloadRestrictions"] = restrictions
+        #expect(try problem(domain) == "BAInitialDownloadRestrictions.BADownloadDomainAllowList has an invalid domain '*'")
+    }
+
+    @Test func notAPropertyListAndUnreadableFilesAreSaidSo() throws {
+        #expect(throws: AppConfigurationError.self) { try AppConfiguration(infoPlist: Data("not a plist".utf8)) }
+        let missing = URL(fileURLWithPath: "/nonexistent/Info.plist")
+        let error = #expect(throws: AppConfigurationError.self) { try AppConfiguration(contentsOf: missing) }
+        #expect(error?.file == "/nonexistent/Info.plist")
+        #expect(error?.problem.hasPrefix("cannot be read") == true)
+    }
+}
