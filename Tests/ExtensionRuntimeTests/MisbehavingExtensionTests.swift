@@ -66,6 +66,14 @@ import TestSupport
         #expect(try hostStillWorks())
     }
 
+    @Test func bytesWrittenStraightIntoTheSocketAreAProtocolViolation() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/writes_to_host_socket"), limits: shortLimits)
+        #expect(outcome.stopReason == .protocolViolation("the extension sent a truncated or malformed packet"))
+        // Killed at once, not left to run out its budget.
+        #expect(outcome.elapsed < .seconds(1))
+        #expect(try hostStillWorks())
+    }
+
     @Test func missingEntrySymbolIsRefused() throws {
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/no_entry_symbol"))
         guard case .refusedToLoad(.missingEntry, let message) = outcome.stopReason else {

@@ -1,0 +1,70 @@
+import CBAExtension
+import ExtensionWire
+@testable import ExtensionRuntime
+import Testing
+
+/// The host decodes packets written by extension code: a packet is either exactly what the protocol says, or a
+/// violation.
+@Suite struct WireCodecTests {
+    /// A CALL scheduling a download, as the runner encodes it (with the C writer).
+    func scheduleCall() -> [UInt8] {
+        var writer = ba_wire_writer_t()
+        ba_wire_writer_init(&writer, UInt8(BA_WIRE_CALL.rawValue))
+        ba_wire_put_u32(&writer, 7)
+        ba_wire_put_u8(&writer, UInt8(BA_WIRE_SCHEDULE.rawValue))
+        "level-1".withCString { identifier in
+            "https://assets.example.com/l1".withCString { url in
+                "group.g".withCString { group in
+                    "Authorization: x".withCString { header in
+                        let headers: [UnsafePointer<CChar>?] = [header]
+                        headers.withUnsafeBufferPointer { h in
+                            var d = ba_download_t()
+                            d.struct_size = UInt32(MemoryLayout<ba_download_t>.size)
+                            d.identifier = identifier
+                            d.url = url
+                            d.application_group_identifier = group
+                            d.file_size = 42
+                            d.priority = 50
+                            d.essential = true
+                            d.http_headers = h.baseAddress
+                            d.http_header_count = 1
+                            ba_wire_put_download(&writer, &d)
+                        }
+                    }
+                }
+            }
+        }
+        defer { ba_wire_writer_free(&writer) }
+        return Array(UnsafeBufferPointer(start: writer.bytes, count: writer.length))
+    }
+
+    func decode(_ bytes: [UInt8]) -> Result<RunnerMessage, WireViolation> {
+        bytes.withUnsafeBytes { raw in Result { () throws(WireViolation) in try RunnerMessage.decode(raw) } }
+    }
+
+    @Test func aValidPacketDecodesToWhatWasEncoded() throws {
+        guard case .success(.call(let id, .schedule(let download))) = decode(scheduleCall()) else {
+            Issue.record("the packet did not decode as a schedule call")
+            return
+        }
+        #expect(id == 7)
+        #expect(download.identifier == "level-1" && download.url == "https://assets.example.com/l1")
+        #expect(download.applicationGroupIdentifier == "group.g" && download.fileSize == 42)
+        #expect(download.isEssential && download.priority == 50 && download.httpHeaders == ["Authorization: x"])
+    }
+
+    @Test func everyTruncationIsAViolation() {
+        let packet = scheduleCall()
+        for length in 0..<packet.count {
+            guard case .failure = decode(Array(packet.prefix(length))) else {
+                Issue.record("a packet cut to \(length) of \(packet.count) bytes decoded")
+                continue
+            }
+        }
+        guard case .failure(let error) = decode(packet + [0]) else {
+            Issue.record("a packet with a trailing byte decoded")
+            return
+        }
+        #expect(error.message == "the extension sent a packet with trailing bytes")
+    }
+}
