@@ -2,8 +2,9 @@
 import CBAExtension
 import Testing
 
-/// Apple's names, raw values and semantics, and that they agree with the C ABI.
-@Suite struct SDKTests {
+/// Apple's names, raw values and semantics, and that they agree with the C ABI. Serialized: some tests change
+/// the state of the one shared `BADownloadManager`.
+@Suite(.serialized) struct SDKTests {
     @Test func errorCodesHaveApplesRawValuesAndMatchTheCABI() {
         let pairs: [(BAErrorCode, ba_error_code_t)] = [
             (.downloadInvalid, BA_ERROR_DOWNLOAD_INVALID),
