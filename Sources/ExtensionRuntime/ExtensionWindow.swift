@@ -62,16 +62,23 @@ private final class WindowLoop {
     var peakResident: Int64 = 0
     var endSent = false
     var terminateSentAt: ContinuousClock.Instant?
-    var terminateReturned = false
     var killAt: ContinuousClock.Instant?
     var holdsExclusiveControl = false
     /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
     var waitingForLock: [(id: UInt32, until: ContinuousClock.Instant?)] = []
     var partialOutput: [UInt8] = []
+    var droppedLogLines = 0
 
     /// The resident memory sampling period: the longest an extension can allocate unseen.
     static let samplingPeriod = Duration.milliseconds(5)
+    /// What one turn of the loop reads at most, so that an extension that floods the socket or the pipe cannot
+    /// keep the loop from its deadlines.
+    static let packetsPerTurn = 256
+    static let outputBytesPerTurn = 256 * 1024
+    /// Bounds on what the host keeps of one window; past them it keeps no more (log) or stops the window (downloads).
     static let maxLogLines = 10_000
+    static let maxLineBytes = 16 * 1024
+    static let maxReturnedDownloads = 100_000
 
     init(
         events: [WindowEvent], limits: WindowLimits, services: ExtensionHostServices?,
@@ -118,6 +125,11 @@ private final class WindowLoop {
         events.forEach(deleteManifest)
         if holdsExclusiveControl { services?.releaseExclusiveControl() }
         flushPartialOutput()
+        if droppedLogLines > 0 {
+            log.append(WindowLogLine(
+                source: .warning, message: "bahost: \(droppedLogLines) more log lines were not kept",
+                at: elapsed.inSeconds))
+        }
         let reason = stopReason ?? classify(exit!)
         if case .protocolViolation = reason { returned = [] }
         return WindowOutcome(
@@ -172,16 +184,15 @@ private final class WindowLoop {
     func classify(_ status: Int32) -> StopReason {
         if let (failure, message) = loadFailure { return .refusedToLoad(failure, message) }
         if endSent { return .returned }
-        if peakResident > limits.memoryBytes { return .killedForMemory(limitBytes: limits.memoryBytes) }
         if bahost_signaled(status) != 0 { return .crashed(signal: bahost_signal(status)) }
         return .exited(code: bahost_exit_code(status))
     }
 
     // MARK: Messages
 
-    /// Reads every waiting packet; false once the runner has closed its end.
+    /// Reads the waiting packets, up to a turn's worth; false once the runner has closed its end.
     func drainChannel(_ buffer: inout [UInt8]) -> Bool {
-        while true {
+        for _ in 0..<Self.packetsPerTurn {
             let count = buffer.withUnsafeMutableBytes { recv(process.channel, $0.baseAddress, $0.count, 0) }
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
@@ -197,6 +208,7 @@ private final class WindowLoop {
                 stop(.protocolViolation(error.message))
             }
         }
+        return true
     }
 
     func handle(_ message: RunnerMessage) throws(WireViolation) {
@@ -213,6 +225,9 @@ private final class WindowLoop {
             guard let index = currentEventIndex, eventID == UInt32(index + 1),
                 case .contentRequest = events[index]
             else { throw WireViolation(message: "the extension returned a download outside downloads(for:…)") }
+            guard returned.count < Self.maxReturnedDownloads else {
+                throw WireViolation(message: "the extension returned more than \(Self.maxReturnedDownloads) downloads")
+            }
             returned.append(download)
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
@@ -235,7 +250,6 @@ private final class WindowLoop {
             throw WireViolation(message: text)
         case .terminateDone:
             guard terminateSentAt != nil else { throw WireViolation(message: "the extension reported a willTerminate nobody sent") }
-            terminateReturned = true
             stop(.budgetExceeded(willTerminateReturned: true))
         }
     }
@@ -365,10 +379,10 @@ private final class WindowLoop {
 
     // MARK: Output
 
-    /// Reads what the process printed; false once every writer has closed the pipe.
+    /// Reads what the process printed, up to a turn's worth; false once every writer has closed the pipe.
     func drainOutput() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
+        for _ in 0..<(Self.outputBytesPerTurn / chunk.count) {
             let count = chunk.withUnsafeMutableBytes { read(process.output, $0.baseAddress, $0.count) }
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
@@ -377,7 +391,12 @@ private final class WindowLoop {
                 record(.output, String(decoding: partialOutput[..<newline], as: UTF8.self))
                 partialOutput.removeSubrange(...newline)
             }
+            while partialOutput.count >= Self.maxLineBytes {
+                record(.output, String(decoding: partialOutput.prefix(Self.maxLineBytes), as: UTF8.self))
+                partialOutput.removeFirst(Self.maxLineBytes)
+            }
         }
+        return true
     }
 
     func flushPartialOutput() {
@@ -386,7 +405,10 @@ private final class WindowLoop {
     }
 
     func record(_ source: WindowLogLine.Source, _ message: String) {
-        guard log.count < Self.maxLogLines else { return }
+        guard log.count < Self.maxLogLines else {
+            droppedLogLines += 1
+            return
+        }
         let line = WindowLogLine(source: source, message: message, at: (clock.now - start).inSeconds)
         log.append(line)
         onLog?(line)

@@ -64,6 +64,10 @@ const char *ba_wire_download_problem(const ba_download_t *d) {
     if (!d->identifier) return "the download has no identifier";
     if (!d->application_group_identifier) return "the download has no application group identifier";
     if (d->kind == BA_DOWNLOAD_KIND_URL && !d->url) return "the download has no URL";
+    if (d->http_header_count > BA_WIRE_MAX_HEADERS) return "the download has more than 64 request headers";
+    if (d->http_header_count && !d->http_headers) return "the download's http_headers is NULL";
+    for (uint32_t i = 0; i < d->http_header_count; i++)
+        if (!d->http_headers[i]) return "one of the download's request headers is NULL";
     return NULL;
 }
 
@@ -81,9 +85,8 @@ void ba_wire_put_download(ba_wire_writer_t *w, const ba_download_t *d) {
     ba_wire_put_u8(w, HAS(essential) ? (uint8_t)(d->essential ? 1 : 0) : 0);
     ba_wire_put_str(w, HAS(sha256) ? d->sha256 : NULL);
     uint32_t count = HAS(http_header_count) && HAS(http_headers) && d->http_headers ? d->http_header_count : 0;
-    if (count > BA_WIRE_MAX_HEADERS) count = BA_WIRE_MAX_HEADERS + 1; /* the reader refuses it: too many */
     ba_wire_put_u32(w, count);
-    for (uint32_t i = 0; i < count && i < BA_WIRE_MAX_HEADERS; i++) ba_wire_put_str(w, d->http_headers[i]);
+    for (uint32_t i = 0; i < count; i++) ba_wire_put_str(w, d->http_headers[i]);
 #undef HAS
 }
 

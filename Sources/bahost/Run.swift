@@ -85,6 +85,7 @@ struct Run: ParsableCommand {
         let outcome: WindowOutcome
         do {
             let manifestCopy = try ManifestCopy(of: manifest)
+            defer { manifestCopy.removeFolder() }
             let window = try ExtensionWindow(pluginPath: plugin, limits: limits)
             let live = json ? nil : { (line: WindowLogLine) in Report.printLive(line) }
             outcome = try window.run(
@@ -106,15 +107,18 @@ struct Run: ParsableCommand {
     }
 }
 
-/// The read-only copy of the manifest that the extension sees; the window deletes it.
+/// The read-only copy of the manifest that the extension sees, in a folder of its own; the window deletes the file.
 struct ManifestCopy {
+    let folder: URL
     let path: String
 
     init(of source: String) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        path = directory.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        path = folder.appendingPathComponent("manifest").path
         try FileManager.default.copyItem(atPath: source, toPath: path)
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
     }
+
+    func removeFolder() { try? FileManager.default.removeItem(at: folder) }
 }

@@ -74,6 +74,20 @@ import TestSupport
         #expect(try hostStillWorks())
     }
 
+    @Test func floodingTheHostDoesNotStopItsDeadline() throws {
+        // Two seconds: long enough for the flood to pass the log's bound even on a loaded machine.
+        let limits = WindowLimits(budget: .seconds(2), grace: .milliseconds(500), memoryBytes: 128 << 20)
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/floods_the_host"), limits: limits)
+        #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: true))
+        #expect(outcome.elapsed < .seconds(3))
+        // The log is kept, but bounded, with a last line saying how much was not; an endless line is cut.
+        #expect(outcome.log.count == 10_001)
+        #expect(outcome.log.last?.message.hasSuffix("more log lines were not kept") == true)
+        #expect(outcome.log.allSatisfy { $0.message.utf8.count <= 16 * 1024 })
+        #expect(outcome.log.contains { $0.source == .output && $0.message.utf8.count == 16 * 1024 })
+        #expect(try hostStillWorks())
+    }
+
     @Test func missingEntrySymbolIsRefused() throws {
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/no_entry_symbol"))
         guard case .refusedToLoad(.missingEntry, let message) = outcome.stopReason else {

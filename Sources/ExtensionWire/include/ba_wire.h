@@ -77,7 +77,8 @@ void ba_wire_put_bytes_as_str(ba_wire_writer_t *w, const char *s, size_t n);
 /* Why *d, coming from extension code, cannot be a 1.x ba_download_t (NULL, a struct_size no published layout
  * has, a missing required string), or NULL when it can be read safely. */
 const char *ba_wire_download_problem(const ba_download_t *d);
-/* Writes every field of a download the filler's struct_size covers; fields past it go as empty. */
+/* Writes every field of a download the filler's struct_size covers; fields past it go as empty.
+ * A download from extension code must pass ba_wire_download_problem first. */
 void ba_wire_put_download(ba_wire_writer_t *w, const ba_download_t *d);
 
 /* A received packet being read. A failed read leaves the reader failed: every later read fails too. */

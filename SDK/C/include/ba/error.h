@@ -29,8 +29,9 @@ typedef enum ba_error_code {
  * for transport failures, "bahost" for verification failures). */
 #define BA_ERROR_DOMAIN "BAErrorDomain"
 
-/* An error, by value: no pointer inside, so nobody owns anything.
- * The side that fills it sets struct_size; strings are NUL-terminated UTF-8, truncated to fit. */
+/* An error, by value: no pointer inside, so nobody owns anything. Strings are NUL-terminated UTF-8, truncated to
+ * fit. As an out-parameter (host functions), the caller sets struct_size to the room it has (0 is read as the 1.0
+ * size) and the filler writes no more than that, then sets struct_size to what it wrote. */
 typedef struct ba_error {
     uint32_t struct_size;
     int64_t code;

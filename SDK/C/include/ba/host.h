@@ -50,7 +50,8 @@ struct ba_host {
                                     ba_error_t *error);
 
     /* [any thread] Apple's withExclusiveControl: an inter-process lock shared by the app and its extension.
-     * timeout_ms < 0 waits as long as the window lasts, 0 tries once, > 0 waits at most that long.
+     * timeout_ms < 0 waits as long as the window lasts, 0 tries once, > 0 waits at most that long; when the lock
+     * stays held elsewhere it fails with domain "NSPOSIXErrorDomain" and code EWOULDBLOCK.
      * While the lock is held the window stays open (Apple keeps the extension running until the handler
      * returns); it is released by release_exclusive_control or when the window ends. */
     bool (*acquire_exclusive_control)(const ba_host_t *host, int64_t timeout_ms, ba_error_t *error);
