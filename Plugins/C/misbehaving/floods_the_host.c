@@ -1,16 +1,28 @@
-/* Logs and prints as fast as it can, forever, without a newline on stdout: the host must still keep its deadline
- * and its memory. */
+/* Floods the host with log messages and output that has no newline. With the manifest "forever" it never stops:
+ * the host must still keep its deadline. Otherwise it writes a fixed burst (40 KiB without a newline, then 10,500
+ * log lines) and returns: the host must keep a bounded log and say what it dropped. */
 #include "common.h"
 #include <string.h>
 #include <unistd.h>
 
 static void downloads_for_request(const ba_extension_t *ext, int32_t request, const char *manifest_path,
                                   const ba_app_extension_info_t *info, const ba_download_sink_t *sink) {
-    (void)ext, (void)request, (void)manifest_path, (void)info, (void)sink;
+    (void)ext, (void)request, (void)info, (void)sink;
+    char mode[16] = "";
+    FILE *manifest = fopen(manifest_path, "r");
+    if (manifest) {
+        if (!fgets(mode, sizeof mode, manifest)) mode[0] = 0;
+        fclose(manifest);
+    }
     char noise[4096];
     memset(noise, 'x', sizeof noise);
-    for (;;) {
-        host->log(host, BA_LOG_DEBUG, "flood");
-        if (write(1, noise, sizeof noise) < 0) return;
+    if (strncmp(mode, "forever", 7) == 0) {
+        for (;;) {
+            host->log(host, BA_LOG_DEBUG, "flood");
+            if (write(1, noise, sizeof noise) < 0) return;
+        }
     }
+    for (int i = 0; i < 10; i++)
+        if (write(1, noise, sizeof noise) < 0) return;
+    for (int i = 0; i < 10500; i++) host->log(host, BA_LOG_DEBUG, "flood");
 }
