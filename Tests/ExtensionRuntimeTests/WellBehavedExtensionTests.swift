@@ -108,4 +108,18 @@ import TestSupport
         #expect(try app.tryAcquire().get())
         app.release()
     }
+
+    @Test func aNewerMinorVersionLoadsAndItsNewFieldsAreIgnored() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("probes/newer_minor"))
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.abiVersion == "1.9")
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["from-1.9"])
+    }
+
+    @Test func anOlderTableIsNotReadPastItsStructSize() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("probes/older_minor"), limits: shortLimits)
+        // will_terminate lies past struct_size: absent, so the default (nothing) runs and returns at once.
+        #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: true))
+        #expect(outcome.log.isEmpty)
+    }
 }
