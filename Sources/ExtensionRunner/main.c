@@ -20,8 +20,23 @@ static _Noreturn void refuse(ba_wire_load_failure_t why, const char *message) {
     _exit(0);
 }
 
+/* True unless `path` can be read and does not start with the ELF magic: dlopen's own words for a text file
+ * ("file too short", "invalid ELF header") do not tell a user what is wrong. */
+static bool looks_like_elf(const char *path) {
+    unsigned char magic[4] = {0};
+    FILE *file = fopen(path, "rb");
+    if (!file) return true; /* let dlopen say why it cannot be opened */
+    size_t n = fread(magic, 1, sizeof magic, file);
+    fclose(file);
+    return n == sizeof magic && memcmp(magic, "\x7f" "ELF", 4) == 0;
+}
+
 static const ba_extension_t *load(const char *path) {
     char message[1024];
+    if (!looks_like_elf(path)) {
+        snprintf(message, sizeof message, "%s is not an ELF shared object", path);
+        refuse(BA_WIRE_NOT_LOADABLE, message);
+    }
     /* RTLD_LOCAL keeps each extension's symbols to itself; never dlclosed, because a Swift image cannot be
      * unloaded safely (its runtime keeps pointers into it). */
     void *image = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -113,18 +113,19 @@ import TestSupport
     }
 
     @Test func notAnELFFileIsRefused() throws {
-        let notELF = TestPlugins.packageRoot.appendingPathComponent("Plugins/C/misbehaving/not_elf.so").path
+        let notELF = try TestPlugins.file("This is text, not a shared object.\n", name: "not_elf.so")
         let outcome = try runContentRequest(notELF)
         guard case .refusedToLoad(.notLoadable, let message) = outcome.stopReason else {
             Issue.record("expected notLoadable, got \(outcome.stopReason)")
             return
         }
-        #expect(message.contains("not_elf.so"))
+        #expect(message.hasSuffix("not_elf.so is not an ELF shared object"))
         let missing = try runContentRequest("/nonexistent/extension.so")
-        guard case .refusedToLoad(.notLoadable, _) = missing.stopReason else {
+        guard case .refusedToLoad(.notLoadable, let missingMessage) = missing.stopReason else {
             Issue.record("expected notLoadable, got \(missing.stopReason)")
             return
         }
+        #expect(missingMessage.contains("No such file"))
         #expect(try hostStillWorks())
     }
 
