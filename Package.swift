@@ -16,6 +16,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
     ],
     targets: [
         // The SDK: the C ABI (headers only; the .c file pins the struct layout) and Apple's Swift API over it.
@@ -31,12 +36,25 @@ let package = Package(
         // The host, by concept.
         .target(name: "CHostSupport"),
         .target(name: "AppConfig"),
-        .target(name: "Policy", dependencies: ["CBAExtension", "ExtensionRuntime"]),
+        .target(name: "Policy", dependencies: ["CBAExtension", "ExtensionRuntime", "AppConfig"]),
+        .target(name: "Queue", dependencies: ["CBAExtension", "ExtensionRuntime", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "Transfer",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport"]),
+        .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue"]),
+        .target(name: "Lifecycle", dependencies: ["AppConfig", "CBAExtension", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer"]),
         .executableTarget(
             name: "bahost",
             dependencies: [
-                "AppConfig", "ExtensionRuntime", "Policy",
+                "AppConfig", "Delivery", "ExtensionRuntime", "Lifecycle", "Policy", "Queue", "Transfer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

@@ -54,19 +54,7 @@ public enum DownloadValidation {
 
         guard download.kind == .url else { return invalid("only URL downloads can be scheduled") }
         guard !download.identifier.isEmpty else { return invalid("the identifier is empty") }
-        guard let text = download.url, let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
-            let host = url.host, !host.isEmpty
-        else { return invalid("'\(download.url ?? "")' is not an absolute URL") }
-        switch scheme {
-        case "https":
-            break
-        case "http" where isLoopback(host):
-            guard rules.allowInsecureLoopback else {
-                return invalid("plain http to \(host) needs --allow-insecure-loopback; use https")
-            }
-        default:
-            return invalid("'\(text)' is not https (plain http is only for loopback, behind an explicit flag)")
-        }
+        if let error = checkURL(download.url ?? "", rules: rules) { return error }
         if let group = rules.appGroupIdentifier, download.applicationGroupIdentifier != group {
             return invalid("application group '\(download.applicationGroupIdentifier)' is not the app's ('\(group)')")
         }
@@ -101,6 +89,24 @@ public enum DownloadValidation {
             else { return invalid("request header '\(header)' is not 'Name: value'") }
         }
         return nil
+    }
+
+    /// Why `text` may not be fetched: not an absolute URL, or not https (plain http only to loopback hosts, and
+    /// only when the rules allow it). Applies to every redirect hop too.
+    public static func checkURL(_ text: String, rules: DownloadRules) -> HostError? {
+        func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
+            let host = url.host, !host.isEmpty
+        else { return invalid("'\(text)' is not an absolute URL") }
+        switch scheme {
+        case "https":
+            return nil
+        case "http" where isLoopback(host):
+            return rules.allowInsecureLoopback
+                ? nil : invalid("plain http to \(host) needs --allow-insecure-loopback; use https")
+        default:
+            return invalid("'\(text)' is not https (plain http is only for loopback, behind an explicit flag)")
+        }
     }
 
     /// Loopback names and addresses: `localhost`, 127.0.0.0/8, ::1.

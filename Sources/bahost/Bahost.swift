@@ -1,9 +1,9 @@
 import ArgumentParser
 
 @main
-struct Bahost: ParsableCommand {
+struct Bahost: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Apple's Background Assets for Linux: runs asset-downloader extensions in time-boxed windows.",
         version: "0.1.0",
-        subcommands: [Run.self])
+        subcommands: [Run.self, Resume.self])
 }

@@ -11,9 +11,12 @@ struct Report {
     let rejected: [RejectedDownload]
     let scheduled: [ExtensionDownload]
 
-    var exitCode: Int32 {
-        switch outcome.stopReason {
-        case .returned: rejected.isEmpty ? 0 : 2
+    var exitCode: Int32 { Self.exitCode(for: outcome.stopReason, rejected: !rejected.isEmpty) }
+
+    /// The exit status for how the content request's window ended (see `bahost run --help`).
+    static func exitCode(for reason: StopReason, rejected: Bool) -> Int32 {
+        switch reason {
+        case .returned: rejected ? 2 : 0
         case .budgetExceeded: 3
         case .crashed: 4
         case .exited: 5

@@ -1,17 +1,26 @@
 import AppConfig
 import ArgumentParser
+import Delivery
 import ExtensionRuntime
 import Foundation
+import Lifecycle
 import Policy
+import Transfer
 
-/// `bahost run`: one extension window for one content request, reported.
-struct Run: ParsableCommand {
+/// `bahost run`: Apple's life cycle for one app and one content request.
+struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Load an extension, send it a content request, and report what it returned and how it ended.",
+        abstract: "Run an extension's content request and, for an app, its downloads and their delivery.",
         discussion: """
-            Exit status: 0 the extension returned and every download passed validation; 2 it returned but some \
-            downloads were rejected; 3 budget exceeded; 4 crashed; 5 exited on its own; 6 killed for memory; \
-            7 refused to load; 8 protocol violation; 64 bad arguments; 70 the host could not open a window.
+            With --info-plist, the whole life cycle: fetch the manifest named by BAManifestURL (or take --manifest), \
+            run the extension's content request, apply the app's policy, download what it returned (essential \
+            first), and deliver each finished or failed download back to the extension in a fresh window. Without \
+            --info-plist, or with --window-only, only the extension's window, reported.
+
+            Exit status: 0 the extension returned and every download finished; 2 some downloads were rejected or \
+            failed; 3 budget exceeded; 4 crashed; 5 exited on its own; 6 killed for memory; 7 refused to load; \
+            8 protocol violation; 9 the manifest could not be fetched; 64 bad arguments; 70 the host could not \
+            open a window or its queue.
             """)
 
     @Option(help: "The extension: a shared object exporting ba_extension_entry.")
@@ -20,43 +29,39 @@ struct Run: ParsableCommand {
     @Option(help: "The content request: install, update, periodic or language-change.")
     var event: String
 
-    @Option(help: "The manifest file handed to the extension (a read-only copy, deleted when it returns).")
-    var manifest: String
+    @Option(help: "A local manifest to hand the extension instead of fetching BAManifestURL.")
+    var manifest: String?
 
-    @Option(help: "The app's Info.plist: its app group, allowances and allow list apply.")
+    @Option(help: "The app's Info.plist: its identity, manifest URL, allowances and allow list.")
     var infoPlist: String?
 
-    @Option(help: "Seconds the window may run before extensionWillTerminate.")
-    var budget: Double = 30
+    @Flag(help: "Run only the extension's window and report it; download nothing.")
+    var windowOnly = false
 
-    @Option(help: "Seconds between extensionWillTerminate and the kill.")
-    var grace: Double = 2
-
-    @Option(help: "Resident memory limit of the extension's process, in MiB.")
-    var memoryLimit: Int = 128
+    @OptionGroup var window: WindowOptions
+    @OptionGroup var transfers: TransferOptions
 
     @Flag(help: "Accept plain http URLs to loopback hosts (local test servers only).")
     var allowInsecureLoopback = false
 
-    @Flag(help: "Print one JSON object instead of the report.")
+    @Flag(help: "Print JSON: one object for a window-only run, else one event per line.")
     var json = false
 
     func validate() throws {
         guard ContentRequest(name: event) != nil else {
             throw ValidationError("--event must be one of: \(ContentRequest.allCases.map(\.name).joined(separator: ", "))")
         }
-        guard budget > 0, grace >= 0, memoryLimit > 0 else {
-            throw ValidationError("--budget and --memory-limit must be positive and --grace not negative")
-        }
-        guard FileManager.default.isReadableFile(atPath: manifest) else {
+        try window.validate()
+        if let manifest, !FileManager.default.isReadableFile(atPath: manifest) {
             throw ValidationError("cannot read the manifest \(manifest)")
         }
-        guard FileManager.default.fileExists(atPath: plugin) else {
-            throw ValidationError("no extension at \(plugin)")
+        guard FileManager.default.fileExists(atPath: plugin) else { throw ValidationError("no extension at \(plugin)") }
+        if infoPlist == nil || windowOnly {
+            guard manifest != nil else { throw ValidationError("a window-only run needs --manifest") }
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let request = ContentRequest(name: event)!
         let config: AppConfiguration?
         do {
@@ -66,7 +71,17 @@ struct Run: ParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+        if let config, !windowOnly {
+            let code = try await LifecycleRun(
+                plugin: plugin, request: request, config: config, manifest: manifest, window: window,
+                transfers: transfers, allowInsecureLoopback: allowInsecureLoopback, json: json
+            ).run()
+            throw ExitCode(code)
+        }
+        try runWindowOnly(request, config: config)
+    }
 
+    private func runWindowOnly(_ request: ContentRequest, config: AppConfiguration?) throws {
         let rules = DownloadRules(
             appGroupIdentifier: config?.appGroupIdentifier, allowInsecureLoopback: allowInsecureLoopback)
         // Before the app's first launch its allowances restrict what the extension may schedule.
@@ -79,14 +94,11 @@ struct Run: ParsableCommand {
             lockPath: ExclusiveControlLock.path(forApp: config?.appIdentifier ?? "bahost.run")
         ) { DownloadValidation.check($0, for: nil, rules: rules) }
 
-        let limits = WindowLimits(
-            budget: .milliseconds(Int64(budget * 1000)), grace: .milliseconds(Int64(grace * 1000)),
-            memoryBytes: Int64(memoryLimit) << 20)
         let outcome: WindowOutcome
         do {
-            let manifestCopy = try ManifestCopy(of: manifest)
+            let manifestCopy = try ManifestCopy(of: manifest!)
             defer { manifestCopy.removeFolder() }
-            let window = try ExtensionWindow(pluginPath: plugin, limits: limits)
+            let window = try ExtensionWindow(pluginPath: plugin, limits: self.window.limits)
             let live = json ? nil : { (line: WindowLogLine) in Report.printLive(line) }
             outcome = try window.run(
                 [.contentRequest(request, manifestPath: manifestCopy.path, info: info)], services: services,
@@ -105,6 +117,67 @@ struct Run: ParsableCommand {
         if json { report.printJSON() } else { report.printText() }
         throw ExitCode(report.exitCode)
     }
+}
+
+/// The extension window's limits, shared by the commands that open windows.
+struct WindowOptions: ParsableArguments {
+    @Option(help: "Seconds a window may run before extensionWillTerminate.")
+    var budget: Double = 30
+
+    @Option(help: "Seconds between extensionWillTerminate and the kill.")
+    var grace: Double = 2
+
+    @Option(help: "Resident memory limit of the extension's process, in MiB.")
+    var memoryLimit: Int = 128
+
+    func validate() throws {
+        guard budget > 0, grace >= 0, memoryLimit > 0 else {
+            throw ValidationError("--budget and --memory-limit must be positive and --grace not negative")
+        }
+    }
+
+    var limits: WindowLimits {
+        WindowLimits(
+            budget: .milliseconds(Int64(budget * 1000)), grace: .milliseconds(Int64(grace * 1000)),
+            memoryBytes: Int64(memoryLimit) << 20)
+    }
+}
+
+/// How the host downloads, shared by the commands that download.
+struct TransferOptions: ParsableArguments {
+    @Option(help: "Where the queue, partial files and app containers live (default $XDG_DATA_HOME/bahost).")
+    var dataRoot: String?
+
+    @Option(help: "A PEM file of certificate authorities to trust besides the system's (private CDNs, tests).")
+    var caFile: String?
+
+    @Option(help: "Transfers at once.")
+    var maxConcurrent: Int = 4
+
+    @Option(help: "Transfers at once to one host.")
+    var maxPerHost: Int = 2
+
+    @Option(help: "Seconds before the first retry of a transient failure; each later retry doubles it (with jitter).")
+    var retryDelay: Double = 1
+
+    @Option(help: "Attempts per download before a transient failure is final.")
+    var maxAttempts: Int = 8
+
+    @Option(help: "Seconds a server may stay silent mid-response before the attempt is retried.")
+    var readTimeout: Double = 30
+
+    func settings(limits: WindowLimits) -> HostEngine.Settings {
+        HostEngine.Settings(
+            transfer: TransferConfiguration(
+                additionalCAFile: caFile, readTimeout: .milliseconds(Int64(readTimeout * 1000)),
+                connectionsPerHost: maxPerHost),
+            retry: RetryPolicy(
+                baseDelay: .milliseconds(Int64(retryDelay * 1000)), maximumDelay: .seconds(300),
+                maximumRetryAfter: .seconds(600), maximumAttempts: maxAttempts),
+            limits: limits, maximumConcurrentTransfers: maxConcurrent, maximumTransfersPerHost: maxPerHost)
+    }
+
+    var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }
 }
 
 /// The read-only copy of the manifest that the extension sees, in a folder of its own; the window deletes the file.

@@ -52,10 +52,13 @@ import TestSupport
 
     @Test func everyCommandHasHelp() throws {
         let root = try bahost(["--help"])
-        #expect(root.status == 0 && root.stdout.contains("run"))
+        #expect(root.status == 0 && root.stdout.contains("run") && root.stdout.contains("resume"))
         let run = try bahost(["run", "--help"])
         #expect(run.status == 0)
-        for option in ["--plugin", "--event", "--manifest", "--info-plist", "--budget", "--grace", "--json"] {
+        for option in [
+            "--plugin", "--event", "--manifest", "--info-plist", "--window-only", "--budget", "--grace", "--json",
+            "--data-root", "--ca-file", "--max-concurrent", "--max-per-host", "--retry-delay",
+        ] {
             #expect(run.stdout.contains(option), "\(option)")
         }
     }
@@ -63,7 +66,7 @@ import TestSupport
     @Test func jsonReportOfAWellBehavedExtension() throws {
         let result = try bahost([
             "run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--manifest", manifest,
-            "--info-plist", try infoPlist(), "--json",
+            "--info-plist", try infoPlist(), "--window-only", "--json",
         ])
         #expect(result.status == 0)
         let json = try result.json()
@@ -108,7 +111,7 @@ import TestSupport
     @Test func downloadsForAnotherAppGroupAreRejected() throws {
         let result = try bahost([
             "run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--manifest", manifest,
-            "--info-plist", try infoPlist(group: "group.someone.else"), "--json",
+            "--info-plist", try infoPlist(group: "group.someone.else"), "--window-only", "--json",
         ])
         #expect(result.status == 2)
         let rejected = try #require(try result.json()["rejected"] as? [[String: Any]])

@@ -1,0 +1,65 @@
+import ExtensionRuntime
+import Foundation
+import Queue
+
+/// Hands finished and failed downloads back to the app's extension, woken in a fresh window for each batch.
+///
+/// Exactly once: a completion counts as delivered when its entry point returned. One whose entry point never
+/// returned (the window crashed or ran out of time first) is delivered again in a later window, at most
+/// `maximumAttempts` times, then given up. A finished file still where the host put it after the callback
+/// returned is deleted (Apple: it "must be moved before this method exits scope").
+public struct CompletionDelivery: Sendable {
+    public var store: QueueStore
+    public var limits: WindowLimits
+    /// Completions per window.
+    public var batchSize: Int
+    public var maximumAttempts: Int
+
+    public init(store: QueueStore, limits: WindowLimits, batchSize: Int = 32, maximumAttempts: Int = 3) {
+        self.store = store
+        self.limits = limits
+        self.batchSize = batchSize
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// What one delivery window did.
+    public struct Report: Sendable {
+        public var outcome: WindowOutcome
+        public var delivered: [QueuedDownload]
+        /// Completions whose entry point did not return and that will not be tried again.
+        public var abandoned: [QueuedDownload]
+    }
+
+    /// Delivers one batch of the app's pending completions; nil when none is pending.
+    public func deliverBatch(for app: AppRecord, services: ExtensionHostServices) throws -> Report? {
+        var batch = Array(try store.pendingCompletions(for: app.appIdentifier).prefix(batchSize))
+        guard !batch.isEmpty else { return nil }
+        // Counted before the window opens, so that a host killed during it still counts the attempt.
+        for index in batch.indices {
+            batch[index].deliveryAttempts += 1
+            try store.save(batch[index])
+        }
+        let events: [WindowEvent] = batch.map { completion in
+            if completion.state == .finished, let path = completion.filePath {
+                return .downloadFinished(completion.described, filePath: path)
+            }
+            return .downloadFailed(
+                completion.described,
+                completion.error ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed"))
+        }
+        let outcome = try ExtensionWindow(pluginPath: app.pluginPath, limits: limits).run(events, services: services)
+
+        var delivered: [QueuedDownload] = []
+        var abandoned: [QueuedDownload] = []
+        for (index, var completion) in batch.enumerated() {
+            let returned = index < outcome.completedEvents
+            guard returned || completion.deliveryAttempts >= maximumAttempts else { continue }
+            if let path = completion.filePath { unlink(path) }
+            completion.filePath = nil
+            completion.delivered = true
+            try store.save(completion)
+            if returned { delivered.append(completion) } else { abandoned.append(completion) }
+        }
+        return Report(outcome: outcome, delivered: delivered, abandoned: abandoned)
+    }
+}

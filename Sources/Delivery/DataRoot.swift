@@ -1,0 +1,50 @@
+import Foundation
+
+/// Where the host keeps everything, under one folder on one file system (so that finishing a file is a rename):
+///
+///     queue.sqlite                                   the durable queue
+///     transfers/UNIQUE-ID.part                       bytes still arriving
+///     containers/APP-GROUP/Library/Caches/BackgroundAssets/UNIQUE-ID
+///                                                    finished files, handed to the app or extension to move
+///
+/// The default is `$XDG_DATA_HOME/bahost` (`~/.local/share/bahost`): an app group container is per-user data.
+public struct DataRoot: Sendable, Hashable {
+    public let url: URL
+
+    public init(_ path: String) {
+        url = URL(fileURLWithPath: path, isDirectory: true)
+    }
+
+    public static var standard: DataRoot {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return DataRoot("\(xdg)/bahost") }
+        return DataRoot(FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/bahost").path)
+    }
+
+    public var queuePath: String { url.appendingPathComponent("queue.sqlite").path }
+    public var transfers: URL { url.appendingPathComponent("transfers", isDirectory: true) }
+
+    public func partialPath(for uniqueIdentifier: String) -> String {
+        transfers.appendingPathComponent("\(uniqueIdentifier).part").path
+    }
+
+    /// The app group's container: the folder the app and its extension share.
+    public func container(for appGroupIdentifier: String) -> URL {
+        url.appendingPathComponent("containers", isDirectory: true).appendingPathComponent(appGroupIdentifier)
+    }
+
+    /// Where finished files wait for their completion to be delivered.
+    public func deliveries(for appGroupIdentifier: String) -> URL {
+        container(for: appGroupIdentifier).appendingPathComponent("Library/Caches/BackgroundAssets", isDirectory: true)
+    }
+
+    /// Creates the folders; private to the user.
+    public func prepare(appGroupIdentifier: String? = nil) throws {
+        var folders = [url, transfers]
+        if let appGroupIdentifier { folders.append(deliveries(for: appGroupIdentifier)) }
+        for folder in folders {
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+    }
+}

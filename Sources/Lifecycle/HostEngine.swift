@@ -1,0 +1,485 @@
+import CBAExtension
+import Delivery
+import ExtensionRuntime
+import Foundation
+import Policy
+import Queue
+import Synchronization
+import Transfer
+
+/// Runs Apple's life cycle for installed apps: fetch the manifest, run the extension's content request, apply
+/// policy, queue what it returns, perform the transfers (essential first, by priority, within the concurrency
+/// limits, retrying what is transient), and deliver each completion back in a fresh extension window.
+///
+/// Everything the engine decides is in the queue before it acts on it, so a host killed at any moment picks up
+/// where it was with `drain` (partial files resume, finished files are not fetched again, completions are still
+/// delivered).
+public final class HostEngine: Sendable {
+    public struct Settings: Sendable {
+        public var transfer: TransferConfiguration
+        public var retry: RetryPolicy
+        public var limits: WindowLimits
+        /// Transfers at once, over all apps.
+        public var maximumConcurrentTransfers: Int
+        /// Transfers at once to one host.
+        public var maximumTransfersPerHost: Int
+        /// How long completions may wait to be batched into one window while transfers are still running.
+        public var deliveryDelay: Duration
+
+        public init(
+            transfer: TransferConfiguration = TransferConfiguration(), retry: RetryPolicy = .default,
+            limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
+            deliveryDelay: Duration = .seconds(2)
+        ) {
+            self.transfer = transfer
+            self.retry = retry
+            self.limits = limits
+            self.maximumConcurrentTransfers = maximumConcurrentTransfers
+            self.maximumTransfersPerHost = maximumTransfersPerHost
+            self.deliveryDelay = deliveryDelay
+        }
+    }
+
+    public let store: QueueStore
+    public let dataRoot: DataRoot
+    let settings: Settings
+    let observe: LifecycleObserver
+    private let client: TransferClient
+    private let signal = WakeSignal()
+    private let state = Mutex(EngineState())
+
+    private struct EngineState {
+        /// Running transfers: their host (for the per-host cap) and task (to cancel).
+        var running: [String: (host: String, task: Task<Void, Never>)] = [:]
+        /// Apps waiting for their essential downloads before they may launch.
+        var awaitingLaunch: Set<String> = []
+        /// When an app's oldest undelivered completion appeared.
+        var pendingSince: [String: ContinuousClock.Instant] = [:]
+    }
+
+    public init(dataRoot: DataRoot, settings: Settings, observe: @escaping LifecycleObserver) throws {
+        try dataRoot.prepare()
+        self.dataRoot = dataRoot
+        store = try QueueStore(path: dataRoot.queuePath)
+        self.settings = settings
+        self.observe = observe
+        client = try TransferClient(settings.transfer)
+        // Transfers that were moving when a previous host died are queued again, to resume.
+        try store.recoverInterruptedTransfers()
+    }
+
+    public func shutdown() async {
+        for (_, entry) in state.withLock({ $0.running }) { entry.task.cancel() }
+        try? await client.shutdown()
+    }
+
+    func wake() { signal.fire() }
+
+    // MARK: Content requests
+
+    /// Fetches the app's manifest (or takes `localManifest`), runs the extension's content request in a window, and
+    /// queues what it returns under the app's policy. Returns the window's outcome, or nil when the manifest could
+    /// not be fetched (its failure is then queued for delivery to the extension, as Apple does).
+    public func contentRequest(_ request: ContentRequest, appIdentifier: String, localManifest: String? = nil)
+        async throws -> WindowOutcome?
+    {
+        guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+        try dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
+        let manifestPath: String
+        if let localManifest {
+            manifestPath = try Self.readOnlyCopy(of: localManifest, in: dataRoot.transfers)
+        } else {
+            switch await fetchManifest(for: app) {
+            case .success(let path):
+                manifestPath = path
+            case .failure(let error):
+                observe(.manifestFailed(error))
+                let manifest = ExtensionDownload(
+                    kind: .manifest, identifier: "BAManifestURL", url: app.manifestURL,
+                    applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
+                try store.recordRefused(manifest, for: appIdentifier, error: error)
+                return nil
+            }
+        }
+        let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
+        let services = QueueHostServices(engine: self, appIdentifier: appIdentifier)
+        let outcome = try await Self.onWindowThread {
+            try ExtensionWindow(pluginPath: app.pluginPath, limits: self.settings.limits).run(
+                [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services)
+        }
+        observe(.window(.contentRequest(request), outcome))
+        try admit(outcome.returnedDownloads, for: request, appIdentifier: appIdentifier)
+        if request == .install || request == .update {
+            state.withLock { _ = $0.awaitingLaunch.insert(appIdentifier) }
+            try announceLaunchIfReady(appIdentifier)
+        }
+        return outcome
+    }
+
+    /// Queues what a content request returned: each download checked for shape, URL, allow list and allowance;
+    /// each refused one recorded so that the extension hears of it like any failure.
+    private func admit(_ downloads: [ExtensionDownload], for request: ContentRequest, appIdentifier: String) throws {
+        guard let app = try store.app(appIdentifier) else { return }
+        let (valid, invalid) = DownloadValidation.validate(downloads, for: request, rules: app.policy.rules)
+        var refused = invalid.map { ($0.download, $0.error) }
+        let results = try store.enqueue(valid, for: appIdentifier) { app, download in
+            var policy = app.policy
+            let error = policy.admit(download, for: request)
+            app.take(policy)
+            return error
+        }
+        for (download, result) in results {
+            switch result {
+            case .success(let queued): observe(.queued(queued))
+            case .failure(let error): refused.append((download, error))
+            }
+        }
+        for (download, error) in refused {
+            observe(.rejected(download, error))
+            try store.recordRefused(InMemoryHostServices.withUniqueIdentifier(download), for: appIdentifier, error: error)
+        }
+    }
+
+    /// Downloads the manifest into a read-only file, under the app's policy: its bytes count against the
+    /// download allowance (203 when none is left, 204 when it is larger than what is left).
+    private func fetchManifest(for app: AppRecord) async -> Result<String, HostError> {
+        let policy = app.policy
+        if let refusal = policy.checkURL(app.manifestURL) { return .failure(refusal) }
+        if let refusal = policy.allowance.refusalToStart("the manifest", essential: false) { return .failure(refusal) }
+        let partial = dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        let limit = policy.allowance.unreservedBytesLeft(essential: false)
+        let request = TransferRequest(
+            url: app.manifestURL, expectedSize: 0, partialPath: partial, byteLimit: limit,
+            checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+        var attempt = 0
+        while true {
+            attempt += 1
+            switch await client.perform(request, observer: NoProgress()) {
+            case .success(let bytes):
+                observe(.manifestFetched(bytes: bytes))
+                do {
+                    try store.updateApp(app.appIdentifier) { app in
+                        var policy = app.policy
+                        if policy.allowance.restricted { policy.allowance.charge(bytes, essential: false) }
+                        app.take(policy)
+                    }
+                    chmod(partial, 0o444)
+                    return .success(partial)
+                } catch {
+                    unlink(partial)
+                    return .failure(HostError(code: -1, domain: TransferError.hostDomain, message: "\(error)"))
+                }
+            case .failure(let error):
+                if error.code == TransferError.byteLimitExceeded {
+                    return .failure(Allowance.exceeded("the manifest", limit: limit ?? 0))
+                }
+                guard let delay = settings.retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
+                else {
+                    unlink(partial)
+                    return .failure(HostError(error))
+                }
+                try? await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    // MARK: Draining the queue
+
+    /// Performs transfers and delivers completions for `appIdentifiers` until none of them has work left.
+    public func drain(_ appIdentifiers: [String]) async throws {
+        let apps = Set(appIdentifiers)
+        while true {
+            try startRunnable(apps)
+            var delivered = false
+            for app in apps where try shouldDeliver(app) {
+                try await deliver(app)
+                delivered = true
+            }
+            let running = state.withLock { !$0.running.isEmpty }
+            let work = try apps.contains { try store.hasWork(for: $0) }
+            if !running && !work { return }
+            if delivered { continue }
+            await signal.wait(for: try nextWake())
+        }
+    }
+
+    private func nextWake() throws -> Duration {
+        var wait = Duration.seconds(1)
+        if let retry = try store.nextRetry() {
+            wait = min(wait, .milliseconds(max(0, Int64(retry.timeIntervalSinceNow * 1000))))
+        }
+        let oldest = state.withLock { $0.pendingSince.values.min() }
+        if let oldest { wait = min(wait, max(.zero, oldest + settings.deliveryDelay - ContinuousClock.now)) }
+        return wait
+    }
+
+    /// Starts what may start: best first, within the global and per-host limits.
+    private func startRunnable(_ apps: Set<String>) throws {
+        for download in try store.runnable(now: Date()) where apps.contains(download.appIdentifier) {
+            let host = URLComponents(string: download.download.url ?? "")?.host ?? ""
+            let started = state.withLock { state -> Bool in
+                guard state.running[download.uniqueIdentifier] == nil,
+                    state.running.count < settings.maximumConcurrentTransfers,
+                    state.running.values.filter({ $0.host == host }).count < settings.maximumTransfersPerHost
+                else { return false }
+                let task = Task { await self.transfer(download.uniqueIdentifier) }
+                state.running[download.uniqueIdentifier] = (host, task)
+                return true
+            }
+            if !started && state.withLock({ $0.running.count >= settings.maximumConcurrentTransfers }) { return }
+        }
+    }
+
+    /// Stops a running transfer (it was cancelled); its row is already gone.
+    func stopTransfer(_ uniqueIdentifier: String) {
+        state.withLock { $0.running[uniqueIdentifier]?.task.cancel() }
+        unlink(dataRoot.partialPath(for: uniqueIdentifier))
+    }
+
+    /// One attempt at one download, with its outcome made durable.
+    private func transfer(_ uniqueIdentifier: String) async {
+        defer {
+            state.withLock { _ = $0.running.removeValue(forKey: uniqueIdentifier) }
+            signal.fire()
+        }
+        do {
+            guard var queued = try store.download(uniqueIdentifier), queued.state.isActive,
+                let app = try store.app(queued.appIdentifier)
+            else { return }
+            queued.state = .downloading
+            queued.attempts += 1
+            queued.retryAt = nil
+            try store.save(queued)
+
+            let policy = app.policy
+            let download = queued.download
+            let limit = download.fileSize == 0 ? policy.allowance.unreservedBytesLeft(essential: download.isEssential) : nil
+            let recorder = ProgressRecorder(engine: self, download: queued)
+            let request = TransferRequest(
+                url: download.url ?? "", headers: download.httpHeaders, expectedSize: download.fileSize,
+                sha256: download.sha256, partialPath: dataRoot.partialPath(for: uniqueIdentifier),
+                validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
+                checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+            let result = await client.perform(request, observer: recorder)
+
+            // Cancelled while it ran: the row is gone, and so must the bytes be.
+            guard var current = try store.download(uniqueIdentifier) else {
+                unlink(request.partialPath)
+                return
+            }
+            current.etag = recorder.validator?.etag ?? current.etag
+            current.lastModified = recorder.validator?.lastModified ?? current.lastModified
+            switch result {
+            case .success(let size):
+                try finish(&current, size: size, partialPath: request.partialPath, app: app)
+            case .failure(let error):
+                try fail(&current, error: error, byteLimit: limit)
+            }
+            try announceLaunchIfReady(current.appIdentifier)
+        } catch {
+            // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
+            observe(.queueFailed("\(uniqueIdentifier): \(error)"))
+        }
+    }
+
+    private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String, app: AppRecord) throws {
+        // Into the container in one rename: a finished file never appears half-written.
+        let destination = dataRoot.deliveries(for: app.appGroupIdentifier)
+        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
+        let path = destination.appendingPathComponent(queued.uniqueIdentifier).path
+        guard rename(partialPath, path) == 0 else {
+            try fail(&queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
+            return
+        }
+        if queued.download.fileSize == 0 {
+            try store.updateApp(app.appIdentifier) { app in
+                var policy = app.policy
+                if policy.allowance.restricted { policy.allowance.charge(size, essential: queued.isEssential) }
+                app.take(policy)
+            }
+        }
+        queued.state = .finished
+        queued.bytesReceived = size
+        queued.filePath = path
+        queued.error = nil
+        try store.save(queued)
+        notePending(queued.appIdentifier)
+        observe(.finished(queued))
+    }
+
+    private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws {
+        if let delay = settings.retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
+            let until = Date(timeIntervalSinceNow: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
+            queued.retryAt = until
+            queued.error = HostError(error)
+            queued.bytesReceived = Self.fileLength(dataRoot.partialPath(for: queued.uniqueIdentifier))
+            try store.save(queued)
+            observe(.paused(queued, waitingForNetwork: error.kind == .network, until: until, error: HostError(error)))
+            return
+        }
+        let reason = error.code == TransferError.byteLimitExceeded
+            ? Allowance.exceeded("'\(queued.identifier)'", limit: byteLimit ?? 0) : HostError(error)
+        unlink(dataRoot.partialPath(for: queued.uniqueIdentifier))
+        queued.state = .failed
+        queued.error = reason
+        try store.save(queued)
+        notePending(queued.appIdentifier)
+        observe(.failed(queued, reason))
+    }
+
+    private func notePending(_ appIdentifier: String) {
+        state.withLock { state in
+            if state.pendingSince[appIdentifier] == nil { state.pendingSince[appIdentifier] = .now }
+        }
+    }
+
+    private func announceLaunchIfReady(_ appIdentifier: String) throws {
+        guard state.withLock({ $0.awaitingLaunch.contains(appIdentifier) }) else { return }
+        let essentialsActive = try store.activeDownloads(for: appIdentifier).contains { $0.isEssential }
+        guard !essentialsActive else { return }
+        let first = state.withLock { $0.awaitingLaunch.remove(appIdentifier) != nil }
+        if first { observe(.appMayLaunch(appIdentifier: appIdentifier)) }
+    }
+
+    // MARK: Delivery
+
+    /// Completions go out when the app's transfers are done, when a batch is full, or when the oldest has waited
+    /// long enough.
+    private func shouldDeliver(_ appIdentifier: String) throws -> Bool {
+        let pending = try store.pendingCompletions(for: appIdentifier)
+        guard !pending.isEmpty else {
+            state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
+            return false
+        }
+        let idle = try store.activeDownloads(for: appIdentifier).isEmpty
+        if pending.count >= 32 || idle { return true }
+        let since = state.withLock { state in
+            if state.pendingSince[appIdentifier] == nil { state.pendingSince[appIdentifier] = .now }
+            return state.pendingSince[appIdentifier]!
+        }
+        return ContinuousClock.now - since >= settings.deliveryDelay
+    }
+
+    private func deliver(_ appIdentifier: String) async throws {
+        guard let app = try store.app(appIdentifier) else { return }
+        state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
+        let delivery = CompletionDelivery(store: store, limits: settings.limits)
+        let services = QueueHostServices(engine: self, appIdentifier: appIdentifier)
+        guard let report = try await Self.onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
+        else { return }
+        observe(.window(.completions(report.delivered.count + report.abandoned.count), report.outcome))
+        report.delivered.forEach { observe(.delivered($0)) }
+        report.abandoned.forEach { observe(.abandoned($0)) }
+    }
+
+    // MARK: Helpers
+
+    /// Windows block their thread for up to their budget: they get a thread of their own, not one of Swift's
+    /// cooperative pool, which the transfers need.
+    static func onWindowThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    static func readOnlyCopy(of path: String, in folder: URL) throws -> String {
+        let copy = folder.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        chmod(copy, 0o444)
+        return copy
+    }
+
+    static func fileLength(_ path: String) -> Int64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+}
+
+/// Makes a transfer's progress durable at bounded intervals and reports it.
+private final class ProgressRecorder: TransferObserver, @unchecked Sendable {
+    private let engine: HostEngine
+    private let lock: Mutex<State>
+    private struct State {
+        var download: QueuedDownload
+        var validator: Validator?
+        var savedBytes: Int64 = 0
+        var savedAt = ContinuousClock.now
+    }
+
+    init(engine: HostEngine, download: QueuedDownload) {
+        self.engine = engine
+        lock = Mutex(State(download: download))
+    }
+
+    var validator: Validator? { lock.withLock { $0.validator } }
+
+    func began(validator: Validator, resumingAt offset: Int64) {
+        let download = lock.withLock { state -> QueuedDownload in
+            state.validator = validator
+            state.download.etag = validator.etag
+            state.download.lastModified = validator.lastModified
+            state.download.bytesReceived = offset
+            state.savedBytes = offset
+            return state.download
+        }
+        // The validator is durable before the bytes it describes are written.
+        try? engine.store.save(download)
+        engine.observe(.began(download, resumingAt: offset))
+    }
+
+    func progress(received: Int64, expected: Int64) {
+        let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
+            state.download.bytesReceived = received
+            let due = received - state.savedBytes >= 4 << 20 || ContinuousClock.now - state.savedAt >= .seconds(1)
+            if due {
+                state.savedBytes = received
+                state.savedAt = .now
+            }
+            return (state.download, due)
+        }
+        if save { try? engine.store.save(download) }
+        engine.observe(.progress(download, received: received, expected: expected))
+    }
+}
+
+private struct NoProgress: TransferObserver {
+    func began(validator: Validator, resumingAt offset: Int64) {}
+    func progress(received: Int64, expected: Int64) {}
+}
+
+/// Wakes the drain loop: a transfer ended, something was scheduled, or a deadline came.
+final class WakeSignal: Sendable {
+    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.fired = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait(for timeout: Duration) async {
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { self.fire() }
+        }
+        await withCheckedContinuation { continuation in
+            let fired = state.withLock { state -> Bool in
+                if state.fired {
+                    state.fired = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if fired { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}

@@ -1,0 +1,35 @@
+import ExtensionRuntime
+import Foundation
+import Queue
+
+/// Why a window was opened.
+public enum WindowPurpose: Sendable {
+    case contentRequest(ContentRequest)
+    /// Delivering this many completions.
+    case completions(Int)
+}
+
+/// Everything the host does for an app, as it happens, for progress displays and `--json` event lines.
+public enum LifecycleEvent: Sendable {
+    case manifestFetched(bytes: Int64)
+    case manifestFailed(HostError)
+    case window(WindowPurpose, WindowOutcome)
+    /// A download the extension returned or scheduled that policy refused before any byte was fetched.
+    case rejected(ExtensionDownload, HostError)
+    case queued(QueuedDownload)
+    case began(QueuedDownload, resumingAt: Int64)
+    case progress(QueuedDownload, received: Int64, expected: Int64)
+    /// Waiting to try again: for the network to come back, or after a transient failure.
+    case paused(QueuedDownload, waitingForNetwork: Bool, until: Date, error: HostError)
+    case finished(QueuedDownload)
+    case failed(QueuedDownload, HostError)
+    case delivered(QueuedDownload)
+    /// A completion whose entry point never returned, given up after its attempts.
+    case abandoned(QueuedDownload)
+    /// Every essential download of the app has ended: it may launch.
+    case appMayLaunch(appIdentifier: String)
+    /// The queue could not record something; the download stays as it was, to be resumed.
+    case queueFailed(String)
+}
+
+public typealias LifecycleObserver = @Sendable (LifecycleEvent) -> Void

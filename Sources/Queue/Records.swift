@@ -1,0 +1,122 @@
+import ExtensionRuntime
+import Foundation
+import GRDB
+
+/// Where a download stands in the host's queue. Terminal states keep the row until its completion is delivered.
+public enum TransferState: String, Codable, Sendable, DatabaseValueConvertible {
+    /// Waiting for its turn (priority, essential-first, concurrency limits).
+    case queued
+    /// Bytes are moving.
+    case downloading
+    /// A transient failure (reset, timeout, 408/429/5xx); starts again at `retryAt`.
+    case waitingToRetry
+    /// The server could not be reached at all; tries again at `retryAt`.
+    case waitingForNetwork
+    /// Verified and in the app's container; its completion is pending until delivered.
+    case finished
+    /// Failed for good; its completion is pending until delivered.
+    case failed
+
+    public var isActive: Bool { self != .finished && self != .failed }
+
+    /// Apple's `BADownload.State` raw value.
+    public var publicState: Int32 {
+        switch self {
+        case .queued, .waitingToRetry, .waitingForNetwork: 1
+        case .downloading: 2
+        case .finished: 3
+        case .failed: -1
+        }
+    }
+}
+
+/// One download in the queue, with everything needed to resume it after the host is killed.
+public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "download"
+
+    public var uniqueIdentifier: String
+    public var appIdentifier: String
+    /// Insertion order, for downloads of equal priority.
+    public var sequence: Int64
+    /// Copies of `download`'s fields that queries sort and search on; `download` never changes once queued.
+    public var identifier: String
+    public var priority: Int64
+    public var isEssential: Bool
+    public var download: ExtensionDownload
+    public var state: TransferState
+    /// Bytes of the file on disk when last saved (the partial file's length is the truth when resuming).
+    public var bytesReceived: Int64
+    /// The validator of the bytes already received: resumes send it in `If-Range`.
+    public var etag: String?
+    public var lastModified: String?
+    public var attempts: Int
+    public var retryAt: Date?
+    public var error: HostError?
+    /// The finished file in the app's container, until its completion is delivered.
+    public var filePath: String?
+    /// Windows that were opened to deliver this completion; it is given up after a few that never returned.
+    public var deliveryAttempts: Int
+    public var delivered: Bool
+
+    public init(appIdentifier: String, sequence: Int64, download: ExtensionDownload) {
+        uniqueIdentifier = download.uniqueIdentifier ?? "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID().uuidString)"
+        self.appIdentifier = appIdentifier
+        self.sequence = sequence
+        var download = download
+        download.uniqueIdentifier = uniqueIdentifier
+        self.download = download
+        identifier = download.identifier
+        priority = download.priority
+        isEssential = download.isEssential
+        state = .queued
+        bytesReceived = 0
+        attempts = 0
+        deliveryAttempts = 0
+        delivered = false
+    }
+
+    /// The download as the ABI describes it, with its current public state.
+    public var described: ExtensionDownload {
+        var d = download
+        d.state = state.publicState
+        return d
+    }
+}
+
+/// An installed app: its configuration as the queue needs it to run and resume without the original files.
+public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "app"
+
+    public var appIdentifier: String
+    public var appGroupIdentifier: String
+    /// The extension's shared object.
+    public var pluginPath: String
+    public var manifestURL: String
+    public var domainAllowList: [String]
+    public var downloadAllowance: Int64
+    public var essentialDownloadAllowance: Int64
+    /// Bytes counted against the allowances so far.
+    public var usedBytes: Int64
+    public var usedEssentialBytes: Int64
+    /// Restrictions apply until the app's first launch.
+    public var launched: Bool
+    public var allowInsecureLoopback: Bool
+
+    public init(
+        appIdentifier: String, appGroupIdentifier: String, pluginPath: String, manifestURL: String,
+        domainAllowList: [String], downloadAllowance: Int64, essentialDownloadAllowance: Int64,
+        allowInsecureLoopback: Bool
+    ) {
+        self.appIdentifier = appIdentifier
+        self.appGroupIdentifier = appGroupIdentifier
+        self.pluginPath = pluginPath
+        self.manifestURL = manifestURL
+        self.domainAllowList = domainAllowList
+        self.downloadAllowance = downloadAllowance
+        self.essentialDownloadAllowance = essentialDownloadAllowance
+        usedBytes = 0
+        usedEssentialBytes = 0
+        launched = false
+        self.allowInsecureLoopback = allowInsecureLoopback
+    }
+}

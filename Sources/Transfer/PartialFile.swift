@@ -1,0 +1,75 @@
+import Crypto
+import Foundation
+
+/// The file a transfer writes, opened for appending. Errors come back as permanent transfer errors; a full disk
+/// says so.
+struct PartialFile {
+    let path: String
+    private var descriptor: Int32
+    private(set) var length: Int64
+
+    init(path: String) throws(TransferError) {
+        self.path = path
+        descriptor = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.failure("cannot open \(path)") }
+        var info = stat()
+        fstat(descriptor, &info)
+        length = Int64(info.st_size)
+    }
+
+    mutating func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    mutating func truncate() -> TransferError? {
+        guard ftruncate(descriptor, 0) == 0 else { return Self.failure("cannot truncate \(path)") }
+        length = 0
+        return nil
+    }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) -> TransferError? {
+        var written = 0
+        while written < bytes.count {
+            let n = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return Self.failure("cannot write \(path)")
+            }
+            written += n
+        }
+        length += Int64(bytes.count)
+        return nil
+    }
+
+    /// Makes what was written durable before the queue records it.
+    func sync() -> TransferError? {
+        fsync(descriptor) == 0 ? nil : Self.failure("cannot sync \(path)")
+    }
+
+    /// The SHA-256 of the whole file, in lowercase hex.
+    func sha256() -> Result<String, TransferError> {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(Self.failure("cannot read \(path)")) }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while true {
+            let chunk: Data
+            do {
+                chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            } catch {
+                return .failure(Self.failure("cannot read \(path)"))
+            }
+            if chunk.isEmpty { break }
+            hasher.update(data: chunk)
+        }
+        return .success(hasher.finalize().map { String(format: "%02x", $0) }.joined())
+    }
+
+    private static func failure(_ what: String) -> TransferError {
+        let code = errno
+        if code == ENOSPC || code == EDQUOT {
+            return .permanent(TransferError.insufficientSpace, "\(what): the disk is full")
+        }
+        return .permanent(Int64(code), "\(what): \(String(cString: strerror(code)))")
+    }
+}

@@ -1,0 +1,372 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// How the host's HTTP client behaves.
+public struct TransferConfiguration: Sendable {
+    /// A PEM file of certificate authorities trusted besides the system's (private CDNs, tests).
+    public var additionalCAFile: String?
+    public var connectTimeout: Duration
+    /// The longest the server may stay silent in the middle of a response before the attempt is given up.
+    public var readTimeout: Duration
+    /// Connections kept per host.
+    public var connectionsPerHost: Int
+    public var maximumRedirects: Int
+
+    public init(
+        additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
+        connectionsPerHost: Int = 2, maximumRedirects: Int = 10
+    ) {
+        self.additionalCAFile = additionalCAFile
+        self.connectTimeout = connectTimeout
+        self.readTimeout = readTimeout
+        self.connectionsPerHost = connectionsPerHost
+        self.maximumRedirects = maximumRedirects
+    }
+}
+
+/// What the bytes already in a partial file were: resumes send it in `If-Range`.
+public struct Validator: Sendable, Hashable, Codable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String?, lastModified: String?) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// Only a strong ETag, or else a Last-Modified date, can validate a range.
+    var ifRange: String? {
+        if let etag, !etag.hasPrefix("W/") { return etag }
+        return lastModified
+    }
+}
+
+/// One download to perform into a partial file.
+public struct TransferRequest: Sendable {
+    public var url: String
+    /// `Name: value` request headers.
+    public var headers: [String]
+    /// Exact bytes expected; 0 when unknown.
+    public var expectedSize: Int64
+    /// Expected SHA-256 in hex, or nil.
+    public var sha256: String?
+    /// Where the bytes go. What is already there is resumed when `validator` says what it is.
+    public var partialPath: String
+    public var validator: Validator?
+    /// The most bytes this transfer may receive in all (an allowance), or nil.
+    public var byteLimit: Int64?
+    /// Vets the URL and every redirect hop before anything is requested from it.
+    public var checkURL: @Sendable (String) -> TransferError?
+
+    public init(
+        url: String, headers: [String] = [], expectedSize: Int64, sha256: String? = nil, partialPath: String,
+        validator: Validator? = nil, byteLimit: Int64? = nil, checkURL: @escaping @Sendable (String) -> TransferError?
+    ) {
+        self.url = url
+        self.headers = headers
+        self.expectedSize = expectedSize
+        self.sha256 = sha256
+        self.partialPath = partialPath
+        self.validator = validator
+        self.byteLimit = byteLimit
+        self.checkURL = checkURL
+    }
+}
+
+/// What a transfer reports while it runs. Called on the transfer's task, in order.
+public protocol TransferObserver: Sendable {
+    /// The server answered; `validator` identifies the bytes about to be written (store it before they are).
+    func began(validator: Validator, resumingAt offset: Int64)
+    /// `received` bytes of the file are now in the partial file.
+    func progress(received: Int64, expected: Int64)
+}
+
+/// Performs transfers over one shared HTTP client (AsyncHTTPClient): streams each body to disk, resumes with
+/// `Range` and `If-Range`, follows redirects itself so that every hop is vetted, and verifies size and SHA-256.
+/// Knows nothing about extensions or queues: one call, one attempt.
+public final class TransferClient: Sendable {
+    private let client: HTTPClient
+    private let configuration: TransferConfiguration
+
+    public init(_ configuration: TransferConfiguration) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let ca = configuration.additionalCAFile {
+            tls.additionalTrustRoots = [.file(ca)]
+        }
+        var http = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(
+                connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
+            decompression: .disabled)
+        http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.connectionsPerHost
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        self.configuration = configuration
+    }
+
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// Runs one attempt. On success the partial file holds exactly the verified file. On a transient failure the
+    /// partial file keeps what arrived (to resume); on a permanent one it is deleted.
+    public func perform(_ request: TransferRequest, observer: TransferObserver) async -> Result<Int64, TransferError> {
+        let result = await attempt(request, observer: observer)
+        if case .failure(let error) = result, error.kind == .permanent { unlink(request.partialPath) }
+        return result
+    }
+
+    private func attempt(_ request: TransferRequest, observer: TransferObserver) async -> Result<Int64, TransferError> {
+        var file: PartialFile
+        do {
+            file = try PartialFile(path: request.partialPath)
+        } catch {
+            return .failure(error)
+        }
+        defer { file.close() }
+        // Bytes without a validator, or more bytes than the file has, cannot be resumed.
+        if file.length > 0 && (request.validator?.ifRange == nil
+            || (request.expectedSize > 0 && file.length > request.expectedSize))
+        {
+            if let error = file.truncate() { return .failure(error) }
+        }
+        if request.expectedSize > 0 && file.length == request.expectedSize {
+            return verify(request, file: &file)
+        }
+        if let error = Self.checkFreeSpace(for: request, have: file.length) { return .failure(error) }
+
+        var url = request.url
+        var redirects = 0
+        var restarts = 0
+        while true {
+            if let refusal = request.checkURL(url) { return .failure(refusal) }
+            var http = HTTPClientRequest(url: url)
+            http.headers.add(name: "User-Agent", value: "bahost/0.1")
+            http.headers.add(name: "Accept-Encoding", value: "identity")
+            for header in request.headers {
+                guard let colon = header.firstIndex(of: ":") else { continue }
+                http.headers.add(
+                    name: String(header[..<colon]),
+                    value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            }
+            let offset = file.length
+            if offset > 0, let ifRange = request.validator?.ifRange {
+                http.headers.add(name: "Range", value: "bytes=\(offset)-")
+                http.headers.add(name: "If-Range", value: ifRange)
+            }
+
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(http, deadline: .distantFuture)
+            } catch {
+                return .failure(Self.classify(error))
+            }
+
+            let status = Int(response.status.code)
+            switch status {
+            case 301, 302, 303, 307, 308:
+                redirects += 1
+                guard redirects <= configuration.maximumRedirects,
+                    let location = response.headers.first(name: "Location"),
+                    let next = URL(string: location, relativeTo: URL(string: url))?.absoluteString
+                else {
+                    return .failure(.permanent(
+                        TransferError.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects, or one without a usable Location"))
+                }
+                url = next
+                continue
+            case 200, 206:
+                break
+            case 412, 416:
+                // The bytes on disk no longer match what the server has: start the file again, once.
+                restarts += 1
+                guard restarts <= 2, offset > 0 else {
+                    return .failure(.permanent(Int64(status), "the server answered \(status) to a request for the whole file"))
+                }
+                if let error = file.truncate() { return .failure(error) }
+                continue
+            case 408, 429, 500...599:
+                return .failure(TransferError(
+                    .transient, code: Int64(status), domain: TransferError.hostDomain,
+                    message: "the server answered \(status)", retryAfter: Self.retryAfter(response.headers)))
+            default:
+                return .failure(.permanent(Int64(status), "the server answered \(status) for \(url)"))
+            }
+
+            let validator = Validator(
+                etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+            var start: Int64 = 0
+            if status == 206 {
+                guard let range = ContentRange(response.headers.first(name: "Content-Range")), range.start == offset,
+                    request.validator?.etag == nil || validator.etag == nil || validator.etag == request.validator?.etag
+                else {
+                    // A range we did not ask for, or a different version of the file: start again, once.
+                    restarts += 1
+                    guard restarts <= 2 else { return .failure(.permanent(206, "the server keeps answering a range that does not fit")) }
+                    if let error = file.truncate() { return .failure(error) }
+                    continue
+                }
+                if request.expectedSize > 0, let total = range.total, total != request.expectedSize {
+                    return .failure(.permanent(
+                        TransferError.sizeMismatch, "the file is \(total) bytes, not the declared \(request.expectedSize)"))
+                }
+                start = offset
+            } else if offset > 0 {
+                // 200 to a range request: the server sends the whole file (it changed, or ignores ranges).
+                if let error = file.truncate() { return .failure(error) }
+            }
+            if request.expectedSize > 0, let length = response.headers.first(name: "Content-Length").flatMap(Int64.init),
+                start + length != request.expectedSize
+            {
+                return .failure(.permanent(
+                    TransferError.sizeMismatch,
+                    "the server sends \(start + length) bytes, not the declared \(request.expectedSize)"))
+            }
+            observer.began(validator: status == 206 ? (request.validator ?? validator) : validator, resumingAt: start)
+            if let failure = await receive(response, into: &file, request: request, observer: observer) {
+                return .failure(failure)
+            }
+            return verify(request, file: &file)
+        }
+    }
+
+    /// Streams the body to the end of the partial file, bounded by the expected size and the byte limit.
+    private func receive(
+        _ response: HTTPClientResponse, into file: inout PartialFile, request: TransferRequest,
+        observer: TransferObserver
+    ) async -> TransferError? {
+        var lastReport = ContinuousClock.now
+        do {
+            for try await chunk in response.body {
+                let after = file.length + Int64(chunk.readableBytes)
+                if request.expectedSize > 0 && after > request.expectedSize {
+                    return .permanent(
+                        TransferError.sizeMismatch, "the server sent more than the declared \(request.expectedSize) bytes")
+                }
+                if let limit = request.byteLimit, after > limit {
+                    return .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
+                }
+                if let error = chunk.withUnsafeReadableBytes({ file.append($0) }) { return error }
+                let now = ContinuousClock.now
+                if now - lastReport >= .milliseconds(100) {
+                    lastReport = now
+                    observer.progress(received: file.length, expected: request.expectedSize)
+                }
+            }
+        } catch {
+            if let error = file.sync() { return error }
+            return Self.classify(error)
+        }
+        if let error = file.sync() { return error }
+        observer.progress(received: file.length, expected: request.expectedSize)
+        return nil
+    }
+
+    /// Size and checksum of a complete partial file; a mismatch is permanent.
+    private func verify(_ request: TransferRequest, file: inout PartialFile) -> Result<Int64, TransferError> {
+        if request.expectedSize > 0 && file.length != request.expectedSize {
+            // The body ended early without an error: resume what is missing.
+            return .failure(TransferError(
+                .transient, code: -1005, domain: TransferError.urlDomain,
+                message: "the response ended after \(file.length) of \(request.expectedSize) bytes"))
+        }
+        if let expected = request.sha256?.lowercased() {
+            switch file.sha256() {
+            case .success(let actual) where actual == expected:
+                break
+            case .success(let actual):
+                return .failure(.permanent(
+                    TransferError.checksumMismatch, "the file's SHA-256 is \(actual), not the declared \(expected)"))
+            case .failure(let error):
+                return .failure(error)
+            }
+        }
+        return .success(file.length)
+    }
+
+    /// Refuses to start when the disk cannot hold what is left to receive (plus a margin for everything else).
+    static func checkFreeSpace(for request: TransferRequest, have: Int64) -> TransferError? {
+        var stats = statvfs()
+        let folder = (request.partialPath as NSString).deletingLastPathComponent
+        guard statvfs(folder, &stats) == 0 else { return nil }
+        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        let needed = max(0, request.expectedSize - have) + (16 << 20)
+        guard free < needed else { return nil }
+        return .permanent(
+            TransferError.insufficientSpace,
+            "not enough free space in \(folder): \(needed) bytes needed, \(free) available")
+    }
+
+    /// Sorts a failure into transient, network or permanent, with Apple's NSURLError codes.
+    static func classify(_ error: Error) -> TransferError {
+        func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String) -> TransferError {
+            TransferError(kind, code: code, domain: TransferError.urlDomain, message: message)
+        }
+        if let error = error as? TransferError { return error }
+        if let http = error as? HTTPClientError {
+            switch http {
+            case .connectTimeout: return url(.network, -1001, "the connection timed out")
+            case .readTimeout: return url(.transient, -1001, "the server stopped sending")
+            case .remoteConnectionClosed, .bodyLengthMismatch: return url(.transient, -1005, "the connection was lost")
+            case .tlsHandshakeTimeout: return url(.transient, -1001, "the TLS handshake timed out")
+            default: return url(.transient, -1, "\(http)")
+            }
+        }
+        if error is NIOConnectionError { return url(.network, -1004, "cannot connect to the server: \(error)") }
+        if let io = error as? IOError {
+            switch io.errnoCode {
+            case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH: return url(.network, -1004, "cannot connect: \(io)")
+            default: return url(.transient, -1005, "the connection was lost: \(io)")
+            }
+        }
+        if let ssl = error as? NIOSSLError {
+            if case .handshakeFailed = ssl { return url(.permanent, -1202, "the server's certificate is not trusted: \(ssl)") }
+            return url(.transient, -1005, "the TLS connection was lost: \(ssl)")
+        }
+        if let channel = error as? ChannelError, case .connectTimeout = channel {
+            return url(.network, -1001, "the connection timed out")
+        }
+        return url(.transient, -1, "\(error)")
+    }
+
+    /// `Retry-After` in seconds or as an HTTP date.
+    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
+        guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if let seconds = Int64(value) { return .seconds(max(0, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
+    }
+}
+
+/// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
+struct ContentRange {
+    var start: Int64
+    var end: Int64
+    var total: Int64?
+
+    init?(_ header: String?) {
+        guard let header, header.hasPrefix("bytes ") else { return nil }
+        let parts = header.dropFirst(6).split(separator: "/", maxSplits: 1)
+        let bounds = parts.first?.split(separator: "-", maxSplits: 1) ?? []
+        guard parts.count == 2, bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]),
+            start <= end
+        else { return nil }
+        self.start = start
+        self.end = end
+        total = Int64(parts[1])
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        self = .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,97 @@
+import AppConfig
+import ArgumentParser
+import Delivery
+import ExtensionRuntime
+import Foundation
+import Lifecycle
+import Queue
+
+/// The full life cycle of `bahost run`: install the app in the queue, run its content request, then drain its
+/// transfers and deliveries.
+struct LifecycleRun {
+    let plugin: String
+    let request: ContentRequest
+    let config: AppConfiguration
+    let manifest: String?
+    let window: WindowOptions
+    let transfers: TransferOptions
+    let allowInsecureLoopback: Bool
+    let json: Bool
+
+    func run() async throws -> Int32 {
+        let reporter = EventReporter(json: json)
+        let engine: HostEngine
+        do {
+            engine = try HostEngine(
+                dataRoot: transfers.root, settings: transfers.settings(limits: window.limits), observe: reporter.observe)
+        } catch {
+            FileHandle.standardError.write(Data("bahost: cannot open the queue in \(transfers.root.url.path): \(error)\n".utf8))
+            return 70
+        }
+        do {
+            try engine.store.install(AppRecord(
+                appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier,
+                pluginPath: URL(fileURLWithPath: plugin).standardizedFileURL.path,
+                manifestURL: config.manifestURL.absoluteString,
+                domainAllowList: config.initialRestrictions.domainAllowList,
+                downloadAllowance: config.initialRestrictions.downloadAllowance,
+                essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
+                allowInsecureLoopback: allowInsecureLoopback))
+            let outcome = try await engine.contentRequest(
+                request, appIdentifier: config.appIdentifier, localManifest: manifest)
+            try await engine.drain([config.appIdentifier])
+            await engine.shutdown()
+            return reporter.finish(contentRequest: outcome)
+        } catch let error as WindowSetupError {
+            await engine.shutdown()
+            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            return 70
+        } catch {
+            await engine.shutdown()
+            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            return 70
+        }
+    }
+}
+
+/// `bahost resume`: what an interrupted run left, finished.
+struct Resume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Finish what an interrupted host left: resume transfers and deliver completions.",
+        discussion: """
+            Partial files resume where they stopped, finished files are not fetched again, and completions not yet \\
+            delivered go to the app's extension. Exit status: 0 every download finished; 2 some failed; 70 the \\
+            queue could not be opened.
+            """)
+
+    @Option(help: "Only this app (its CFBundleIdentifier).")
+    var app: String?
+
+    @OptionGroup var window: WindowOptions
+    @OptionGroup var transfers: TransferOptions
+
+    @Flag(help: "Print one JSON event per line.")
+    var json = false
+
+    func run() async throws {
+        let reporter = EventReporter(json: json)
+        let engine: HostEngine
+        do {
+            engine = try HostEngine(
+                dataRoot: transfers.root, settings: transfers.settings(limits: window.limits), observe: reporter.observe)
+        } catch {
+            FileHandle.standardError.write(Data("bahost: cannot open the queue in \(transfers.root.url.path): \(error)\n".utf8))
+            throw ExitCode(70)
+        }
+        do {
+            let apps = try engine.store.apps().map(\.appIdentifier).filter { app == nil || $0 == app }
+            try await engine.drain(apps)
+            await engine.shutdown()
+        } catch {
+            await engine.shutdown()
+            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            throw ExitCode(70)
+        }
+        throw ExitCode(reporter.finish(contentRequest: nil))
+    }
+}
