@@ -6,7 +6,9 @@
  * are only allowed at install and update). */
 #include <ba/ba.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define APP_GROUP "group.com.example.levels"
 
@@ -52,10 +54,22 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
     fclose(manifest);
 }
 
+/* The file must be moved before this returns, or the host deletes it: keep it in the app group's container,
+ * which the host names in BAHOST_APP_GROUP_CONTAINER, under Assets/IDENTIFIER. */
 static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {
     (void)ext;
-    char message[512];
-    snprintf(message, sizeof message, "%s finished at %s", download->identifier, file_path);
+    char message[4096], assets[2048], destination[3072];
+    const char *container = getenv("BAHOST_APP_GROUP_CONTAINER");
+    if (!container || strchr(download->identifier, '/')) {
+        snprintf(message, sizeof message, "%s finished, but there is nowhere to keep it", download->identifier);
+        say(BA_LOG_WARNING, message);
+        return;
+    }
+    snprintf(assets, sizeof assets, "%s/Assets", container);
+    mkdir(assets, 0700);
+    snprintf(destination, sizeof destination, "%s/%s", assets, download->identifier);
+    if (rename(file_path, destination) == 0) snprintf(message, sizeof message, "kept %s at %s", download->identifier, destination);
+    else snprintf(message, sizeof message, "cannot keep %s at %s", download->identifier, destination);
     say(BA_LOG_INFO, message);
 }
 

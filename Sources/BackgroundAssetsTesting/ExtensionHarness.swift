@@ -68,12 +68,19 @@ public struct ExtensionHarness: Sendable {
 
     private func run(_ events: [WindowEvent], request: ContentRequest?) throws -> HarnessRun {
         let rules = DownloadRules(appGroupIdentifier: appGroupIdentifier, allowInsecureLoopback: allowInsecureLoopback)
-        let lockPath = try Self.scratchDirectory().appendingPathComponent("exclusive.lock").path
+        let scratch = try Self.scratchDirectory()
+        let lockPath = scratch.appendingPathComponent("exclusive.lock").path
+        let container = scratch.appendingPathComponent("container", isDirectory: true)
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        let appGroup = appGroupIdentifier.map { ExtensionWindow.AppGroup(identifier: $0, container: container.path) }
         let services = InMemoryHostServices(lockPath: lockPath) { DownloadValidation.check($0, for: nil, rules: rules) }
-        let outcome = try ExtensionWindow(pluginPath: plugin, limits: limits).run(events, services: services)
+        let outcome = try ExtensionWindow(pluginPath: plugin, limits: limits, appGroup: appGroup)
+            .run(events, services: services)
         let (accepted, rejected) =
             request.map { DownloadValidation.validate(outcome.returnedDownloads, for: $0, rules: rules) } ?? ([], [])
-        return HarnessRun(outcome: outcome, downloads: accepted, rejected: rejected, scheduled: services.scheduled)
+        return HarnessRun(
+            outcome: outcome, downloads: accepted, rejected: rejected, scheduled: services.scheduled,
+            container: appGroup == nil ? nil : container)
     }
 
     private static func scratchDirectory() throws -> URL {
@@ -94,6 +101,8 @@ public struct HarnessRun: Sendable {
     public let rejected: [RejectedDownload]
     /// Downloads the extension scheduled through `BADownloadManager`.
     public let scheduled: [ExtensionDownload]
+    /// The app group container the extension was given (a scratch folder), when the harness has an app group.
+    public let container: URL?
     /// For `downloadFinished`: true when the file was still where the host put it after the callback.
     public internal(set) var leftFileBehind = false
 

@@ -11,13 +11,18 @@ import Queue
 public struct CompletionDelivery: Sendable {
     public var store: QueueStore
     public var limits: WindowLimits
+    public var appGroup: ExtensionWindow.AppGroup?
     /// Completions per window.
     public var batchSize: Int
     public var maximumAttempts: Int
 
-    public init(store: QueueStore, limits: WindowLimits, batchSize: Int = 32, maximumAttempts: Int = 3) {
+    public init(
+        store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?, batchSize: Int = 32,
+        maximumAttempts: Int = 3
+    ) {
         self.store = store
         self.limits = limits
+        self.appGroup = appGroup
         self.batchSize = batchSize
         self.maximumAttempts = maximumAttempts
     }
@@ -47,7 +52,8 @@ public struct CompletionDelivery: Sendable {
                 completion.described,
                 completion.error ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed"))
         }
-        let outcome = try ExtensionWindow(pluginPath: app.pluginPath, limits: limits).run(events, services: services)
+        let outcome = try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup)
+            .run(events, services: services)
 
         var delivered: [QueuedDownload] = []
         var abandoned: [QueuedDownload] = []

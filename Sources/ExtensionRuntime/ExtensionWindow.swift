@@ -12,14 +12,29 @@ import Foundation
 public final class ExtensionWindow {
     public let pluginPath: String
     public let limits: WindowLimits
+    public let appGroup: AppGroup?
     private let runnerPath: String
 
+    /// The app group whose container the extension may use: its process gets `BAHOST_APP_GROUP` and
+    /// `BAHOST_APP_GROUP_CONTAINER`, which the SDK's `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`
+    /// answers from (and C extensions read with getenv).
+    public struct AppGroup: Sendable, Hashable {
+        public var identifier: String
+        public var container: String
+
+        public init(identifier: String, container: String) {
+            self.identifier = identifier
+            self.container = container
+        }
+    }
+
     /// - Parameter runnerPath: the runner executable; by default `bahost-extension-runner` beside this program.
-    public init(pluginPath: String, limits: WindowLimits = .default, runnerPath: String? = nil)
-        throws(WindowSetupError)
-    {
+    public init(
+        pluginPath: String, limits: WindowLimits = .default, appGroup: AppGroup? = nil, runnerPath: String? = nil
+    ) throws(WindowSetupError) {
         self.pluginPath = pluginPath
         self.limits = limits
+        self.appGroup = appGroup
         if let runnerPath {
             self.runnerPath = runnerPath
         } else {
@@ -34,7 +49,10 @@ public final class ExtensionWindow {
         onLog: ((WindowLogLine) -> Void)? = nil
     ) throws(WindowSetupError) -> WindowOutcome {
         let loop = WindowLoop(events: events, limits: limits, services: services, onLog: onLog)
-        return loop.run(try RunnerProcess(runner: runnerPath, plugin: pluginPath))
+        let environment = appGroup.map {
+            ["BAHOST_APP_GROUP": $0.identifier, "BAHOST_APP_GROUP_CONTAINER": $0.container]
+        } ?? [:]
+        return loop.run(try RunnerProcess(runner: runnerPath, plugin: pluginPath, environment: environment))
     }
 }
 

@@ -31,7 +31,7 @@ final class RunnerProcess {
         return sibling
     }
 
-    init(runner: String, plugin: String) throws(WindowSetupError) {
+    init(runner: String, plugin: String, environment extra: [String: String]) throws(WindowSetupError) {
         // Orphans of the window (an extension that forks) are reparented to us, so that we can reap them.
         _ = bahost_become_subreaper()
         signal(SIGPIPE, SIG_IGN)
@@ -55,6 +55,7 @@ final class RunnerProcess {
         var environment = ProcessInfo.processInfo.environment
         // A crashing Swift extension would otherwise spend ~30 ms writing a backtrace into our output.
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(extra) { $1 }
         let arguments = [runner, plugin]
         let environmentLines = environment.map { "\($0.key)=\($0.value)" }
         var child: pid_t = 0

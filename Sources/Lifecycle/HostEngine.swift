@@ -104,7 +104,7 @@ public final class HostEngine: Sendable {
         let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
         let services = QueueHostServices(engine: self, appIdentifier: appIdentifier)
         let outcome = try await Self.onWindowThread {
-            try ExtensionWindow(pluginPath: app.pluginPath, limits: self.settings.limits).run(
+            try ExtensionWindow(pluginPath: app.pluginPath, limits: self.settings.limits, appGroup: self.appGroup(of: app)).run(
                 [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services)
         }
         observe(.window(.contentRequest(request), outcome))
@@ -364,7 +364,7 @@ public final class HostEngine: Sendable {
     private func deliver(_ appIdentifier: String) async throws {
         guard let app = try store.app(appIdentifier) else { return }
         state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
-        let delivery = CompletionDelivery(store: store, limits: settings.limits)
+        let delivery = CompletionDelivery(store: store, limits: settings.limits, appGroup: appGroup(of: app))
         let services = QueueHostServices(engine: self, appIdentifier: appIdentifier)
         guard let report = try await Self.onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
         else { return }
@@ -374,6 +374,11 @@ public final class HostEngine: Sendable {
     }
 
     // MARK: Helpers
+
+    func appGroup(of app: AppRecord) -> ExtensionWindow.AppGroup {
+        ExtensionWindow.AppGroup(
+            identifier: app.appGroupIdentifier, container: dataRoot.container(for: app.appGroupIdentifier).path)
+    }
 
     /// Windows block their thread for up to their budget: they get a thread of their own, not one of Swift's
     /// cooperative pool, which the transfers need.

@@ -51,9 +51,8 @@ import TestSupport
         let run = try harness.downloadFinished(download, contents: Data("hello".utf8))
         try run.requireReturned(within: .seconds(5))
         #expect(!run.leftFileBehind)
-        let moved = FileManager.default.temporaryDirectory.appendingPathComponent("levels-assets")
-            .appendingPathComponent(download.identifier)
+        let moved = try #require(run.container).appendingPathComponent("Assets").appendingPathComponent(download.identifier)
         #expect(try String(contentsOf: moved, encoding: .utf8) == "hello")
-        try FileManager.default.removeItem(at: moved)
+        #expect(run.log == ["kept \(download.identifier) at \(moved.path)"])
     }
 }

@@ -64,14 +64,19 @@ struct LevelsExtension: BADownloaderExtension {
     }
 
     func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
-        // The file must be moved before this returns, or the host deletes it.
-        let assets = FileManager.default.temporaryDirectory.appendingPathComponent("levels-assets")
+        // The file must be moved before this returns, or the host deletes it: keep it in the app group's container.
+        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: Self.appGroup)
+        else {
+            print("no container for \(Self.appGroup)")
+            return
+        }
+        let assets = container.appendingPathComponent("Assets")
         do {
             try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
             let destination = assets.appendingPathComponent(finishedDownload.identifier)
             try? FileManager.default.removeItem(at: destination)
             try FileManager.default.moveItem(at: fileURL, to: destination)
-            print("\(finishedDownload.identifier) is at \(destination.path)")
+            print("kept \(finishedDownload.identifier) at \(destination.path)")
         } catch {
             print("cannot keep \(finishedDownload.identifier): \(error.localizedDescription)")
         }
