@@ -64,13 +64,17 @@ let package = Package(
 
         // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner so
         // that it is built beside the test bundle (`swift build --build-tests` builds the example .so there too).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
         .testTarget(
             name: "ExtensionRuntimeTests",
             dependencies: ["ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "TestSupport", "ExtensionRunner"]),
+        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
     ]
 )

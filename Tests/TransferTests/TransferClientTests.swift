@@ -1,0 +1,293 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import Transfer
+
+/// One transfer attempt at a time, against nginx and against the fault server.
+@Suite struct TransferClientTests {
+    static let faults = try! FaultServer()
+
+    final class Recorder: TransferObserver, Sendable {
+        let began = Mutex<[(Validator, Int64)]>([])
+        func began(validator: Validator, resumingAt offset: Int64) { began.withLock { $0.append((validator, offset)) } }
+        func progress(received: Int64, expected: Int64) {}
+    }
+
+    func data(_ count: Int, seed: UInt8 = 7) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) })
+    }
+
+    func partial() -> String { TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString).part").path }
+
+    func request(
+        _ url: String, size: Int, path: String, validator: Validator? = nil, sha256: String? = nil,
+        byteLimit: Int64? = nil, check: @escaping @Sendable (String) -> TransferError? = { _ in nil }
+    ) -> TransferRequest {
+        TransferRequest(
+            url: url, expectedSize: Int64(size), sha256: sha256, partialPath: path, validator: validator,
+            byteLimit: byteLimit, checkURL: check)
+    }
+
+    func client(readTimeout: Duration = .seconds(5), ca: String? = nil, connectTimeout: Duration = .seconds(10))
+        throws -> TransferClient
+    {
+        try TransferClient(TransferConfiguration(additionalCAFile: ca, connectTimeout: connectTimeout, readTimeout: readTimeout))
+    }
+
+    func contents(_ path: String) -> Data { FileManager.default.contents(atPath: path) ?? Data() }
+
+    @Test func downloadsFromNginxAndVerifiesTheChecksum() async throws {
+        let body = data(1_500_000)
+        let name = "plain/whole-\(UUID().uuidString)"
+        try Nginx.shared.serve(body, at: name)
+        let client = try client()
+        let path = partial()
+        let sha = "8f1d\(String(repeating: "0", count: 60))"
+        let wrong = await client.perform(request(Nginx.shared.http(name), size: body.count, path: path, sha256: sha), observer: Recorder())
+        guard case .failure(let error) = wrong else { Issue.record("a wrong checksum passed"); return }
+        #expect(error.code == TransferError.checksumMismatch && error.kind == .permanent)
+        #expect(!FileManager.default.fileExists(atPath: path))
+
+        let right = await client.perform(
+            request(Nginx.shared.http(name), size: body.count, path: path, sha256: Self.sha256(body)), observer: Recorder())
+        #expect(try right.get() == Int64(body.count))
+        #expect(contents(path) == body)
+        try await client.shutdown()
+    }
+
+    @Test func resetMidBodyResumesWithRangeAndIfRange() async throws {
+        let body = data(400_000)
+        let name = "reset-\(UUID().uuidString)"
+        Self.faults.serve(body, at: name, faults: [.reset(afterBytes: 100_000)])
+        let client = try client()
+        let path = partial()
+        let recorder = Recorder()
+        let first = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+        guard case .failure(let error) = first else { Issue.record("a reset passed"); return }
+        #expect(error.kind == .transient)
+        let kept = contents(path)
+        #expect(kept.count > 0 && kept.count <= 100_000 && kept == body.prefix(kept.count))
+
+        let validator = try #require(recorder.began.withLock { $0.first?.0 })
+        let second = await client.perform(
+            request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder)
+        #expect(try second.get() == Int64(body.count))
+        #expect(contents(path) == body)
+        let resumed = try #require(Self.faults.requests(for: name).last)
+        #expect(resumed.range == "bytes=\(kept.count)-")
+        #expect(resumed.ifRange == validator.etag)
+        #expect(recorder.began.withLock { $0.last?.1 } == Int64(kept.count))
+        try await client.shutdown()
+    }
+
+    @Test func truncatedBodyIsTransientAndResumes() async throws {
+        let body = data(300_000)
+        let name = "truncate-\(UUID().uuidString)"
+        Self.faults.serve(body, at: name, faults: [.truncate(afterBytes: 50_000)])
+        let client = try client()
+        let path = partial()
+        let recorder = Recorder()
+        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+        else { Issue.record("a truncated body passed"); return }
+        #expect(error.kind == .transient)
+        let validator = recorder.began.withLock { $0.first?.0 }
+        #expect(try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get() == Int64(body.count))
+        #expect(contents(path) == body)
+        try await client.shutdown()
+    }
+
+    @Test func serverThatAnswers200ToARangeRestartsTheFileCleanly() async throws {
+        let body = data(200_000)
+        let name = "ignores-range-\(UUID().uuidString)"
+        Self.faults.serve(body, at: name, faults: [.reset(afterBytes: 80_000), .ignoreRange])
+        let client = try client()
+        let path = partial()
+        let recorder = Recorder()
+        _ = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+        let validator = recorder.began.withLock { $0.first?.0 }
+        #expect(try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get() == Int64(body.count))
+        #expect(contents(path) == body)
+        #expect(recorder.began.withLock { $0.last?.1 } == 0)
+        try await client.shutdown()
+    }
+
+    @Test func contentThatChangedBetweenAttemptsIsFetchedWholeNotMixed() async throws {
+        let old = data(200_000, seed: 1)
+        let new = data(200_000, seed: 2)
+        let name = "changes-\(UUID().uuidString)"
+        Self.faults.serve(old, at: name, faults: [.reset(afterBytes: 90_000), .replace(new)])
+        let client = try client()
+        let path = partial()
+        let recorder = Recorder()
+        _ = await client.perform(request(Self.faults.url(name), size: old.count, path: path), observer: recorder)
+        let validator = recorder.began.withLock { $0.first?.0 }
+        #expect(try await client.perform(request(Self.faults.url(name), size: new.count, path: path, validator: validator), observer: recorder).get() == Int64(new.count))
+        #expect(contents(path) == new)
+        try await client.shutdown()
+    }
+
+    @Test func rangeNotSatisfiableRestartsTheFile() async throws {
+        let body = data(10_000)
+        let name = "416-\(UUID().uuidString)"
+        Self.faults.serve(body, at: name)
+        let path = partial()
+        // Bytes on disk past the server's end, with a validator: the server answers 416, and the file starts over.
+        try data(20_000).prefix(12_000).write(to: URL(fileURLWithPath: path))
+        let client = try client()
+        let result = await client.perform(
+            request(Self.faults.url(name), size: 0, path: path, validator: Validator(etag: FaultServer.etag(body), lastModified: nil)),
+            observer: Recorder())
+        #expect(try result.get() == Int64(body.count))
+        #expect(contents(path) == body)
+        #expect(Self.faults.requests(for: name).map(\.range) == ["bytes=12000-", nil])
+        try await client.shutdown()
+    }
+
+    @Test func transientAndPermanentStatuses() async throws {
+        let client = try client()
+        let cases: [(FaultServer.Fault, TransferError.Kind, Int64, Duration?)] = [
+            (.status(503, retryAfter: "2"), .transient, 503, .seconds(2)),
+            (.status(429, retryAfter: nil), .transient, 429, nil),
+            (.status(408, retryAfter: nil), .transient, 408, nil),
+            (.status(404, retryAfter: nil), .permanent, 404, nil),
+            (.status(403, retryAfter: nil), .permanent, 403, nil),
+            (.wrongLength(999), .permanent, TransferError.sizeMismatch, nil),
+        ]
+        for (fault, kind, code, retryAfter) in cases {
+            let name = "status-\(UUID().uuidString)"
+            Self.faults.serve(data(1000), at: name, faults: [fault])
+            let path = partial()
+            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 1000, path: path), observer: Recorder())
+            else { Issue.record("\(fault) passed"); continue }
+            #expect(error.kind == kind && error.code == code, "\(fault)")
+            #expect(error.retryAfter == retryAfter, "\(fault)")
+            if kind == .permanent { #expect(!FileManager.default.fileExists(atPath: path), "\(fault) left its file") }
+        }
+        try await client.shutdown()
+    }
+
+    @Test func everyRedirectHopIsVetted() async throws {
+        let body = data(5000)
+        let target = "target-\(UUID().uuidString)"
+        Self.faults.serve(body, at: target)
+        let allowed = "hop-\(UUID().uuidString)"
+        Self.faults.serve(Data(), at: allowed, faults: [.redirect("/\(target)")])
+        let offList = "off-list-\(UUID().uuidString)"
+        Self.faults.serve(Data(), at: offList, faults: [.redirect("http://localhost:\(Self.faults.port)/\(target)")])
+        let onlyLoopbackIP: @Sendable (String) -> TransferError? = { url in
+            URLComponents(string: url)?.host == "127.0.0.1"
+                ? nil : TransferError(.permanent, code: 202, domain: "BAErrorDomain", message: "\(url) is not on the list")
+        }
+        let client = try client()
+        let followed = await client.perform(
+            request(Self.faults.url(allowed), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
+        #expect(try followed.get() == Int64(body.count))
+        let refused = await client.perform(
+            request(Self.faults.url(offList), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
+        guard case .failure(let error) = refused else { Issue.record("a redirect off the list was followed"); return }
+        #expect(error.code == 202 && error.domain == "BAErrorDomain" && error.kind == .permanent)
+        try await client.shutdown()
+    }
+
+    @Test func aServerThatGoesSilentTimesOutAndTheTransferResumes() async throws {
+        let body = data(40_000)
+        let name = "trickle-\(UUID().uuidString)"
+        Self.faults.serve(body, at: name, faults: [.trickle(chunk: 10_000, every: .milliseconds(600))])
+        let client = try client(readTimeout: .milliseconds(300))
+        let path = partial()
+        let recorder = Recorder()
+        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+        else { Issue.record("a silent server did not time out"); return }
+        #expect(error.kind == .transient && error.code == -1001)
+        let validator = recorder.began.withLock { $0.first?.0 }
+        #expect(try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get() == Int64(body.count))
+        #expect(contents(path) == body)
+        try await client.shutdown()
+    }
+
+    @Test func tlsWithTheTestCAAndWithoutIt() async throws {
+        let body = data(70_000)
+        let name = "tls/\(UUID().uuidString)"
+        try Nginx.shared.serve(body, at: name)
+        let trusting = try client(ca: Nginx.shared.caFile)
+        let path = partial()
+        #expect(try await trusting.perform(request(Nginx.shared.https(name), size: body.count, path: path), observer: Recorder()).get() == Int64(body.count))
+        #expect(contents(path) == body)
+        try await trusting.shutdown()
+
+        // AsyncHTTPClient keeps trying to connect until its connect timeout before it reports the failed handshake.
+        let strict = try client(connectTimeout: .seconds(2))
+        guard case .failure(let error) = await strict.perform(request(Nginx.shared.https(name), size: body.count, path: partial()), observer: Recorder())
+        else { Issue.record("an untrusted certificate was accepted"); return }
+        #expect(error.kind == .permanent && error.code == -1202)
+        try await strict.shutdown()
+    }
+
+    @Test func noRoomOnDiskFailsBeforeAByteAndLeavesNothing() async throws {
+        let name = "space-\(UUID().uuidString)"
+        Self.faults.serve(data(1000), at: name)
+        let client = try client()
+        let path = partial()
+        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 1 << 60, path: path), observer: Recorder())
+        else { Issue.record("an exabyte fit"); return }
+        #expect(error.code == TransferError.insufficientSpace && error.kind == .permanent)
+        #expect(error.message.contains("not enough free space"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(Self.faults.requests(for: name).isEmpty)
+        try await client.shutdown()
+    }
+
+    @Test func aByteLimitStopsATransferOfUnknownSize() async throws {
+        let name = "limit-\(UUID().uuidString)"
+        Self.faults.serve(data(50_000), at: name)
+        let client = try client()
+        let path = partial()
+        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 0, path: path, byteLimit: 20_000), observer: Recorder())
+        else { Issue.record("the limit was passed"); return }
+        #expect(error.code == TransferError.byteLimitExceeded)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try await client.shutdown()
+    }
+
+    static func sha256(_ data: Data) -> String {
+        let file = TestPlugins.scratch.appendingPathComponent(UUID().uuidString)
+        try! data.write(to: file)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [file.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try! process.run()
+        process.waitUntilExit()
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64).lowercased()
+    }
+}
+
+@Suite struct RetryPolicyTests {
+    let policy = RetryPolicy(baseDelay: .seconds(1), maximumDelay: .seconds(8), maximumRetryAfter: .seconds(60), maximumAttempts: 5)
+    let transient = TransferError(.transient, code: 503, domain: "x", message: "")
+
+    @Test func backoffDoublesUpToTheMaximumWithFullJitter() {
+        let full = (1...4).map { policy.delay(afterAttempt: $0, error: transient, random: { 1 }) }
+        #expect(full == [.seconds(1), .seconds(2), .seconds(4), .seconds(8)])
+        #expect(policy.delay(afterAttempt: 3, error: transient, random: { 0.5 }) == .seconds(2))
+        #expect(policy.delay(afterAttempt: 4, error: transient, random: { 0 }) == .zero)
+    }
+
+    @Test func retryAfterIsHonouredWithinBounds() {
+        var asked = transient
+        asked.retryAfter = .seconds(30)
+        #expect(policy.delay(afterAttempt: 1, error: asked, random: { 1 }) == .seconds(30))
+        asked.retryAfter = .seconds(3600)
+        #expect(policy.delay(afterAttempt: 1, error: asked, random: { 1 }) == .seconds(60))
+    }
+
+    @Test func permanentFailuresAndExhaustedAttemptsAreFinal() {
+        let permanent = TransferError(.permanent, code: 404, domain: "x", message: "")
+        #expect(policy.delay(afterAttempt: 1, error: permanent, random: { 1 }) == nil)
+        #expect(policy.delay(afterAttempt: 5, error: transient, random: { 1 }) == nil)
+        let network = TransferError(.network, code: -1004, domain: "x", message: "")
+        #expect(policy.delay(afterAttempt: 1, error: network, random: { 1 }) == .seconds(1))
+    }
+}
