@@ -74,6 +74,7 @@ let package = Package(
         .testTarget(
             name: "ExtensionRuntimeTests",
             dependencies: ["ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "TestSupport", "ExtensionRunner"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "ExtensionRuntime", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
     ]

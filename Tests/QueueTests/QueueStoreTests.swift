@@ -1,0 +1,108 @@
+import ExtensionRuntime
+import Foundation
+import Queue
+import Testing
+import TestSupport
+
+@Suite struct QueueStoreTests {
+    func store() throws -> (QueueStore, String) {
+        let path = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString)/queue.sqlite").path
+        let store = try QueueStore(path: path)
+        try store.install(AppRecord(
+            appIdentifier: "app", appGroupIdentifier: "g", pluginPath: "/x.so", manifestURL: "https://a.example.com/m",
+            domainAllowList: ["a.example.com"], downloadAllowance: 1000, essentialDownloadAllowance: 100,
+            allowInsecureLoopback: false))
+        return (store, path)
+    }
+
+    func download(_ id: String, priority: Int64 = 50, essential: Bool = false) -> ExtensionDownload {
+        ExtensionDownload(
+            identifier: id, url: "https://a.example.com/\(id)", applicationGroupIdentifier: "g", fileSize: 10,
+            priority: priority, isEssential: essential)
+    }
+
+    @Test func everythingSurvivesReopening() throws {
+        let (store, path) = try store()
+        let results = try store.enqueue([download("a"), download("b")], for: "app") { app, d in
+            app.usedBytes += d.fileSize
+            return nil
+        }
+        var a = try results[0].result.get()
+        a.state = .waitingToRetry
+        a.bytesReceived = 5
+        a.etag = "\"e\""
+        try store.save(a)
+
+        let reopened = try QueueStore(path: path)
+        let again = try #require(try reopened.download(a.uniqueIdentifier))
+        #expect(again.state == .waitingToRetry && again.bytesReceived == 5 && again.etag == "\"e\"")
+        #expect(again.download.identifier == "a" && again.download.uniqueIdentifier == a.uniqueIdentifier)
+        #expect(try reopened.app("app")?.usedBytes == 20)
+        #expect(try reopened.activeDownloads(for: "app").map(\.identifier) == ["a", "b"])
+    }
+
+    @Test func anActiveIdentifierCannotBeQueuedTwice() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue([download("a")], for: "app") { _, _ in nil }
+        let second = try store.enqueue([download("a")], for: "app") { _, _ in nil }
+        guard case .failure(let error) = second[0].result else { Issue.record("queued twice"); return }
+        #expect(error.code == 100)
+        // Once it has ended, the identifier may be queued again (a failed essential download, rescheduled).
+        var first = try #require(try store.activeDownloads(for: "app").first)
+        first.state = .failed
+        try store.save(first)
+        #expect(try store.enqueue([download("a")], for: "app") { _, _ in nil }[0].result.get().identifier == "a")
+    }
+
+    @Test func essentialFirstThenPriorityThenAge() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue(
+            [download("low", priority: 0), download("high", priority: 100), download("essential", priority: 0, essential: true),
+             download("also-high", priority: 100)], for: "app") { _, _ in nil }
+        // Non-essential downloads wait while an essential one is active.
+        #expect(try store.runnable(now: Date()).map(\.identifier) == ["essential"])
+        var essential = try #require(try store.activeDownloads(for: "app").first { $0.isEssential })
+        essential.state = .finished
+        try store.save(essential)
+        #expect(try store.runnable(now: Date()).map(\.identifier) == ["high", "also-high", "low"])
+    }
+
+    @Test func waitingDownloadsRunWhenTheirTimeComes() throws {
+        let (store, _) = try store()
+        var a = try store.enqueue([download("a")], for: "app") { _, _ in nil }[0].result.get()
+        a.state = .waitingForNetwork
+        a.retryAt = Date(timeIntervalSinceNow: 60)
+        try store.save(a)
+        #expect(try store.runnable(now: Date()).isEmpty)
+        #expect(try store.runnable(now: Date(timeIntervalSinceNow: 61)).map(\.identifier) == ["a"])
+        #expect(try store.nextRetry().map { abs($0.timeIntervalSince(a.retryAt!)) < 0.01 } == true)
+    }
+
+    @Test func interruptedTransfersAreQueuedAgainAndCompletionsStayPending() throws {
+        let (store, path) = try store()
+        var results = try store.enqueue([download("moving"), download("done")], for: "app") { _, _ in nil }
+        var moving = try results[0].result.get()
+        moving.state = .downloading
+        try store.save(moving)
+        var done = try results[1].result.get()
+        done.state = .finished
+        done.filePath = "/somewhere"
+        try store.save(done)
+        results = []
+
+        let restarted = try QueueStore(path: path)
+        try restarted.recoverInterruptedTransfers()
+        #expect(try restarted.download(moving.uniqueIdentifier)?.state == .queued)
+        #expect(try restarted.pendingCompletions(for: "app").map(\.identifier) == ["done"])
+        #expect(try restarted.hasWork(for: "app"))
+    }
+
+    @Test func cancelMatchesUniqueIdentifierOrIdentifier() throws {
+        let (store, _) = try store()
+        let a = try store.enqueue([download("a"), download("b")], for: "app") { _, _ in nil }[0].result.get()
+        #expect(try store.cancel(appIdentifier: "app", uniqueIdentifier: a.uniqueIdentifier, identifier: "ignored") != nil)
+        #expect(try store.cancel(appIdentifier: "app", uniqueIdentifier: nil, identifier: "b") != nil)
+        #expect(try store.cancel(appIdentifier: "app", uniqueIdentifier: nil, identifier: "b") == nil)
+        #expect(try store.activeDownloads(for: "app").isEmpty)
+    }
+}
