@@ -4,31 +4,8 @@ import TestSupport
 
 /// `bahost run` as a user or a script runs it: the real binary, its exit status, its output.
 @Suite struct RunCommandTests {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        func json() throws -> [String: Any] {
-            try #require(JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
-        }
-    }
-
-    func bahost(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPlugins.bahost)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+    func bahost(_ arguments: [String], environment: [String: String] = [:]) throws -> Bahost.Result {
+        try Bahost.run(arguments, environment: environment)
     }
 
     var manifest: String { TestPlugins.packageRoot.appendingPathComponent("Plugins/Examples/manifest.txt").path }

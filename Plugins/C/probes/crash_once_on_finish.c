@@ -1,0 +1,53 @@
+/* Crashes in the first download_finished it ever gets (it leaves a marker in its app group container first), and
+ * keeps the file in every later one: the host must deliver that completion again, and then never again. */
+#include <ba/ba.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const ba_host_t *host;
+
+static void downloads_for_request(const ba_extension_t *ext, int32_t request, const char *manifest_path,
+                                  const ba_app_extension_info_t *info, const ba_download_sink_t *sink) {
+    (void)ext, (void)request, (void)info;
+    char url[1024];
+    long long size = 0;
+    FILE *manifest = fopen(manifest_path, "r");
+    if (!manifest) return;
+    if (fscanf(manifest, "%1023s %lld", url, &size) == 2) {
+        ba_download_t d = {.struct_size = sizeof d, .identifier = "asset", .url = url,
+                           .application_group_identifier = "group.com.example.levels", .file_size = size};
+        sink->add(sink, &d);
+    }
+    fclose(manifest);
+}
+
+static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {
+    (void)ext;
+    char marker[2048], kept[2048], line[4200];
+    const char *container = getenv("BAHOST_APP_GROUP_CONTAINER");
+    snprintf(marker, sizeof marker, "%s/crashed-once", container);
+    if (access(marker, F_OK) != 0) {
+        fclose(fopen(marker, "w"));
+        abort();
+    }
+    snprintf(kept, sizeof kept, "%s/%s", container, download->identifier);
+    rename(file_path, kept);
+    snprintf(line, sizeof line, "kept %s", download->identifier);
+    host->log(host, BA_LOG_INFO, line);
+}
+
+static const ba_extension_t extension = {.struct_size = sizeof extension,
+                                         .downloads_for_request = downloads_for_request,
+                                         .download_finished = download_finished};
+
+static const ba_extension_t *init(const ba_host_t *h) {
+    host = h;
+    return &extension;
+}
+
+static const ba_entry_t entry = {
+    .struct_size = sizeof entry, .abi_version = BA_ABI_VERSION, .identifier = "probe.crash-once", .init = init};
+
+BA_EXPORT const ba_entry_t *ba_extension_entry(void) { return &entry; }

@@ -1,0 +1,220 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `bahost run` and `bahost resume` end to end: real nginx, real extension processes, real files landing.
+@Suite struct LifecycleTests {
+    let nginx = Nginx.shared
+
+    /// An app: its Info.plist and a data root of its own.
+    struct App {
+        let infoPlist: String
+        let dataRoot: URL
+        var container: URL { dataRoot.appendingPathComponent("containers/group.com.example.levels") }
+
+        init(manifestURL: String, allowList: [String], allowance: Int64 = 100_000_000, dataRoot: URL? = nil) throws {
+            self.dataRoot = dataRoot ?? TestPlugins.scratch.appendingPathComponent("data-\(UUID().uuidString)")
+            let values: [String: Any] = [
+                "CFBundleIdentifier": "com.example.levels", "BAAppGroupID": "group.com.example.levels",
+                "BAManifestURL": manifestURL,
+                "BAInitialDownloadRestrictions": [
+                    "BADownloadAllowance": allowance, "BAEssentialDownloadAllowance": allowance,
+                    "BADownloadDomainAllowList": allowList,
+                ] as [String: Any],
+                "BAMaxInstallSize": allowance,
+            ]
+            let data = try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
+            infoPlist = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString)-Info.plist").path
+            try data.write(to: URL(fileURLWithPath: infoPlist))
+        }
+
+        func leftovers() -> [String] {
+            let folders = ["transfers", "containers/group.com.example.levels/Library/Caches/BackgroundAssets"]
+            return folders.flatMap { folder in
+                ((try? FileManager.default.contentsOfDirectory(atPath: dataRoot.appendingPathComponent(folder).path)) ?? [])
+                    .filter { !$0.hasPrefix("manifest") }
+            }
+        }
+    }
+
+    func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+
+    func run(_ plugin: String, _ app: App, event: String = "install", _ extra: [String] = []) throws -> Bahost.Result {
+        try Bahost.run(
+            ["run", "--plugin", plugin, "--event", event, "--info-plist", app.infoPlist, "--data-root", app.dataRoot.path,
+             "--retry-delay", "0.05", "--json"] + extra)
+    }
+
+    func names(_ result: Bahost.Result) -> [String] {
+        result.events().map { event in
+            let name = event["event"] as? String ?? "?"
+            return (event["identifier"] as? String).map { "\(name) \($0)" } ?? name
+        }
+    }
+
+    @Test func wholeLifeCycleOverTLSWithTheCAOption() throws {
+        let dir = "life-\(UUID().uuidString)"
+        let (one, two) = (random(1_500_000), random(2_500_000))
+        try nginx.serve(one, at: "\(dir)/level-1.pack")
+        try nginx.serve(two, at: "\(dir)/level-2.pack")
+        let manifest = """
+            level-1 \(one.count) essential \(nginx.https("\(dir)/level-1.pack"))
+            level-2 \(two.count) optional \(nginx.https("\(dir)/level-2.pack"))
+            """
+        try nginx.serve(Data(manifest.utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.https("\(dir)/manifest.txt"), allowList: ["localhost"])
+
+        let result = try run(try TestPlugins.c("example_extension"), app, ["--ca-file", nginx.caFile])
+        #expect(result.status == 0, "\(result.stderr)")
+        let order = names(result)
+        #expect(order.first == "manifest" && order.last == "summary")
+        // Essential first: level-2 begins only once level-1 finished, and the app may launch between them.
+        let finishedOne = try #require(order.firstIndex(of: "finished level-1"))
+        let launch = try #require(order.firstIndex(of: "appMayLaunch"))
+        let beganTwo = try #require(order.firstIndex(of: "began level-2"))
+        #expect(finishedOne < launch && launch < beganTwo)
+        #expect(order.filter { $0.hasPrefix("delivered") }.sorted() == ["delivered level-1", "delivered level-2"])
+        // Each file landed whole, where the extension moved it, and nothing was left behind.
+        #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("Assets/level-1").path) == one)
+        #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("Assets/level-2").path) == two)
+        #expect(app.leftovers().isEmpty)
+        // Without the CA, the manifest's server is not trusted.
+        let other = try App(manifestURL: nginx.https("\(dir)/manifest.txt"), allowList: ["localhost"])
+        let untrusted = try run(try TestPlugins.c("example_extension"), other)
+        #expect(untrusted.status == 9)
+        #expect((untrusted.events("manifestFailed").first?["error"] as? [String: Any])?["code"] as? Int == -1202)
+    }
+
+    @Test func policyRefusalsHappenBeforeAByteAndReachTheExtension() throws {
+        let dir = "policy-\(UUID().uuidString)"
+        try nginx.serve(random(1000), at: "\(dir)/ok.pack")
+        let manifest = """
+            ok 1000 optional \(nginx.http("\(dir)/ok.pack"))
+            elsewhere 1000 optional https://assets.elsewhere.example/x.pack
+            huge 900000000 optional \(nginx.http("\(dir)/huge.pack"))
+            """
+        try nginx.serve(Data(manifest.utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], allowance: 1_000_000)
+
+        let result = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback"])
+        #expect(result.status == 2)
+        let rejected = result.events("rejected").map { ($0["identifier"] as? String ?? "", ($0["error"] as? [String: Any])?["code"] as? Int) }
+        #expect(rejected.map(\.0) == ["elsewhere", "huge"])
+        #expect(rejected.map(\.1) == [202, 112])
+        #expect(names(result).contains("finished ok"))
+        // Nothing was requested for the refused downloads.
+        #expect(try nginx.requests(for: "\(dir)/huge.pack").isEmpty)
+        // The extension heard of each refusal in its completion window.
+        let logs = result.events("window").flatMap { ($0["log"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String } }
+        #expect(logs.contains { $0.hasPrefix("elsewhere failed: BAErrorDomain 202") })
+        #expect(logs.contains { $0.hasPrefix("huge failed: BAErrorDomain 112") })
+    }
+
+    @Test func theManifestCountsAgainstTheAllowance() throws {
+        let dir = "manifest-\(UUID().uuidString)"
+        try nginx.serve(Data(String(repeating: "# padding\n", count: 100).utf8), at: "\(dir)/manifest.txt")
+        for (allowance, code) in [(Int64(0), 203), (Int64(100), 204)] {
+            let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], allowance: allowance)
+            let result = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback"])
+            #expect(result.status == 9, "allowance \(allowance)")
+            #expect((result.events("manifestFailed").first?["error"] as? [String: Any])?["code"] as? Int == code)
+            // Apple: a manifest failure reaches the extension's failedWithError, as a download that is no BAURLDownload.
+            let logs = result.events("window").flatMap { ($0["log"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String } }
+            #expect(logs.contains { $0.hasPrefix("BAManifestURL failed: BAErrorDomain \(code)") })
+            #expect(!names(result).contains("window") || result.events("window").count == 1)
+        }
+    }
+
+    @Test func killedWithSIGKILLMidTransferTheHostResumesAndLosesNothing() async throws {
+        let dir = "slow/crash-\(UUID().uuidString)"
+        let (one, two) = (random(1_600_000), random(1_200_000))
+        try nginx.serve(one, at: "\(dir)/level-1.pack")
+        try nginx.serve(two, at: "\(dir)/level-2.pack")
+        let manifest = """
+            level-1 \(one.count) essential \(nginx.http("\(dir)/level-1.pack"))
+            level-2 \(two.count) optional \(nginx.http("\(dir)/level-2.pack"))
+            """
+        try nginx.serve(Data(manifest.utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+
+        let running = try Bahost.start(
+            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
+             "--data-root", app.dataRoot.path, "--allow-insecure-loopback", "--json"])
+        // Wait until level-1 is partly on disk, then kill the host outright.
+        let transfers = app.dataRoot.appendingPathComponent("transfers")
+        var partial: Int64 = 0
+        for _ in 0..<400 {
+            try await Task.sleep(for: .milliseconds(25))
+            let parts = (try? FileManager.default.contentsOfDirectory(atPath: transfers.path).filter { $0.hasSuffix(".part") }) ?? []
+            partial = parts.map { name -> Int64 in
+                var info = stat()
+                return stat(transfers.appendingPathComponent(name).path, &info) == 0 ? Int64(info.st_size) : 0
+            }.max() ?? 0
+            if partial >= 300_000 { break }
+        }
+        kill(running.process.processIdentifier, SIGKILL)
+        running.process.waitUntilExit()
+        #expect(running.process.terminationReason == .uncaughtSignal)
+        #expect(partial >= 300_000 && partial < Int64(one.count))
+
+        let resumed = try Bahost.run(["resume", "--data-root", app.dataRoot.path, "--retry-delay", "0.05", "--json"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("Assets/level-1").path) == one)
+        #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("Assets/level-2").path) == two)
+        #expect(app.leftovers().isEmpty)
+        // The interrupted file went on from where it stopped; no file was fetched whole twice.
+        let requests = try nginx.requests(for: "\(dir)/level-1.pack")
+        #expect(requests.contains { $0.contains(" 206 \"bytes=") })
+        for file in ["level-1.pack", "level-2.pack"] {
+            #expect(try nginx.requests(for: "\(dir)/\(file)").filter { $0.contains(" 200 ") }.count <= 1, "\(file)")
+        }
+        // Every completion reached the extension after the restart.
+        #expect(Set(names(resumed).filter { $0.hasPrefix("delivered") }) == ["delivered level-1", "delivered level-2"])
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))
+    func aFullDiskIsAClearFailureWithNothingLeftBehind() throws {
+        let mountPoint = TestPlugins.scratch.appendingPathComponent("tiny-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+        mount.arguments = ["-t", "tmpfs", "-o", "size=24m", "tmpfs", mountPoint.path]
+        try mount.run()
+        mount.waitUntilExit()
+        try #require(mount.terminationStatus == 0)
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = [mountPoint.path]
+            try? umount.run()
+            umount.waitUntilExit()
+        }
+        let dir = "disk-\(UUID().uuidString)"
+        try nginx.serve(random(40_000_000), at: "\(dir)/big.pack")
+        try nginx.serve(Data("big 0 optional \(nginx.http("\(dir)/big.pack"))\n".utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], dataRoot: mountPoint)
+
+        let result = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback"])
+        #expect(result.status == 2)
+        let failure = try #require(result.events("failed").first?["error"] as? [String: Any])
+        #expect(failure["code"] as? Int == 1003)
+        #expect((failure["message"] as? String)?.contains("the disk is full") == true)
+        #expect(app.leftovers().isEmpty)
+    }
+
+    @Test func aCompletionWhoseCallbackCrashedIsDeliveredAgainThenNeverAgain() throws {
+        let dir = "once-\(UUID().uuidString)"
+        let body = random(100_000)
+        try nginx.serve(body, at: "\(dir)/asset.pack")
+        try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+
+        let result = try run(try TestPlugins.c("probes/crash_once_on_finish"), app, ["--allow-insecure-loopback"])
+        #expect(result.status == 0)
+        let windows = result.events("window").map { ($0["stopReason"] as? [String: Any])?["kind"] as? String }
+        #expect(windows == ["returned", "crashed", "returned"])
+        #expect(names(result).filter { $0 == "delivered asset" }.count == 1)
+        #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("asset").path) == body)
+        #expect(app.leftovers().isEmpty)
+    }
+}

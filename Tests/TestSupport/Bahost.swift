@@ -1,0 +1,54 @@
+import Foundation
+
+/// The `bahost` executable, run as a user or a script runs it.
+public enum Bahost {
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+
+        /// stdout as one JSON object.
+        public func json() throws -> [String: Any] {
+            guard let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else {
+                throw POSIXError(.EBADMSG)
+            }
+            return object
+        }
+
+        /// stdout as JSON lines, one event each.
+        public func events() -> [[String: Any]] {
+            stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+
+        public func events(_ name: String) -> [[String: Any]] { events().filter { $0["event"] as? String == name } }
+    }
+
+    /// Runs `bahost ARGUMENTS` to its end.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        let process = try start(arguments, environment: environment)
+        let stdout = process.out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = process.err.fileHandleForReading.readDataToEndOfFile()
+        process.process.waitUntilExit()
+        return Result(
+            status: process.process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Starts `bahost ARGUMENTS` and returns at once (for tests that kill it).
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws
+        -> (process: Process, out: Pipe, err: Pipe)
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPlugins.bahost)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return (process, out, err)
+    }
+}
