@@ -63,9 +63,10 @@ public final class HostEngine: Sendable {
         store = try QueueStore(path: dataRoot.queuePath)
         self.settings = settings
         self.observe = observe
-        client = try TransferClient(settings.transfer)
         // Transfers that were moving when a previous host died are queued again, to resume.
         try store.recoverInterruptedTransfers()
+        // Last: once made, the client must be shut down, so nothing after it may throw.
+        client = try TransferClient(settings.transfer)
     }
 
     public func shutdown() async {

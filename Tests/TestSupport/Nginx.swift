@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A real nginx on loopback, started for the tests: a plain http port and an https port with a certificate from a
 /// CA the tests make (`caFile`), serving `root`. `/slow/` is rate-limited, for tests that need a transfer in
@@ -56,16 +55,24 @@ public final class Nginx: Sendable {
             """
         let configPath = folder.appendingPathComponent("nginx.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        // A watchdog shell stops nginx when the test process is gone, however it ended: it waits for the end of a
+        // pipe only this process writes to. nginx gets none of this process's output, which `swift test` reads to
+        // its end.
         process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", configPath, "-p", folder.path]
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c", "/usr/sbin/nginx -c \"$1\" -p \"$2\" </dev/null >/dev/null 2>&1 & n=$!; cat >/dev/null; kill -QUIT $n",
+            "nginx-watchdog", configPath, folder.path,
+        ]
+        process.standardInput = Self.lifeline
+        process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let pid = process.processIdentifier
-        Self.started.withLock { $0.append(pid) }
-        if Self.started.withLock({ $0.count }) == 1 { atexit { Nginx.stopAll() } }
         try Self.waitForPort(httpPort)
     }
+
+    /// Held open for the life of the test process: its end tells the watchdogs to stop their nginx.
+    private static let lifeline = Pipe()
 
     /// Puts a file on the server and returns its URL path.
     @discardableResult
@@ -83,12 +90,6 @@ public final class Nginx: Sendable {
     public func requests(for path: String) throws -> [String] {
         try String(contentsOfFile: accessLog, encoding: .utf8).split(separator: "\n").map(String.init)
             .filter { $0.hasPrefix("/\(path) ") }
-    }
-
-    private static let started = Mutex<[pid_t]>([])
-
-    private static func stopAll() {
-        for pid in started.withLock({ $0 }) { kill(pid, SIGQUIT) }
     }
 
     /// A port nothing listens on right now.

@@ -29,10 +29,21 @@ import TestSupport
             byteLimit: byteLimit, checkURL: check)
     }
 
-    func client(readTimeout: Duration = .seconds(5), ca: String? = nil, connectTimeout: Duration = .seconds(10))
-        throws -> TransferClient
-    {
-        try TransferClient(TransferConfiguration(additionalCAFile: ca, connectTimeout: connectTimeout, readTimeout: readTimeout))
+    /// Runs `body` with a client that is shut down however `body` ends (AsyncHTTPClient traps on a client dropped
+    /// without it). The read timeout is long: tests share two cores, and a starved consumer is not a silent server.
+    func withClient(
+        readTimeout: Duration = .seconds(30), ca: String? = nil, connectTimeout: Duration = .seconds(10),
+        _ body: (TransferClient) async throws -> Void
+    ) async throws {
+        let client = try TransferClient(
+            TransferConfiguration(additionalCAFile: ca, connectTimeout: connectTimeout, readTimeout: readTimeout))
+        do {
+            try await body(client)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
     }
 
     func contents(_ path: String) -> Data { FileManager.default.contents(atPath: path) ?? Data() }
@@ -41,75 +52,79 @@ import TestSupport
         let body = data(1_500_000)
         let name = "plain/whole-\(UUID().uuidString)"
         try Nginx.shared.serve(body, at: name)
-        let client = try client()
-        let path = partial()
-        let sha = "8f1d\(String(repeating: "0", count: 60))"
-        let wrong = await client.perform(request(Nginx.shared.http(name), size: body.count, path: path, sha256: sha), observer: Recorder())
-        guard case .failure(let error) = wrong else { Issue.record("a wrong checksum passed"); return }
-        #expect(error.code == TransferError.checksumMismatch && error.kind == .permanent)
-        #expect(!FileManager.default.fileExists(atPath: path))
+        try await withClient { client in
+            let path = partial()
+            let sha = "8f1d\(String(repeating: "0", count: 60))"
+            let wrong = await client.perform(request(Nginx.shared.http(name), size: body.count, path: path, sha256: sha), observer: Recorder())
+            guard case .failure(let error) = wrong else { Issue.record("a wrong checksum passed"); return }
+            #expect(error.code == TransferError.checksumMismatch && error.kind == .permanent, "\(error)")
+            #expect(!FileManager.default.fileExists(atPath: path))
 
-        let right = await client.perform(
-            request(Nginx.shared.http(name), size: body.count, path: path, sha256: Self.sha256(body)), observer: Recorder())
-        #expect(try right.get() == Int64(body.count))
-        #expect(contents(path) == body)
-        try await client.shutdown()
+            let right = await client.perform(
+                request(Nginx.shared.http(name), size: body.count, path: path, sha256: Self.sha256(body)), observer: Recorder())
+            let rightSize = try right.get()
+            #expect(rightSize == Int64(body.count))
+            #expect(contents(path) == body)
+        }
     }
 
     @Test func resetMidBodyResumesWithRangeAndIfRange() async throws {
         let body = data(400_000)
         let name = "reset-\(UUID().uuidString)"
         Self.faults.serve(body, at: name, faults: [.reset(afterBytes: 100_000)])
-        let client = try client()
-        let path = partial()
-        let recorder = Recorder()
-        let first = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
-        guard case .failure(let error) = first else { Issue.record("a reset passed"); return }
-        #expect(error.kind == .transient)
-        let kept = contents(path)
-        #expect(kept.count > 0 && kept.count <= 100_000 && kept == body.prefix(kept.count))
+        try await withClient { client in
+            let path = partial()
+            let recorder = Recorder()
+            let first = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+            guard case .failure(let error) = first else { Issue.record("a reset passed"); return }
+            #expect(error.kind == .transient)
+            let kept = contents(path)
+            #expect(kept.count > 0 && kept.count <= 100_000 && kept == body.prefix(kept.count))
 
-        let validator = try #require(recorder.began.withLock { $0.first?.0 })
-        let second = await client.perform(
-            request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder)
-        #expect(try second.get() == Int64(body.count))
-        #expect(contents(path) == body)
-        let resumed = try #require(Self.faults.requests(for: name).last)
-        #expect(resumed.range == "bytes=\(kept.count)-")
-        #expect(resumed.ifRange == validator.etag)
-        #expect(recorder.began.withLock { $0.last?.1 } == Int64(kept.count))
-        try await client.shutdown()
+            let validator = try #require(recorder.began.withLock { $0.first?.0 })
+            let second = await client.perform(
+                request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder)
+            let secondSize = try second.get()
+            #expect(secondSize == Int64(body.count))
+            #expect(contents(path) == body)
+            let resumed = try #require(Self.faults.requests(for: name).last)
+            #expect(resumed.range == "bytes=\(kept.count)-")
+            #expect(resumed.ifRange == validator.etag)
+            #expect(recorder.began.withLock { $0.last?.1 } == Int64(kept.count))
+        }
     }
 
     @Test func truncatedBodyIsTransientAndResumes() async throws {
         let body = data(300_000)
         let name = "truncate-\(UUID().uuidString)"
         Self.faults.serve(body, at: name, faults: [.truncate(afterBytes: 50_000)])
-        let client = try client()
-        let path = partial()
-        let recorder = Recorder()
-        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
-        else { Issue.record("a truncated body passed"); return }
-        #expect(error.kind == .transient)
-        let validator = recorder.began.withLock { $0.first?.0 }
-        #expect(try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get() == Int64(body.count))
-        #expect(contents(path) == body)
-        try await client.shutdown()
+        try await withClient { client in
+            let path = partial()
+            let recorder = Recorder()
+            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+            else { Issue.record("a truncated body passed"); return }
+            #expect(error.kind == .transient)
+            let validator = recorder.began.withLock { $0.first?.0 }
+            let done = try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get()
+            #expect(done == Int64(body.count))
+            #expect(contents(path) == body)
+        }
     }
 
     @Test func serverThatAnswers200ToARangeRestartsTheFileCleanly() async throws {
         let body = data(200_000)
         let name = "ignores-range-\(UUID().uuidString)"
         Self.faults.serve(body, at: name, faults: [.reset(afterBytes: 80_000), .ignoreRange])
-        let client = try client()
-        let path = partial()
-        let recorder = Recorder()
-        _ = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
-        let validator = recorder.began.withLock { $0.first?.0 }
-        #expect(try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get() == Int64(body.count))
-        #expect(contents(path) == body)
-        #expect(recorder.began.withLock { $0.last?.1 } == 0)
-        try await client.shutdown()
+        try await withClient { client in
+            let path = partial()
+            let recorder = Recorder()
+            _ = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+            let validator = recorder.began.withLock { $0.first?.0 }
+            let done = try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get()
+            #expect(done == Int64(body.count))
+            #expect(contents(path) == body)
+            #expect(recorder.began.withLock { $0.last?.1 } == 0)
+        }
     }
 
     @Test func contentThatChangedBetweenAttemptsIsFetchedWholeNotMixed() async throws {
@@ -117,14 +132,15 @@ import TestSupport
         let new = data(200_000, seed: 2)
         let name = "changes-\(UUID().uuidString)"
         Self.faults.serve(old, at: name, faults: [.reset(afterBytes: 90_000), .replace(new)])
-        let client = try client()
-        let path = partial()
-        let recorder = Recorder()
-        _ = await client.perform(request(Self.faults.url(name), size: old.count, path: path), observer: recorder)
-        let validator = recorder.began.withLock { $0.first?.0 }
-        #expect(try await client.perform(request(Self.faults.url(name), size: new.count, path: path, validator: validator), observer: recorder).get() == Int64(new.count))
-        #expect(contents(path) == new)
-        try await client.shutdown()
+        try await withClient { client in
+            let path = partial()
+            let recorder = Recorder()
+            _ = await client.perform(request(Self.faults.url(name), size: old.count, path: path), observer: recorder)
+            let validator = recorder.began.withLock { $0.first?.0 }
+            let done = try await client.perform(request(Self.faults.url(name), size: new.count, path: path, validator: validator), observer: recorder).get()
+            #expect(done == Int64(new.count))
+            #expect(contents(path) == new)
+        }
     }
 
     @Test func rangeNotSatisfiableRestartsTheFile() async throws {
@@ -134,37 +150,38 @@ import TestSupport
         let path = partial()
         // Bytes on disk past the server's end, with a validator: the server answers 416, and the file starts over.
         try data(20_000).prefix(12_000).write(to: URL(fileURLWithPath: path))
-        let client = try client()
-        let result = await client.perform(
-            request(Self.faults.url(name), size: 0, path: path, validator: Validator(etag: FaultServer.etag(body), lastModified: nil)),
-            observer: Recorder())
-        #expect(try result.get() == Int64(body.count))
-        #expect(contents(path) == body)
-        #expect(Self.faults.requests(for: name).map(\.range) == ["bytes=12000-", nil])
-        try await client.shutdown()
+        try await withClient { client in
+            let result = await client.perform(
+                request(Self.faults.url(name), size: 0, path: path, validator: Validator(etag: FaultServer.etag(body), lastModified: nil)),
+                observer: Recorder())
+            let resultSize = try result.get()
+            #expect(resultSize == Int64(body.count))
+            #expect(contents(path) == body)
+            #expect(Self.faults.requests(for: name).map(\.range) == ["bytes=12000-", nil])
+        }
     }
 
     @Test func transientAndPermanentStatuses() async throws {
-        let client = try client()
-        let cases: [(FaultServer.Fault, TransferError.Kind, Int64, Duration?)] = [
-            (.status(503, retryAfter: "2"), .transient, 503, .seconds(2)),
-            (.status(429, retryAfter: nil), .transient, 429, nil),
-            (.status(408, retryAfter: nil), .transient, 408, nil),
-            (.status(404, retryAfter: nil), .permanent, 404, nil),
-            (.status(403, retryAfter: nil), .permanent, 403, nil),
-            (.wrongLength(999), .permanent, TransferError.sizeMismatch, nil),
-        ]
-        for (fault, kind, code, retryAfter) in cases {
-            let name = "status-\(UUID().uuidString)"
-            Self.faults.serve(data(1000), at: name, faults: [fault])
-            let path = partial()
-            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 1000, path: path), observer: Recorder())
-            else { Issue.record("\(fault) passed"); continue }
-            #expect(error.kind == kind && error.code == code, "\(fault)")
-            #expect(error.retryAfter == retryAfter, "\(fault)")
-            if kind == .permanent { #expect(!FileManager.default.fileExists(atPath: path), "\(fault) left its file") }
+        try await withClient { client in
+            let cases: [(FaultServer.Fault, TransferError.Kind, Int64, Duration?)] = [
+                (.status(503, retryAfter: "2"), .transient, 503, .seconds(2)),
+                (.status(429, retryAfter: nil), .transient, 429, nil),
+                (.status(408, retryAfter: nil), .transient, 408, nil),
+                (.status(404, retryAfter: nil), .permanent, 404, nil),
+                (.status(403, retryAfter: nil), .permanent, 403, nil),
+                (.wrongLength(999), .permanent, TransferError.sizeMismatch, nil),
+            ]
+            for (fault, kind, code, retryAfter) in cases {
+                let name = "status-\(UUID().uuidString)"
+                Self.faults.serve(data(1000), at: name, faults: [fault])
+                let path = partial()
+                guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 1000, path: path), observer: Recorder())
+                else { Issue.record("\(fault) passed"); continue }
+                #expect(error.kind == kind && error.code == code, "\(fault)")
+                #expect(error.retryAfter == retryAfter, "\(fault)")
+                if kind == .permanent { #expect(!FileManager.default.fileExists(atPath: path), "\(fault) left its file") }
         }
-        try await client.shutdown()
+        }
     }
 
     @Test func everyRedirectHopIsVetted() async throws {
@@ -179,75 +196,77 @@ import TestSupport
             URLComponents(string: url)?.host == "127.0.0.1"
                 ? nil : TransferError(.permanent, code: 202, domain: "BAErrorDomain", message: "\(url) is not on the list")
         }
-        let client = try client()
-        let followed = await client.perform(
-            request(Self.faults.url(allowed), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
-        #expect(try followed.get() == Int64(body.count))
-        let refused = await client.perform(
-            request(Self.faults.url(offList), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
-        guard case .failure(let error) = refused else { Issue.record("a redirect off the list was followed"); return }
-        #expect(error.code == 202 && error.domain == "BAErrorDomain" && error.kind == .permanent)
-        try await client.shutdown()
+        try await withClient { client in
+            let followed = await client.perform(
+                request(Self.faults.url(allowed), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
+            let followedSize = try followed.get()
+            #expect(followedSize == Int64(body.count))
+            let refused = await client.perform(
+                request(Self.faults.url(offList), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
+            guard case .failure(let error) = refused else { Issue.record("a redirect off the list was followed"); return }
+            #expect(error.code == 202 && error.domain == "BAErrorDomain" && error.kind == .permanent)
+        }
     }
 
     @Test func aServerThatGoesSilentTimesOutAndTheTransferResumes() async throws {
         let body = data(40_000)
         let name = "trickle-\(UUID().uuidString)"
         Self.faults.serve(body, at: name, faults: [.trickle(chunk: 10_000, every: .milliseconds(600))])
-        let client = try client(readTimeout: .milliseconds(300))
-        let path = partial()
-        let recorder = Recorder()
-        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
-        else { Issue.record("a silent server did not time out"); return }
-        #expect(error.kind == .transient && error.code == -1001)
-        let validator = recorder.began.withLock { $0.first?.0 }
-        #expect(try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get() == Int64(body.count))
-        #expect(contents(path) == body)
-        try await client.shutdown()
+        try await withClient(readTimeout: .milliseconds(300)) { client in
+            let path = partial()
+            let recorder = Recorder()
+            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+            else { Issue.record("a silent server did not time out"); return }
+            #expect(error.kind == .transient && error.code == -1001)
+            let validator = recorder.began.withLock { $0.first?.0 }
+            let done = try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get()
+            #expect(done == Int64(body.count))
+            #expect(contents(path) == body)
+        }
     }
 
     @Test func tlsWithTheTestCAAndWithoutIt() async throws {
         let body = data(70_000)
         let name = "tls/\(UUID().uuidString)"
         try Nginx.shared.serve(body, at: name)
-        let trusting = try client(ca: Nginx.shared.caFile)
-        let path = partial()
-        #expect(try await trusting.perform(request(Nginx.shared.https(name), size: body.count, path: path), observer: Recorder()).get() == Int64(body.count))
-        #expect(contents(path) == body)
-        try await trusting.shutdown()
-
+        try await withClient(ca: Nginx.shared.caFile) { trusting in
+                let path = partial()
+                let done = try await trusting.perform(request(Nginx.shared.https(name), size: body.count, path: path), observer: Recorder()).get()
+                #expect(done == Int64(body.count))
+                #expect(contents(path) == body)
+        }
         // AsyncHTTPClient keeps trying to connect until its connect timeout before it reports the failed handshake.
-        let strict = try client(connectTimeout: .seconds(2))
-        guard case .failure(let error) = await strict.perform(request(Nginx.shared.https(name), size: body.count, path: partial()), observer: Recorder())
-        else { Issue.record("an untrusted certificate was accepted"); return }
-        #expect(error.kind == .permanent && error.code == -1202)
-        try await strict.shutdown()
+        try await withClient(connectTimeout: .seconds(2)) { strict in
+                guard case .failure(let error) = await strict.perform(request(Nginx.shared.https(name), size: body.count, path: partial()), observer: Recorder())
+                else { Issue.record("an untrusted certificate was accepted"); return }
+                #expect(error.kind == .permanent && error.code == -1202, "\(error)")
+        }
     }
 
     @Test func noRoomOnDiskFailsBeforeAByteAndLeavesNothing() async throws {
         let name = "space-\(UUID().uuidString)"
         Self.faults.serve(data(1000), at: name)
-        let client = try client()
-        let path = partial()
-        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 1 << 60, path: path), observer: Recorder())
-        else { Issue.record("an exabyte fit"); return }
-        #expect(error.code == TransferError.insufficientSpace && error.kind == .permanent)
-        #expect(error.message.contains("not enough free space"))
-        #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(Self.faults.requests(for: name).isEmpty)
-        try await client.shutdown()
+        try await withClient { client in
+            let path = partial()
+            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 1 << 60, path: path), observer: Recorder())
+            else { Issue.record("an exabyte fit"); return }
+            #expect(error.code == TransferError.insufficientSpace && error.kind == .permanent)
+            #expect(error.message.contains("not enough free space"))
+            #expect(!FileManager.default.fileExists(atPath: path))
+            #expect(Self.faults.requests(for: name).isEmpty)
+        }
     }
 
     @Test func aByteLimitStopsATransferOfUnknownSize() async throws {
         let name = "limit-\(UUID().uuidString)"
         Self.faults.serve(data(50_000), at: name)
-        let client = try client()
-        let path = partial()
-        guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 0, path: path, byteLimit: 20_000), observer: Recorder())
-        else { Issue.record("the limit was passed"); return }
-        #expect(error.code == TransferError.byteLimitExceeded)
-        #expect(!FileManager.default.fileExists(atPath: path))
-        try await client.shutdown()
+        try await withClient { client in
+            let path = partial()
+            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: 0, path: path, byteLimit: 20_000), observer: Recorder())
+            else { Issue.record("the limit was passed"); return }
+            #expect(error.code == TransferError.byteLimitExceeded)
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
     }
 
     static func sha256(_ data: Data) -> String {
