@@ -1,20 +1,86 @@
 #!/usr/bin/env bash
-# The main job end to end: builds bahost and the example extensions (Swift with SwiftPM, C with plain cc), then
-# runs each under `bahost run` for an install content request and prints what happened.
+# The main job end to end: builds bahost and the Swift example extension, starts a local HTTPS asset server (nginx
+# with a certificate authority made here), and runs the app's whole install life cycle: the manifest named by its
+# Info.plist, the extension's content request, policy, the downloads (essential first), and each finished file
+# delivered back to the extension, which keeps it in the app group's container.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-dependencies.sh
 swift build
 bin=$(swift build --show-bin-path)
-mkdir -p "$bin/extensions"
-cc -Wall -Wextra -shared -fPIC -I SDK/C/include -o "$bin/extensions/example_extension.so" Plugins/C/example_extension.c
+
+demo=$(mktemp -d /tmp/bahost-demo.XXXXXX)
+chmod 755 "$demo"  # nginx's workers read the assets as another user
+mkdir -p "$demo/www/levels" "$demo/logs" "$demo/tmp"
+nginx_pid=""
+trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; true' EXIT
+
+echo "== a certificate authority, and a certificate for localhost"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$demo/ca.key" -out "$demo/ca.pem" -days 1 \
+    -subj "/CN=bahost demo CA" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$demo/server.key" -out "$demo/server.csr" -subj "/CN=localhost" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$demo/server.ext"
+openssl x509 -req -in "$demo/server.csr" -CA "$demo/ca.pem" -CAkey "$demo/ca.key" -CAcreateserial \
+    -out "$demo/server.pem" -days 1 -extfile "$demo/server.ext" 2>/dev/null
+
+port=""
+for candidate in $(shuf -i 20000-60000 -n 50); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
+done
+[ -n "$port" ] || { echo "no free port" >&2; exit 1; }
+
+echo "== assets, a manifest and the app's Info.plist, served by nginx on https://localhost:$port"
+head -c 2097152 /dev/urandom > "$demo/www/levels/level-1.pack"
+head -c 6291456 /dev/urandom > "$demo/www/levels/level-2.pack"
+head -c 4194304 /dev/urandom > "$demo/www/levels/soundtrack.pack"
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+cat > "$demo/www/manifest.json" <<JSON
+{"assets": [
+  {"id": "level-1", "url": "https://localhost:$port/levels/level-1.pack", "size": 2097152, "essential": true,
+   "sha256": "$(sha "$demo/www/levels/level-1.pack")"},
+  {"id": "level-2", "url": "https://localhost:$port/levels/level-2.pack", "size": 6291456},
+  {"id": "soundtrack", "url": "https://localhost:$port/levels/soundtrack.pack", "size": 4194304}
+]}
+JSON
+sed -e "s#https://assets.example.com/manifest.json#https://localhost:$port/manifest.json#" \
+    -e "s#<string>assets.example.com</string>#<string>localhost</string>#" \
+    Plugins/Examples/Info.plist > "$demo/Info.plist"
+cat > "$demo/nginx.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $demo/nginx.pid;
+error_log $demo/logs/error.log;
+events { worker_connections 64; }
+http {
+    access_log $demo/logs/access.log;
+    client_body_temp_path $demo/tmp; proxy_temp_path $demo/tmp; fastcgi_temp_path $demo/tmp;
+    uwsgi_temp_path $demo/tmp; scgi_temp_path $demo/tmp;
+    server {
+        listen 127.0.0.1:$port ssl;
+        ssl_certificate $demo/server.pem;
+        ssl_certificate_key $demo/server.key;
+        root $demo/www;
+    }
+}
+NGINX
+nginx -c "$demo/nginx.conf" -p "$demo" </dev/null >/dev/null 2>&1 &
+nginx_pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 
 echo
-echo "== Swift extension (Plugins/Swift/ExampleExtension), install"
-"$bin/bahost" run --plugin "$bin/libExampleExtension.so" --event install --manifest Plugins/Examples/manifest.json \
-    --info-plist Plugins/Examples/Info.plist
+echo "== bahost run: the install life cycle of com.example.levels with the Swift example extension"
+"$bin/bahost" run --plugin "$bin/libExampleExtension.so" --event install --info-plist "$demo/Info.plist" \
+    --data-root "$demo/data" --ca-file "$demo/ca.pem"
+
 echo
-echo "== C extension (Plugins/C/example_extension.c), periodic, as JSON"
-"$bin/bahost" run --plugin "$bin/extensions/example_extension.so" --event periodic \
-    --manifest Plugins/Examples/manifest.txt --info-plist Plugins/Examples/Info.plist --json
+echo "== what landed in the app group's container"
+assets="$demo/data/containers/group.com.example.levels/Assets"
+for name in level-1 level-2 soundtrack; do
+    if cmp -s "$assets/$name" "$demo/www/levels/$name.pack"; then
+        echo "  $assets/$name  $(stat -c %s "$assets/$name") bytes, identical to the server's"
+    else
+        echo "  $name: MISSING or different" >&2
+        exit 1
+    fi
+done

@@ -33,7 +33,7 @@ final class EventReporter: Sendable {
     func observe(_ event: LifecycleEvent) {
         switch event {
         case .manifestFetched(let bytes):
-            emit(["event": "manifest", "bytes": bytes], "manifest fetched (\(Self.size(bytes)))")
+            emit(["event": "manifest", "bytes": bytes], "manifest fetched (\(bytes) bytes)")
         case .manifestFailed(let error):
             state.withLock { $0.manifestFailed = true }
             emit(["event": "manifestFailed", "error": Self.json(error)], "manifest failed: \(error)")
@@ -137,8 +137,8 @@ final class EventReporter: Sendable {
         emit(
             object,
             String(
-                format: "done in %.2f s: %d finished (%@), %d failed, %d rejected", elapsed, s.finished,
-                Self.size(s.bytes), s.failed, s.rejected))
+                format: "done in %.2f s: %d finished (%.1f MiB), %d failed, %d rejected", elapsed, s.finished,
+                Double(s.bytes) / 1_048_576, s.failed, s.rejected))
         return status
     }
 

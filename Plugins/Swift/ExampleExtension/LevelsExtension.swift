@@ -1,7 +1,7 @@
 import BackgroundAssets
 
-/// An asset-downloader extension written as for Apple's Background Assets: the type below would compile unchanged
-/// in an Xcode Background Download extension. Its manifest is JSON:
+/// An asset-downloader extension written as for Apple's Background Assets: the type below would compile in an Xcode
+/// Background Download extension, but for the checksum (a bahost addition). Its manifest is JSON:
 /// `{"assets": [{"id": "level-1", "url": "https://…", "size": 1048576, "essential": true, "sha256": "…"}]}`.
 @main
 struct LevelsExtension: BADownloaderExtension {
@@ -13,6 +13,7 @@ struct LevelsExtension: BADownloaderExtension {
             var url: URL
             var size: Int
             var essential: Bool?
+            var sha256: String?
         }
         var assets: [Asset]
     }
@@ -37,11 +38,19 @@ struct LevelsExtension: BADownloaderExtension {
                 guard asset.size <= budget else { continue }
                 budget -= asset.size
             }
-            downloads.insert(
-                BAURLDownload(
-                    identifier: asset.id, request: URLRequest(url: asset.url), essential: essential,
-                    fileSize: asset.size, applicationGroupIdentifier: Self.appGroup,
-                    priority: essential ? .max : .default))
+            let priority: BADownload.Priority = essential ? .max : .default
+            if let sha256 = asset.sha256 {
+                downloads.insert(
+                    BAURLDownload(
+                        identifier: asset.id, request: URLRequest(url: asset.url), essential: essential,
+                        fileSize: asset.size, applicationGroupIdentifier: Self.appGroup, priority: priority,
+                        sha256: sha256))
+            } else {
+                downloads.insert(
+                    BAURLDownload(
+                        identifier: asset.id, request: URLRequest(url: asset.url), essential: essential,
+                        fileSize: asset.size, applicationGroupIdentifier: Self.appGroup, priority: priority))
+            }
         }
         print("returning \(downloads.count) downloads for \(request)")
         return downloads
