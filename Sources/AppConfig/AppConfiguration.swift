@@ -47,8 +47,12 @@ public struct AppConfiguration: Sendable, Hashable {
         }
         func fail(_ problem: String) -> AppConfigurationError { AppConfigurationError(file: file, problem: problem) }
 
-        guard !plist.CFBundleIdentifier.isEmpty else { throw fail("CFBundleIdentifier is empty") }
-        guard !plist.BAAppGroupID.isEmpty else { throw fail("BAAppGroupID is empty") }
+        // Both name folders on disk: reverse-DNS names only.
+        for (key, value) in [("CFBundleIdentifier", plist.CFBundleIdentifier), ("BAAppGroupID", plist.BAAppGroupID)] {
+            guard Self.isReverseDNS(value) else {
+                throw fail("\(key) must be a reverse-DNS name (letters, digits, '-', '.'), not '\(value)'")
+            }
+        }
         guard let manifestURL = URL(string: plist.BAManifestURL), let scheme = manifestURL.scheme?.lowercased(),
             ["https", "http"].contains(scheme), manifestURL.host?.isEmpty == false
         else { throw fail("BAManifestURL is not an http(s) URL: \(plist.BAManifestURL)") }
@@ -73,6 +77,11 @@ public struct AppConfiguration: Sendable, Hashable {
             domainAllowList: restrictions.BADownloadDomainAllowList)
         maxInstallSize = plist.BAMaxInstallSize
         essentialMaxInstallSize = plist.BAEssentialMaxInstallSize
+    }
+
+    static func isReverseDNS(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 200 && !name.hasPrefix(".") && !name.contains("..")
+            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == ".") }
     }
 
     /// A decoding error as one sentence naming the key.

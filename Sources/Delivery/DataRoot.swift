@@ -25,7 +25,24 @@ public struct DataRoot: Sendable, Hashable {
     public var transfers: URL { url.appendingPathComponent("transfers", isDirectory: true) }
 
     public func partialPath(for uniqueIdentifier: String) -> String {
-        transfers.appendingPathComponent("\(uniqueIdentifier).part").path
+        transfers.appendingPathComponent("\(Self.fileName(uniqueIdentifier)).part").path
+    }
+
+    /// The file name for a download's unique identifier, which extension code chose: every byte outside
+    /// `A-Z a-z 0-9 -` is percent-encoded, so the name never holds a `/` or is `..`, and two identifiers never
+    /// share a name.
+    public static func fileName(_ uniqueIdentifier: String) -> String {
+        var name = ""
+        for byte in uniqueIdentifier.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                name.unicodeScalars.append(UnicodeScalar(byte))
+            default:
+                name += String(format: "%%%02X", byte)
+            }
+        }
+        return name
     }
 
     /// The app group's container: the folder the app and its extension share.

@@ -179,6 +179,7 @@ public final class HostEngine: Sendable {
                     unlink(partial)
                     return .failure(HostError(error))
                 }
+                observe(.manifestWaiting(HostError(error), retryIn: delay))
                 try? await Task.sleep(for: delay)
             }
         }
@@ -287,7 +288,7 @@ public final class HostEngine: Sendable {
         // Into the container in one rename: a finished file never appears half-written.
         let destination = dataRoot.deliveries(for: app.appGroupIdentifier)
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
-        let path = destination.appendingPathComponent(queued.uniqueIdentifier).path
+        let path = destination.appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier)).path
         guard rename(partialPath, path) == 0 else {
             try fail(&queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
             return
@@ -403,7 +404,7 @@ public final class HostEngine: Sendable {
 }
 
 /// Makes a transfer's progress durable at bounded intervals and reports it.
-private final class ProgressRecorder: TransferObserver, @unchecked Sendable {
+private final class ProgressRecorder: TransferObserver {
     private let engine: HostEngine
     private let lock: Mutex<State>
     private struct State {

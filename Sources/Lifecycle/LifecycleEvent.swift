@@ -12,6 +12,8 @@ public enum WindowPurpose: Sendable {
 /// Everything the host does for an app, as it happens, for progress displays and `--json` event lines.
 public enum LifecycleEvent: Sendable {
     case manifestFetched(bytes: Int64)
+    /// The manifest's server failed transiently; the host tries again after `retryIn`.
+    case manifestWaiting(HostError, retryIn: Duration)
     case manifestFailed(HostError)
     case window(WindowPurpose, WindowOutcome)
     /// A download the extension returned or scheduled that policy refused before any byte was fetched.

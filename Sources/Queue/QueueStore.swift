@@ -57,6 +57,7 @@ public final class QueueStore: Sendable {
             }
             try db.create(index: "download_by_app_identifier", on: "download", columns: ["appIdentifier", "identifier"])
             try db.create(index: "download_by_state", on: "download", columns: ["state"])
+            try db.create(index: "download_by_sequence", on: "download", columns: ["sequence"])
         }
         return migrator
     }
@@ -124,7 +125,8 @@ public final class QueueStore: Sendable {
                     continue
                 }
                 sequence += 1
-                let queued = QueuedDownload(appIdentifier: appIdentifier, sequence: sequence, download: download)
+                let queued = QueuedDownload(
+                    appIdentifier: appIdentifier, sequence: sequence, download: try Self.unused(download, db))
                 try queued.insert(db)
                 results.append((download, .success(queued)))
             }
@@ -138,11 +140,22 @@ public final class QueueStore: Sendable {
     public func recordRefused(_ download: ExtensionDownload, for appIdentifier: String, error: HostError) throws {
         try database.write { db in
             let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0) + 1
-            var queued = QueuedDownload(appIdentifier: appIdentifier, sequence: sequence, download: download)
+            var queued = QueuedDownload(appIdentifier: appIdentifier, sequence: sequence, download: try Self.unused(download, db))
             queued.state = .failed
             queued.error = error
             try queued.insert(db)
         }
+    }
+
+    /// The download with a unique identifier no row has: extension code chose it, and may have reused one (its
+    /// own, or another app's), which gets a fresh one.
+    private static func unused(_ download: ExtensionDownload, _ db: Database) throws -> ExtensionDownload {
+        guard let identifier = download.uniqueIdentifier, try QueuedDownload.exists(db, key: identifier) else {
+            return download
+        }
+        var fresh = download
+        fresh.uniqueIdentifier = "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID().uuidString)"
+        return fresh
     }
 
     private static func isActive(_ db: Database, app: String, identifier: String) throws -> Bool {

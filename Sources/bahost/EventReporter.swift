@@ -34,6 +34,10 @@ final class EventReporter: Sendable {
         switch event {
         case .manifestFetched(let bytes):
             emit(["event": "manifest", "bytes": bytes], "manifest fetched (\(bytes) bytes)")
+        case .manifestWaiting(let error, let delay):
+            emit(
+                ["event": "manifestWaiting", "error": Self.json(error), "retryInSeconds": delay.inSeconds],
+                String(format: "manifest: trying again in %.1f s after: %@", delay.inSeconds, error.description))
         case .manifestFailed(let error):
             state.withLock { $0.manifestFailed = true }
             emit(["event": "manifestFailed", "error": Self.json(error)], "manifest failed: \(error)")

@@ -42,10 +42,6 @@ struct LifecycleRun {
             try await engine.drain([config.appIdentifier])
             await engine.shutdown()
             return reporter.finish(contentRequest: outcome)
-        } catch let error as WindowSetupError {
-            await engine.shutdown()
-            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
-            return 70
         } catch {
             await engine.shutdown()
             FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))

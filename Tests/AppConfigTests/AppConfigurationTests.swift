@@ -89,6 +89,17 @@ import Testing
         #expect(try problem(domain) == "BAInitialDownloadRestrictions.BADownloadDomainAllowList has an invalid domain '*'")
     }
 
+    @Test func identifiersThatNameFoldersMustBeReverseDNS() throws {
+        for bad in ["../escape", "group/with/slashes", "", ".hidden", "a..b", "grüppe"] {
+            var values = Self.complete
+            values["BAAppGroupID"] = bad
+            #expect(try problem(values)?.hasPrefix("BAAppGroupID must be a reverse-DNS name") == true, "\(bad)")
+        }
+        var values = Self.complete
+        values["CFBundleIdentifier"] = "com.example/../x"
+        #expect(try problem(values)?.hasPrefix("CFBundleIdentifier must be a reverse-DNS name") == true)
+    }
+
     @Test func notAPropertyListAndUnreadableFilesAreSaidSo() throws {
         #expect(throws: AppConfigurationError.self) { try AppConfiguration(infoPlist: Data("not a plist".utf8)) }
         let missing = URL(fileURLWithPath: "/nonexistent/Info.plist")

@@ -220,4 +220,29 @@ import TestSupport
         #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("asset").path) == body)
         #expect(app.leftovers().isEmpty)
     }
+
+    @Test func uniqueIdentifiersFromExtensionCodeNeverNameAPathOrCollide() throws {
+        let dir = "hostile-\(UUID().uuidString)"
+        let body = random(10_000)
+        try nginx.serve(body, at: "\(dir)/asset.pack")
+        try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
+        let root = TestPlugins.scratch.appendingPathComponent("deep-\(UUID().uuidString)/a/b/c/data")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], dataRoot: root)
+
+        let result = try run(try TestPlugins.c("probes/hostile_unique_identifier"), app, ["--allow-insecure-loopback"])
+        #expect(result.status == 0, "\(result.stdout)")
+        let finished = result.events("finished")
+        #expect(finished.map { $0["identifier"] as? String } == ["first", "second"])
+        let unique = Set(finished.compactMap { $0["uniqueIdentifier"] as? String })
+        #expect(unique.count == 2)
+        // Everything stayed inside the data root.
+        for path in finished.compactMap({ $0["path"] as? String }) {
+            #expect(URL(fileURLWithPath: path).standardizedFileURL.path.hasPrefix(root.path + "/"))
+        }
+        var escaped = root
+        for _ in 0..<4 { escaped.deleteLastPathComponent() }
+        #expect(!FileManager.default.fileExists(atPath: escaped.appendingPathComponent("escaped").path))
+        #expect(!FileManager.default.fileExists(atPath: escaped.appendingPathComponent("escaped.part").path))
+        #expect(app.leftovers().isEmpty)
+    }
 }
