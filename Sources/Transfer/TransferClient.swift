@@ -12,6 +12,8 @@ public struct TransferConfiguration: Sendable {
     public var additionalCAFile: String?
     public var connectTimeout: Duration
     /// The longest the server may stay silent in the middle of a response before the attempt is given up.
+    /// AsyncHTTPClient measures it between reads from the socket, which also pause while the host writes what it
+    /// read; a disk that stalls that long fails the attempt as a timeout, which is transient: the retry resumes.
     public var readTimeout: Duration
     /// Connections kept per host.
     public var connectionsPerHost: Int
