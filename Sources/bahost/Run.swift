@@ -166,11 +166,14 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Seconds a server may stay silent mid-response before the attempt is retried.")
     var readTimeout: Double = 30
 
+    @Option(help: "Seconds to keep trying to connect to a server before waiting for the network.")
+    var connectTimeout: Double = 10
+
     func settings(limits: WindowLimits) -> HostEngine.Settings {
         HostEngine.Settings(
             transfer: TransferConfiguration(
-                additionalCAFile: caFile, readTimeout: .milliseconds(Int64(readTimeout * 1000)),
-                connectionsPerHost: maxPerHost),
+                additionalCAFile: caFile, connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
+                readTimeout: .milliseconds(Int64(readTimeout * 1000)), connectionsPerHost: maxPerHost),
             retry: RetryPolicy(
                 baseDelay: .milliseconds(Int64(retryDelay * 1000)), maximumDelay: .seconds(300),
                 maximumRetryAfter: .seconds(600), maximumAttempts: maxAttempts),

@@ -245,4 +245,42 @@ import TestSupport
         #expect(!FileManager.default.fileExists(atPath: escaped.appendingPathComponent("escaped.part").path))
         #expect(app.leftovers().isEmpty)
     }
+
+    @Test func aFailedEssentialDownloadIsRequeuedFromTheCallbackAsNonEssential() throws {
+        let dir = "requeue-\(UUID().uuidString)"
+        // Nothing is served at level-1.pack: 404, permanent.
+        try nginx.serve(Data("level-1 1000 essential \(nginx.http("\(dir)/level-1.pack"))\n".utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+
+        let result = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback"])
+        #expect(result.status == 2)
+        let queued = result.events("queued").map { $0["essential"] as? Bool }
+        // Queued essential from the content request, then again, non-essential, from backgroundDownload(_:failedWithError:).
+        #expect(queued == [true, false])
+        let failed = result.events("failed")
+        #expect(failed.map { ($0["error"] as? [String: Any])?["code"] as? Int } == [404, 404])
+        #expect(Set(failed.compactMap { $0["uniqueIdentifier"] as? String }).count == 2)
+        #expect(names(result).filter { $0 == "delivered level-1" }.count == 2)
+    }
+
+    @Test func pausesSayWhetherTheyWaitForTheNetworkOrToRetry() throws {
+        let faults = try FaultServer()
+        let body = random(5000)
+        faults.serve(body, at: "busy.pack", faults: [.status(503, retryAfter: "1")])
+        let unreachable = "http://127.0.0.1:\(try Nginx.freePort())/gone.pack"
+        faults.serve(Data("busy 5000 optional \(faults.url("busy.pack"))\ngone 10 optional \(unreachable)\n".utf8), at: "manifest.txt")
+        let app = try App(manifestURL: faults.url("manifest.txt"), allowList: ["127.0.0.1"])
+
+        let result = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback", "--max-attempts", "2", "--connect-timeout", "1"])
+        #expect(result.status == 2)
+        let paused = Dictionary(uniqueKeysWithValues: result.events("paused").map {
+            ($0["identifier"] as? String ?? "", ($0["reason"] as? String ?? "", $0["retryInSeconds"] as? Double ?? -1))
+        })
+        #expect(paused["busy"]?.0 == "waitingToRetry")
+        #expect((paused["busy"]?.1 ?? 0) > 0.5 && (paused["busy"]?.1 ?? 9) <= 1.0)
+        #expect(paused["gone"]?.0 == "waitingForNetwork")
+        #expect(names(result).contains("finished busy"))
+        #expect(((result.events("failed").first?["error"] as? [String: Any])?["code"] as? Int) == -1004)
+        #expect(faults.requests(for: "busy.pack").count == 2)
+    }
 }

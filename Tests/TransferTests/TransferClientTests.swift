@@ -243,6 +243,15 @@ import TestSupport
         }
     }
 
+    @Test func aServerThatCannotBeReachedMeansWaitingForTheNetwork() async throws {
+        let port = try Nginx.freePort()
+        try await withClient(connectTimeout: .seconds(1)) { client in
+            guard case .failure(let error) = await client.perform(request("http://127.0.0.1:\(port)/x", size: 10, path: partial()), observer: Recorder())
+            else { Issue.record("a closed port answered"); return }
+            #expect(error.kind == .network && error.code == -1004, "\(error)")
+        }
+    }
+
     @Test func noRoomOnDiskFailsBeforeAByteAndLeavesNothing() async throws {
         let name = "space-\(UUID().uuidString)"
         Self.faults.serve(data(1000), at: name)
