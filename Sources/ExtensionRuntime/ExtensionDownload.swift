@@ -1,4 +1,5 @@
 import CBAExtension
+import Foundation
 
 /// A download as it crosses the C ABI (`ba_download_t`), in the host's terms. The host never sees the
 /// extension's `BADownload` objects: only these fields, decoded and checked from the wire.
@@ -42,6 +43,18 @@ public struct ExtensionDownload: Sendable, Hashable, Codable {
         self.sha256 = sha256
         self.httpHeaders = httpHeaders
     }
+}
+
+extension ExtensionDownload {
+    /// The download with Apple's system-provided identifier, "<ClassName>.<appGroupID>.<UUID>", when it has none.
+    public func withUniqueIdentifier() -> ExtensionDownload {
+        guard uniqueIdentifier == nil else { return self }
+        var copy = self
+        copy.uniqueIdentifier = Self.newUniqueIdentifier(group: applicationGroupIdentifier)
+        return copy
+    }
+
+    public static func newUniqueIdentifier(group: String) -> String { "BAURLDownload.\(group).\(UUID().uuidString)" }
 }
 
 /// An error as the ABI carries it: Apple's `BAErrorDomain` codes, or another layer's domain.

@@ -17,7 +17,7 @@ public final class InMemoryHostServices: ExtensionHostServices {
     /// Downloads that already count as queued (what the content request returned and was accepted), so that
     /// scheduling the same identifier again is refused with Apple's code 100.
     public func adopt(_ downloads: [ExtensionDownload]) {
-        scheduled += downloads.map(Self.withUniqueIdentifier)
+        scheduled += downloads.map { $0.withUniqueIdentifier() }
     }
 
     public func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
@@ -26,7 +26,7 @@ public final class InMemoryHostServices: ExtensionHostServices {
             return .failure(HostError(
                 BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED, "a download with identifier '\(download.identifier)' is scheduled"))
         }
-        var queued = Self.withUniqueIdentifier(download)
+        var queued = download.withUniqueIdentifier()
         queued.state = BA_DOWNLOAD_STATE_WAITING.rawValue
         scheduled.append(queued)
         return .success(())
@@ -49,13 +49,4 @@ public final class InMemoryHostServices: ExtensionHostServices {
     public func tryAcquireExclusiveControl() -> Result<Bool, HostError> { lock.tryAcquire() }
 
     public func releaseExclusiveControl() { lock.release() }
-
-    /// Apple's system-provided identifier, "<ClassName>.<appGroupID>.<UUID>", for downloads that have none yet.
-    public static func withUniqueIdentifier(_ download: ExtensionDownload) -> ExtensionDownload {
-        var copy = download
-        if copy.uniqueIdentifier == nil {
-            copy.uniqueIdentifier = "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID().uuidString)"
-        }
-        return copy
-    }
 }

@@ -137,7 +137,7 @@ public final class HostEngine: Sendable {
         }
         for (download, error) in refused {
             observe(.rejected(download, error))
-            try store.recordRefused(InMemoryHostServices.withUniqueIdentifier(download), for: appIdentifier, error: error)
+            try store.recordRefused(download, for: appIdentifier, error: error)
         }
     }
 

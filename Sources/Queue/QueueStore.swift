@@ -154,7 +154,7 @@ public final class QueueStore: Sendable {
             return download
         }
         var fresh = download
-        fresh.uniqueIdentifier = "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID().uuidString)"
+        fresh.uniqueIdentifier = ExtensionDownload.newUniqueIdentifier(group: download.applicationGroupIdentifier)
         return fresh
     }
 

@@ -59,11 +59,10 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     public var delivered: Bool
 
     public init(appIdentifier: String, sequence: Int64, download: ExtensionDownload) {
-        uniqueIdentifier = download.uniqueIdentifier ?? "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID().uuidString)"
+        let download = download.withUniqueIdentifier()
+        uniqueIdentifier = download.uniqueIdentifier!
         self.appIdentifier = appIdentifier
         self.sequence = sequence
-        var download = download
-        download.uniqueIdentifier = uniqueIdentifier
         self.download = download
         identifier = download.identifier
         priority = download.priority

@@ -20,14 +20,7 @@ struct LifecycleRun {
 
     func run() async throws -> Int32 {
         let reporter = EventReporter(json: json)
-        let engine: HostEngine
-        do {
-            engine = try HostEngine(
-                dataRoot: transfers.root, settings: transfers.settings(limits: window.limits), observe: reporter.observe)
-        } catch {
-            FileHandle.standardError.write(Data("bahost: cannot open the queue in \(transfers.root.url.path): \(error)\n".utf8))
-            return 70
-        }
+        guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { return 70 }
         do {
             try engine.store.install(AppRecord(
                 appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier,
@@ -71,14 +64,7 @@ struct Resume: AsyncParsableCommand {
 
     func run() async throws {
         let reporter = EventReporter(json: json)
-        let engine: HostEngine
-        do {
-            engine = try HostEngine(
-                dataRoot: transfers.root, settings: transfers.settings(limits: window.limits), observe: reporter.observe)
-        } catch {
-            FileHandle.standardError.write(Data("bahost: cannot open the queue in \(transfers.root.url.path): \(error)\n".utf8))
-            throw ExitCode(70)
-        }
+        guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { throw ExitCode(70) }
         do {
             let apps = try engine.store.apps().map(\.appIdentifier).filter { app == nil || $0 == app }
             try await engine.drain(apps)

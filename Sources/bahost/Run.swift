@@ -112,7 +112,7 @@ struct Run: AsyncParsableCommand {
         services.adopt(accepted)
         let report = Report(
             plugin: plugin, request: request, outcome: outcome,
-            returned: accepted.map(InMemoryHostServices.withUniqueIdentifier), rejected: rejected,
+            returned: accepted.map { $0.withUniqueIdentifier() }, rejected: rejected,
             scheduled: services.scheduled.filter { s in !accepted.contains { $0.identifier == s.identifier } })
         if json { report.printJSON() } else { report.printText() }
         throw ExitCode(report.exitCode)
@@ -181,6 +181,16 @@ struct TransferOptions: ParsableArguments {
     }
 
     var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }
+
+    /// The engine over the data root's queue, or nil after saying why it cannot be opened.
+    func openEngine(limits: WindowLimits, reporter: EventReporter) -> HostEngine? {
+        do {
+            return try HostEngine(dataRoot: root, settings: settings(limits: limits), observe: reporter.observe)
+        } catch {
+            FileHandle.standardError.write(Data("bahost: cannot open the queue in \(root.url.path): \(error)\n".utf8))
+            return nil
+        }
+    }
 }
 
 /// The read-only copy of the manifest that the extension sees, in a folder of its own; the window deletes the file.
