@@ -74,7 +74,8 @@ private final class WindowLoop {
     var identifier: String?
     var abiVersion: String?
     var completedEvents = 0
-    var returned: [ExtensionDownload] = []
+    /// What content requests added, with the event that added them.
+    var returned: [(eventID: UInt32, download: ExtensionDownload)] = []
     var refused: [RefusedCall] = []
     var log: [WindowLogLine] = []
     var peakResident: Int64 = 0
@@ -149,10 +150,13 @@ private final class WindowLoop {
                 at: elapsed.inSeconds))
         }
         let reason = stopReason ?? classify(exit!)
-        if case .protocolViolation = reason { returned = [] }
+        // Apple schedules what downloads(for:) returns: nothing from a call that never returned, and nothing at all
+        // from an extension that broke the protocol.
+        var kept = returned.filter { $0.eventID <= UInt32(completedEvents) }.map(\.download)
+        if case .protocolViolation = reason { kept = [] }
         return WindowOutcome(
             stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
-            extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: returned,
+            extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: kept,
             completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
             refusedCalls: refused, log: log, peakResidentBytes: peakResident)
     }
@@ -246,7 +250,7 @@ private final class WindowLoop {
             guard returned.count < Self.maxReturnedDownloads else {
                 throw WireViolation(message: "the extension returned more than \(Self.maxReturnedDownloads) downloads")
             }
-            returned.append(download)
+            returned.append((eventID, download))
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
                 throw WireViolation(message: "the extension reported an entry point return out of order")

@@ -164,7 +164,8 @@ public struct WindowOutcome: Sendable {
     public var extensionIdentifier: String?
     /// The ABI version the extension was built against, "major.minor".
     public var abiVersion: String?
-    /// What content requests returned, in the order the extension added them; empty after a protocol violation.
+    /// What content requests returned, in the order the extension added them: only from requests whose entry point
+    /// returned, and nothing after a protocol violation.
     public var returnedDownloads: [ExtensionDownload]
     /// Entry points that returned.
     public var completedEvents: Int

@@ -200,6 +200,11 @@ public final class HostEngine: Sendable {
             let running = state.withLock { !$0.running.isEmpty }
             let work = try apps.contains { try store.hasWork(for: $0) }
             if !running && !work { return }
+            if !running {
+                // Nothing runs in this engine, so a row still marked downloading lost its transfer (the queue failed
+                // to record how it ended): queue it again rather than wait for it forever.
+                try store.recoverInterruptedTransfers()
+            }
             if delivered { continue }
             await signal.wait(for: try nextWake())
         }

@@ -1,9 +1,12 @@
-/* Dereferences NULL inside downloads_for_request. */
+/* Adds a download, then dereferences NULL inside downloads_for_request: the download must not be scheduled, since
+ * the call never returned. */
 #include "common.h"
 
 static void downloads_for_request(const ba_extension_t *ext, int32_t request, const char *manifest_path,
                                   const ba_app_extension_info_t *info, const ba_download_sink_t *sink) {
-    (void)ext, (void)request, (void)manifest_path, (void)info, (void)sink;
+    (void)ext, (void)request, (void)manifest_path, (void)info;
+    ba_download_t added = valid_download("added-before-the-crash");
+    sink->add(sink, &added);
     volatile int *nowhere = NULL;
     *nowhere = 42;
 }
