@@ -21,11 +21,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The SDK: the C ABI (headers only; the .c file pins the struct layout) and Apple's Swift API over it.
         .target(name: "CBAExtension", path: "SDK/C"),
-        .target(name: "BackgroundAssets", dependencies: ["CBAExtension"], path: "SDK/Swift/BackgroundAssets"),
+        .target(name: "BackgroundAssets", dependencies: ["CBAExtension", "ServiceWire"], path: "SDK/Swift/BackgroundAssets"),
+        // The messages between the service and its clients (apps, the command line), shared by both sides.
+        .target(name: "ServiceWire"),
 
         // The window's child process and the messages it exchanges with the host.
         .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
@@ -51,11 +55,20 @@ let package = Package(
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport"]),
         .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue"]),
         .target(name: "Lifecycle", dependencies: ["AppConfig", "CBAExtension", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer"]),
+        .target(
+            name: "Service",
+            dependencies: [
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Lifecycle", "Queue", "ServiceWire",
+                "Transfer", .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "bahost",
             dependencies: [
-                "AppConfig", "Delivery", "ExtensionRuntime", "Lifecycle", "Policy", "Queue", "Transfer",
+                "AppConfig", "Delivery", "ExtensionRuntime", "Lifecycle", "Policy", "Queue", "Service", "ServiceWire",
+                "Transfer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
         .target(name: "BackgroundAssetsTesting", dependencies: ["ExtensionRuntime", "Policy"]),

@@ -14,6 +14,9 @@ public struct AppConfiguration: Sendable, Hashable {
     public var maxInstallSize: Int64
     /// `BAEssentialMaxInstallSize`: uncompressed bytes of essential assets; nil when the app declares none.
     public var essentialMaxInstallSize: Int64?
+    /// `BAHostExtension` (a bahost key): the extension's shared object, relative to the app's folder. When absent,
+    /// `bahost install` takes the one `.so` in the folder.
+    public var extensionPath: String?
 
     public struct InitialDownloadRestrictions: Sendable, Hashable {
         /// `BADownloadAllowance`: on-the-wire bytes of non-essential downloads (the manifest included).
@@ -77,6 +80,10 @@ public struct AppConfiguration: Sendable, Hashable {
             domainAllowList: restrictions.BADownloadDomainAllowList)
         maxInstallSize = plist.BAMaxInstallSize
         essentialMaxInstallSize = plist.BAEssentialMaxInstallSize
+        if let path = plist.BAHostExtension, path.isEmpty || path.hasPrefix("/") || path.split(separator: "/").contains("..") {
+            throw fail("BAHostExtension must be a path inside the app's folder, not '\(path)'")
+        }
+        extensionPath = plist.BAHostExtension
     }
 
     static func isReverseDNS(_ name: String) -> Bool {
@@ -127,6 +134,7 @@ private struct InfoPlist: Decodable {
     var BAInitialDownloadRestrictions: Restrictions
     var BAMaxInstallSize: Int64
     var BAEssentialMaxInstallSize: Int64?
+    var BAHostExtension: String?
 
     struct Restrictions: Decodable {
         var BADownloadAllowance: Int64

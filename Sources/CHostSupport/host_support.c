@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -94,3 +95,12 @@ int bahost_exited(int status) { return WIFEXITED(status); }
 int bahost_exit_code(int status) { return WEXITSTATUS(status); }
 int bahost_signaled(int status) { return WIFSIGNALED(status); }
 int bahost_signal(int status) { return WTERMSIG(status); }
+
+int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return errno;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    return 0;
+}

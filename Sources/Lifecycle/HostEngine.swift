@@ -44,6 +44,7 @@ public final class HostEngine: Sendable {
     public let dataRoot: DataRoot
     let settings: Settings
     let observe: LifecycleObserver
+    private let router: AppDelegateRouter?
     private let client: TransferClient
     private let signal = WakeSignal()
     private let state = Mutex(EngineState())
@@ -55,13 +56,24 @@ public final class HostEngine: Sendable {
         var awaitingLaunch: Set<String> = []
         /// When an app's oldest undelivered completion appeared.
         var pendingSince: [String: ContinuousClock.Instant] = [:]
+        /// Credentials an app's delegate gave for a download, and how many it has given (kept in memory only, as
+        /// URLSession keeps a session's credentials).
+        var credentials: [String: (credential: Credential, given: Int)] = [:]
     }
 
-    public init(dataRoot: DataRoot, settings: Settings, observe: @escaping LifecycleObserver) throws {
+    /// Credentials asked of an app for one download before its 401 is final.
+    static let maximumChallenges = 3
+
+    /// - Parameter router: where completions and challenges go before the extension (the service's apps).
+    public init(
+        dataRoot: DataRoot, settings: Settings, router: AppDelegateRouter? = nil,
+        observe: @escaping LifecycleObserver
+    ) throws {
         try dataRoot.prepare()
         self.dataRoot = dataRoot
         store = try QueueStore(path: dataRoot.queuePath)
         self.settings = settings
+        self.router = router
         self.observe = observe
         // Transfers that were moving when a previous host died are queued again, to resume.
         try store.recoverInterruptedTransfers()
@@ -74,7 +86,8 @@ public final class HostEngine: Sendable {
         try? await client.shutdown()
     }
 
-    func wake() { signal.fire() }
+    /// Wakes the transfer loop: something was queued or promoted.
+    public func wake() { signal.fire() }
 
     // MARK: Content requests
 
@@ -108,7 +121,7 @@ public final class HostEngine: Sendable {
             try ExtensionWindow(pluginPath: app.pluginPath, limits: self.settings.limits, appGroup: self.appGroup(of: app)).run(
                 [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services)
         }
-        observe(.window(.contentRequest(request), outcome))
+        observe(.window(.contentRequest(request), outcome, appIdentifier: appIdentifier))
         try admit(outcome.returnedDownloads, for: request, appIdentifier: appIdentifier)
         if request == .install || request == .update {
             state.withLock { _ = $0.awaitingLaunch.insert(appIdentifier) }
@@ -189,8 +202,18 @@ public final class HostEngine: Sendable {
 
     /// Performs transfers and delivers completions for `appIdentifiers` until none of them has work left.
     public func drain(_ appIdentifiers: [String]) async throws {
-        let apps = Set(appIdentifiers)
-        while true {
+        try await run(Set(appIdentifiers), forever: false)
+    }
+
+    /// Performs transfers and delivers completions for every installed app, as they come, until cancelled (the
+    /// service).
+    public func serve() async throws {
+        try await run(nil, forever: true)
+    }
+
+    private func run(_ only: Set<String>?, forever: Bool) async throws {
+        while !Task.isCancelled {
+            let apps = try only ?? Set(store.apps().map(\.appIdentifier))
             try startRunnable(apps)
             var delivered = false
             for app in apps where try shouldDeliver(app) {
@@ -199,8 +222,8 @@ public final class HostEngine: Sendable {
             }
             let running = state.withLock { !$0.running.isEmpty }
             let work = try apps.contains { try store.hasWork(for: $0) }
-            if !running && !work { return }
-            if !running {
+            if !running && !work && !forever { return }
+            if !running && work {
                 // Nothing runs in this engine, so a row still marked downloading lost its transfer (the queue failed
                 // to record how it ended): queue it again rather than wait for it forever.
                 try store.recoverInterruptedTransfers()
@@ -220,14 +243,16 @@ public final class HostEngine: Sendable {
         return wait
     }
 
-    /// Starts what may start: best first, within the global and per-host limits.
+    /// Starts what may start: best first, within the global and per-host limits, which foreground downloads
+    /// (the app is waiting for them) do not wait for.
     private func startRunnable(_ apps: Set<String>) throws {
         for download in try store.runnable(now: Date()) where apps.contains(download.appIdentifier) {
             let host = URLComponents(string: download.download.url ?? "")?.host ?? ""
             let started = state.withLock { state -> Bool in
-                guard state.running[download.uniqueIdentifier] == nil,
-                    state.running.count < settings.maximumConcurrentTransfers,
-                    state.running.values.filter({ $0.host == host }).count < settings.maximumTransfersPerHost
+                guard state.running[download.uniqueIdentifier] == nil else { return false }
+                guard download.foreground
+                    || (state.running.count < settings.maximumConcurrentTransfers
+                        && state.running.values.filter({ $0.host == host }).count < settings.maximumTransfersPerHost)
                 else { return false }
                 let task = Task { await self.transfer(download.uniqueIdentifier) }
                 state.running[download.uniqueIdentifier] = (host, task)
@@ -239,8 +264,27 @@ public final class HostEngine: Sendable {
 
     /// Stops a running transfer (it was cancelled); its row is already gone.
     func stopTransfer(_ uniqueIdentifier: String) {
-        state.withLock { $0.running[uniqueIdentifier]?.task.cancel() }
+        state.withLock {
+            $0.running[uniqueIdentifier]?.task.cancel()
+            _ = $0.credentials.removeValue(forKey: uniqueIdentifier)
+        }
         unlink(dataRoot.partialPath(for: uniqueIdentifier))
+    }
+
+    /// Removes an app: its queue, its running transfers and their partial files, its undelivered files, and its
+    /// group's container when no other installed app shares the group.
+    public func uninstall(_ appIdentifier: String) throws {
+        guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+        for download in try store.uninstall(appIdentifier) {
+            stopTransfer(download.uniqueIdentifier)
+        }
+        state.withLock { state in
+            _ = state.pendingSince.removeValue(forKey: appIdentifier)
+            _ = state.awaitingLaunch.remove(appIdentifier)
+        }
+        if try !store.apps().contains(where: { $0.appGroupIdentifier == app.appGroupIdentifier }) {
+            try? FileManager.default.removeItem(at: dataRoot.container(for: app.appGroupIdentifier))
+        }
     }
 
     /// One attempt at one download, with its outcome made durable.
@@ -266,6 +310,7 @@ public final class HostEngine: Sendable {
                 url: download.url ?? "", headers: download.httpHeaders, expectedSize: download.fileSize,
                 sha256: download.sha256, partialPath: dataRoot.partialPath(for: uniqueIdentifier),
                 validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
+                credential: state.withLock { $0.credentials[uniqueIdentifier]?.credential },
                 checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
             let result = await client.perform(request, observer: recorder)
 
@@ -278,8 +323,15 @@ public final class HostEngine: Sendable {
             current.lastModified = recorder.validator?.lastModified ?? current.lastModified
             switch result {
             case .success(let size):
+                state.withLock { _ = $0.credentials.removeValue(forKey: uniqueIdentifier) }
                 try finish(&current, size: size, partialPath: request.partialPath, app: app)
             case .failure(let error):
+                if let challenge = error.challenge, await answer(challenge, for: current) {
+                    current.state = .queued
+                    try store.save(current)
+                    return
+                }
+                state.withLock { _ = $0.credentials.removeValue(forKey: uniqueIdentifier) }
                 try fail(&current, error: error, byteLimit: limit)
             }
             try announceLaunchIfReady(current.appIdentifier)
@@ -287,6 +339,21 @@ public final class HostEngine: Sendable {
             // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
             observe(.queueFailed("\(uniqueIdentifier): \(error)"))
         }
+    }
+
+    /// Asks the app's delegate for credentials; true when it gave some to try (a few times at most).
+    private func answer(_ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
+        let given = state.withLock { $0.credentials[download.uniqueIdentifier]?.given ?? 0 }
+        guard let router, given < Self.maximumChallenges,
+            case .useCredential(let user, let password)? = await router.challenge(
+                download, challenge, previousFailureCount: given)
+        else { return false }
+        state.withLock {
+            $0.credentials[download.uniqueIdentifier] = (
+                Credential(host: challenge.host, user: user, password: password), given + 1
+            )
+        }
+        return true
     }
 
     private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String, app: AppRecord) throws {
@@ -315,7 +382,9 @@ public final class HostEngine: Sendable {
     }
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws {
-        if let delay = settings.retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
+        // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
+        let waits = !(queued.foreground && error.kind == .network)
+        if waits, let delay = settings.retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
             let until = Date(timeIntervalSinceNow: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
             queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
             queued.retryAt = until
@@ -351,14 +420,15 @@ public final class HostEngine: Sendable {
 
     // MARK: Delivery
 
-    /// Completions go out when the app's transfers are done, when a batch is full, or when the oldest has waited
-    /// long enough.
+    /// Completions go to a running app's delegate at once. For the extension they go out when the app's transfers
+    /// are done, when a batch is full, or when the oldest has waited long enough.
     private func shouldDeliver(_ appIdentifier: String) throws -> Bool {
         let pending = try store.pendingCompletions(for: appIdentifier)
         guard !pending.isEmpty else {
             state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
             return false
         }
+        if router?.hasDelegate(appIdentifier) == true { return true }
         let idle = try store.activeDownloads(for: appIdentifier).isEmpty
         if pending.count >= 32 || idle { return true }
         let since = state.withLock { state in
@@ -371,11 +441,29 @@ public final class HostEngine: Sendable {
     private func deliver(_ appIdentifier: String) async throws {
         guard let app = try store.app(appIdentifier) else { return }
         state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
+        if let router, router.hasDelegate(appIdentifier) {
+            var declined = false
+            for var completion in try store.pendingCompletions(for: appIdentifier) {
+                guard await router.offer(completion) else {
+                    declined = true
+                    continue
+                }
+                // Delivered: a file the delegate left where it was is deleted, as Apple does.
+                if let path = completion.filePath { unlink(path) }
+                completion.filePath = nil
+                completion.delivered = true
+                try store.save(completion)
+                observe(.deliveredToApp(completion))
+            }
+            // What the app's delegate did not handle (it lacks the method) wakes the extension now.
+            guard declined else { return }
+        }
         let delivery = CompletionDelivery(store: store, limits: settings.limits, appGroup: appGroup(of: app))
         let services = QueueHostServices(engine: self, appIdentifier: appIdentifier)
         guard let report = try await Self.onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
         else { return }
-        observe(.window(.completions(report.delivered.count + report.abandoned.count), report.outcome))
+        observe(.window(
+            .completions(report.delivered.count + report.abandoned.count), report.outcome, appIdentifier: appIdentifier))
         report.delivered.forEach { observe(.delivered($0)) }
         report.abandoned.forEach { observe(.abandoned($0)) }
     }

@@ -15,17 +15,22 @@ public enum LifecycleEvent: Sendable {
     /// The manifest's server failed transiently; the host tries again after `retryIn`.
     case manifestWaiting(HostError, retryIn: Duration)
     case manifestFailed(HostError)
-    case window(WindowPurpose, WindowOutcome)
+    case window(WindowPurpose, WindowOutcome, appIdentifier: String)
     /// A download the extension returned or scheduled that policy refused before any byte was fetched.
     case rejected(ExtensionDownload, HostError)
     case queued(QueuedDownload)
+    /// The app started the download in the foreground, or promoted it there.
+    case promoted(QueuedDownload)
     case began(QueuedDownload, resumingAt: Int64)
     case progress(QueuedDownload, received: Int64, expected: Int64)
     /// Waiting to try again: for the network to come back, or after a transient failure.
     case paused(QueuedDownload, waitingForNetwork: Bool, until: Date, error: HostError)
     case finished(QueuedDownload)
     case failed(QueuedDownload, HostError)
+    /// Delivered to the extension, in a window.
     case delivered(QueuedDownload)
+    /// Delivered to the running app's delegate.
+    case deliveredToApp(QueuedDownload)
     /// A completion whose entry point never returned, given up after its attempts.
     case abandoned(QueuedDownload)
     /// Every essential download of the app has ended: it may launch.

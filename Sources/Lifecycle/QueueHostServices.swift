@@ -4,22 +4,47 @@ import Foundation
 import Policy
 import Queue
 
-/// What an app's extension windows reach through `BADownloadManager`: the durable queue, under the app's policy.
-/// Unchecked Sendable: it is handed to the window's thread, the only thread that then calls it.
-final class QueueHostServices: ExtensionHostServices, @unchecked Sendable {
+/// What an app's `BADownloadManager` reaches, from its extension's windows or from the app itself (through the
+/// service): the durable queue, under the app's policy. A download of another app is not touched (55).
+///
+/// Thread rule: one caller at a time (a window's thread, or an app connection's).
+public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable {
     private let engine: HostEngine
     private let appIdentifier: String
     private let lock: ExclusiveControlLock
 
-    init(engine: HostEngine, appIdentifier: String) {
+    public init(engine: HostEngine, appIdentifier: String) {
         self.engine = engine
         self.appIdentifier = appIdentifier
         lock = ExclusiveControlLock(path: ExclusiveControlLock.path(forApp: appIdentifier))
     }
 
-    func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
+        enqueue(download, foreground: false)
+    }
+
+    /// Apple's startForegroundDownload(_:) for the app: promotes the download when it is queued (a running
+    /// transfer carries on, a waiting one starts now), else queues it in the foreground.
+    public func startForeground(_ download: ExtensionDownload) -> Result<Void, HostError> {
+        if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
-            let results = try engine.store.enqueue([download], for: appIdentifier) { app, download in
+            if let promoted = try engine.store.promote(
+                appIdentifier: appIdentifier, uniqueIdentifier: nil, identifier: download.identifier)
+            {
+                engine.observe(.promoted(promoted))
+                engine.wake()
+                return .success(())
+            }
+        } catch {
+            return .failure(Self.storeFailure(error))
+        }
+        return enqueue(download, foreground: true)
+    }
+
+    private func enqueue(_ download: ExtensionDownload, foreground: Bool) -> Result<Void, HostError> {
+        if let refusal = foreignDownload(download) { return .failure(refusal) }
+        do {
+            let results = try engine.store.enqueue([download], for: appIdentifier, foreground: foreground) { app, download in
                 var policy = app.policy
                 let error = policy.admit(download, for: nil)
                 app.take(policy)
@@ -41,7 +66,8 @@ final class QueueHostServices: ExtensionHostServices, @unchecked Sendable {
         }
     }
 
-    func cancel(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func cancel(_ download: ExtensionDownload) -> Result<Void, HostError> {
+        if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
             guard let cancelled = try engine.store.cancel(
                 appIdentifier: appIdentifier, uniqueIdentifier: download.uniqueIdentifier,
@@ -57,7 +83,7 @@ final class QueueHostServices: ExtensionHostServices, @unchecked Sendable {
         }
     }
 
-    func currentDownloads() -> Result<[ExtensionDownload], HostError> {
+    public func currentDownloads() -> Result<[ExtensionDownload], HostError> {
         do {
             return .success(try engine.store.activeDownloads(for: appIdentifier).map(\.described))
         } catch {
@@ -65,9 +91,17 @@ final class QueueHostServices: ExtensionHostServices, @unchecked Sendable {
         }
     }
 
-    func tryAcquireExclusiveControl() -> Result<Bool, HostError> { lock.tryAcquire() }
+    public func tryAcquireExclusiveControl() -> Result<Bool, HostError> { lock.tryAcquire() }
 
-    func releaseExclusiveControl() { lock.release() }
+    public func releaseExclusiveControl() { lock.release() }
+
+    /// 55 for a download that another app's queue holds under this unique identifier.
+    private func foreignDownload(_ download: ExtensionDownload) -> HostError? {
+        guard let uniqueIdentifier = download.uniqueIdentifier,
+            let owner = try? engine.store.owner(ofUniqueIdentifier: uniqueIdentifier), owner != appIdentifier
+        else { return nil }
+        return HostError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the download '\(download.identifier)' belongs to another app")
+    }
 
     private static func storeFailure(_ error: Error) -> HostError {
         HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "the download queue failed: \(error)")

@@ -59,6 +59,24 @@ public final class QueueStore: Sendable {
             try db.create(index: "download_by_state", on: "download", columns: ["state"])
             try db.create(index: "download_by_sequence", on: "download", columns: ["sequence"])
         }
+        migrator.registerMigration("v2: foreground downloads, the service's per-app schedule") { db in
+            try db.alter(table: QueuedDownload.databaseTableName) { t in
+                t.add(column: "foreground", .boolean).notNull().defaults(to: false)
+            }
+            try db.create(table: AppSchedule.databaseTableName) { t in
+                t.primaryKey("appIdentifier", .text).references(AppRecord.databaseTableName, onDelete: .cascade)
+                t.column("appDirectory", .text).notNull()
+                t.column("backgroundRefresh", .boolean).notNull()
+                t.column("launches", .jsonText).notNull()
+                t.column("nextPeriodic", .datetime)
+                t.column("lastPeriodic", .datetime)
+                t.column("lastDecision", .text)
+                t.column("budgetDay", .text).notNull()
+                t.column("budgetUsedSeconds", .double).notNull()
+                t.column("unlimitedRuntime", .boolean).notNull()
+                t.column("contentRequestSequence", .integer).notNull()
+            }
+        }
         return migrator
     }
 
@@ -98,13 +116,52 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// Removes an app and everything the queue holds for it; returns the downloads that were still active (their
+    /// transfers are to be stopped and their partial files deleted).
+    public func uninstall(_ appIdentifier: String) throws -> [QueuedDownload] {
+        try database.write { db in
+            guard try AppRecord.exists(db, key: appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+            let downloads = try QueuedDownload.filter(Column("appIdentifier") == appIdentifier).fetchAll(db)
+            try QueuedDownload.filter(Column("appIdentifier") == appIdentifier).deleteAll(db)
+            _ = try AppRecord.deleteOne(db, key: appIdentifier)
+            return downloads
+        }
+    }
+
+    // MARK: The service's schedule
+
+    public func schedule(_ appIdentifier: String) throws -> AppSchedule? {
+        try database.read { try AppSchedule.fetchOne($0, key: appIdentifier) }
+    }
+
+    public func saveSchedule(_ schedule: AppSchedule) throws {
+        try database.write { try schedule.save($0) }
+    }
+
+    /// Runs `body` on an app's schedule inside one transaction and saves what it changed.
+    public func updateSchedule<T>(_ appIdentifier: String, _ body: (inout AppSchedule) throws -> T) throws -> T {
+        try database.write { db in
+            guard var schedule = try AppSchedule.fetchOne(db, key: appIdentifier) else {
+                throw QueueError.unknownApp(appIdentifier)
+            }
+            let result = try body(&schedule)
+            try schedule.update(db)
+            return result
+        }
+    }
+
+    /// The highest sequence number given so far: downloads queued later have higher ones.
+    public func lastSequence() throws -> Int64 {
+        try database.read { try Int64.fetchOne($0, sql: "SELECT MAX(sequence) FROM download") ?? 0 }
+    }
+
     // MARK: Admission
 
     /// Queues downloads for an app in one transaction. `admit` decides each one given the app's record (which it may
     /// change, e.g. to count allowance) and returns an error to refuse it. An identifier already active in the
     /// app's queue is refused with Apple's 100.
     public func enqueue(
-        _ downloads: [ExtensionDownload], for appIdentifier: String,
+        _ downloads: [ExtensionDownload], for appIdentifier: String, foreground: Bool = false,
         admit: (inout AppRecord, ExtensionDownload) -> HostError?
     ) throws -> [(download: ExtensionDownload, result: Result<QueuedDownload, HostError>)] {
         try database.write { db in
@@ -126,7 +183,8 @@ public final class QueueStore: Sendable {
                 }
                 sequence += 1
                 let queued = QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: sequence, download: try Self.unused(download, db))
+                    appIdentifier: appIdentifier, sequence: sequence, download: try Self.unused(download, db),
+                    foreground: foreground)
                 try queued.insert(db)
                 results.append((download, .success(queued)))
             }
@@ -193,8 +251,8 @@ public final class QueueStore: Sendable {
         }
     }
 
-    /// Downloads that may start now, best first: essential before non-essential, then priority, then age; an app's
-    /// non-essential downloads wait until none of its essential ones is active.
+    /// Downloads that may start now, best first: foreground, then essential before non-essential, then priority,
+    /// then age; an app's non-essential background downloads wait until none of its essential ones is active.
     public func runnable(now: Date) throws -> [QueuedDownload] {
         try database.read { db in
             let candidates = try QueuedDownload
@@ -202,7 +260,7 @@ public final class QueueStore: Sendable {
                     Column("state") == TransferState.queued
                         || ([TransferState.waitingToRetry, .waitingForNetwork].contains(Column("state"))
                             && Column("retryAt") <= now))
-                .order(Column("isEssential").desc, Column("priority").desc, Column("sequence"))
+                .order(Column("foreground").desc, Column("isEssential").desc, Column("priority").desc, Column("sequence"))
                 .fetchAll(db)
             let appsWithEssentials = try Set(
                 String.fetchAll(
@@ -211,7 +269,9 @@ public final class QueueStore: Sendable {
                         SELECT DISTINCT appIdentifier FROM download
                         WHERE isEssential AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
                         """))
-            return candidates.filter { $0.isEssential || !appsWithEssentials.contains($0.appIdentifier) }
+            return candidates.filter {
+                $0.isEssential || $0.foreground || !appsWithEssentials.contains($0.appIdentifier)
+            }
         }
     }
 
@@ -261,6 +321,40 @@ public final class QueueStore: Sendable {
                         || Column("delivered") == false)
                 .fetchCount(db) > 0
         }
+    }
+
+    /// Promotes an app's active download to the foreground (by unique identifier when given, else by identifier):
+    /// it starts now, before every background download; one waiting to retry does not wait any longer.
+    public func promote(appIdentifier: String, uniqueIdentifier: String?, identifier: String) throws -> QueuedDownload? {
+        try database.write { db in
+            var request = QueuedDownload.filter(Column("appIdentifier") == appIdentifier)
+                .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
+            if let uniqueIdentifier {
+                request = request.filter(Column("uniqueIdentifier") == uniqueIdentifier)
+            } else {
+                request = request.filter(Column("identifier") == identifier)
+            }
+            guard var found = try request.fetchOne(db) else { return nil }
+            found.foreground = true
+            if found.state != .downloading { found.retryAt = nil }
+            if found.state == .waitingToRetry || found.state == .waitingForNetwork { found.state = .queued }
+            try found.update(db)
+            return found
+        }
+    }
+
+    /// An app's foreground downloads go back to the background (Apple: they stay in the foreground until the
+    /// app's download manager disconnects).
+    public func demoteForeground(appIdentifier: String) throws {
+        try database.write { db in
+            try db.execute(
+                sql: "UPDATE download SET foreground = 0 WHERE appIdentifier = ? AND foreground", arguments: [appIdentifier])
+        }
+    }
+
+    /// The app that owns a download, whatever its state.
+    public func owner(ofUniqueIdentifier uniqueIdentifier: String) throws -> String? {
+        try database.read { try String.fetchOne($0, sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?", arguments: [uniqueIdentifier]) }
     }
 
     /// After a crash, downloads that were moving are queued again (their partial files stay, to be resumed).

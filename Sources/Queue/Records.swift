@@ -57,8 +57,11 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     /// Windows that were opened to deliver this completion; it is given up after a few that never returned.
     public var deliveryAttempts: Int
     public var delivered: Bool
+    /// Started or promoted by the app with `startForegroundDownload`: it goes first and does not wait for the
+    /// network.
+    public var foreground: Bool
 
-    public init(appIdentifier: String, sequence: Int64, download: ExtensionDownload) {
+    public init(appIdentifier: String, sequence: Int64, download: ExtensionDownload, foreground: Bool = false) {
         let download = download.withUniqueIdentifier()
         uniqueIdentifier = download.uniqueIdentifier!
         self.appIdentifier = appIdentifier
@@ -72,6 +75,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         attempts = 0
         deliveryAttempts = 0
         delivered = false
+        self.foreground = foreground
     }
 
     /// The download as the ABI describes it, with its current public state.

@@ -64,10 +64,13 @@ public struct TransferRequest: Sendable {
     public var byteLimit: Int64?
     /// Vets the URL and every redirect hop before anything is requested from it.
     public var checkURL: @Sendable (String) -> TransferError?
+    /// HTTP Basic credentials, sent to their host only.
+    public var credential: Credential?
 
     public init(
         url: String, headers: [String] = [], expectedSize: Int64, sha256: String? = nil, partialPath: String,
-        validator: Validator? = nil, byteLimit: Int64? = nil, checkURL: @escaping @Sendable (String) -> TransferError?
+        validator: Validator? = nil, byteLimit: Int64? = nil, credential: Credential? = nil,
+        checkURL: @escaping @Sendable (String) -> TransferError?
     ) {
         self.url = url
         self.headers = headers
@@ -76,6 +79,7 @@ public struct TransferRequest: Sendable {
         self.partialPath = partialPath
         self.validator = validator
         self.byteLimit = byteLimit
+        self.credential = credential
         self.checkURL = checkURL
     }
 }
@@ -155,6 +159,10 @@ public final class TransferClient: Sendable {
                     name: String(header[..<colon]),
                     value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
             }
+            if let credential = request.credential, URLComponents(string: url)?.host == credential.host {
+                let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
+                http.headers.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
+            }
             let offset = file.length
             if offset > 0, let ifRange = request.validator?.ifRange {
                 http.headers.add(name: "Range", value: "bytes=\(offset)-")
@@ -191,6 +199,10 @@ public final class TransferClient: Sendable {
                 }
                 if let error = file.truncate() { return .failure(error) }
                 continue
+            case 401:
+                var error = TransferError.permanent(401, "the server answered 401 (authentication required) for \(url)")
+                error.challenge = ServerChallenge(wwwAuthenticate: response.headers["WWW-Authenticate"], url: url)
+                return .failure(error)
             case 408, 429, 500...599:
                 return .failure(TransferError(
                     .transient, code: Int64(status), domain: TransferError.hostDomain,

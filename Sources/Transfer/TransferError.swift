@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why a transfer attempt did not produce a verified file, and what to do about it.
 public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
@@ -15,6 +17,8 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     public var message: String
     /// What the server asked for in `Retry-After`, when it did.
     public var retryAfter: Duration?
+    /// A 401 that named a scheme the host can answer: ask the app for credentials and try again.
+    public var challenge: ServerChallenge?
 
     public init(_ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil) {
         self.kind = kind
@@ -39,5 +43,47 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public static func permanent(_ code: Int64, _ message: String) -> TransferError {
         TransferError(.permanent, code: code, domain: hostDomain, message: message)
+    }
+}
+
+/// A server's `401` with `WWW-Authenticate: Basic`: what Apple calls the challenge's protection space.
+public struct ServerChallenge: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    /// `http` or `https`.
+    public var scheme: String
+    public var realm: String?
+
+    public init(host: String, port: Int, scheme: String, realm: String?) {
+        self.host = host
+        self.port = port
+        self.scheme = scheme
+        self.realm = realm
+    }
+
+    /// The Basic challenge in a `WWW-Authenticate` value for `url`, or nil when it offers no Basic scheme.
+    init?(wwwAuthenticate values: [String], url: String) {
+        guard let components = URLComponents(string: url), let host = components.host,
+            let basic = values.first(where: { $0.lowercased().hasPrefix("basic") })
+        else { return nil }
+        self.host = host
+        scheme = components.scheme ?? "https"
+        port = components.port ?? (scheme == "http" ? 80 : 443)
+        realm = basic.range(of: #"realm="([^"]*)""#, options: .regularExpression).map {
+            String(basic[$0].dropFirst(7).dropLast())
+        }
+    }
+}
+
+/// Credentials the app gave for a challenge; sent only to the host that asked.
+public struct Credential: Sendable, Hashable {
+    public var host: String
+    public var user: String
+    public var password: String
+
+    public init(host: String, user: String, password: String) {
+        self.host = host
+        self.user = user
+        self.password = password
     }
 }

@@ -32,6 +32,9 @@ void bahost_kill_group(pid_t pgid);
  * to reap. */
 int bahost_become_subreaper(void);
 
+/* The process and user at the other end of a connected Unix socket (SO_PEERCRED). Returns 0, or an errno value. */
+int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid);
+
 /* The status macros, which Swift cannot import. */
 int bahost_exited(int status);
 int bahost_exit_code(int status);

@@ -4,6 +4,7 @@ import Synchronization
 ///
 /// Inside an extension loaded by bahost, calls reach the host through the C ABI with Apple's rules: scheduling is
 /// refused inside `downloads(for:manifestURL:extensionInfo:)`, and `startForegroundDownload` is for the app only.
+/// In an app, they reach the `bahost daemon` service over its socket, which also calls the delegate.
 public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// The download manager that both the app and the extension share.
     public static let shared = BADownloadManager()
@@ -13,16 +14,23 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     }
 
     private let delegateBox = Mutex(WeakDelegate())
-    private let transportBox = Mutex<any HostTransport>(NoServiceTransport())
+    private let transportBox = Mutex<any HostTransport>(ServiceTransport())
     /// Set while `downloads(for:…)` runs, when Apple prohibits scheduling.
     let answeringContentRequest = Mutex(false)
 
     override private init() {}
 
-    /// Receives the events of this app's downloads. Held weakly.
+    /// Receives the events of this app's downloads. Held weakly. While an app has one, its downloads' completions
+    /// come to it instead of waking the extension (for each method it implements).
     public weak var delegate: (any BADownloadManagerDelegate)? {
         get { delegateBox.withLock { $0.value } }
-        set { delegateBox.withLock { $0.value = newValue } }
+        set {
+            let changed = delegateBox.withLock { box in
+                defer { box.value = newValue }
+                return (box.value == nil) != (newValue == nil)
+            }
+            if changed { transport.delegateChanged(isSet: newValue != nil) }
+        }
     }
 
     var transport: any HostTransport {

@@ -1,5 +1,6 @@
 /// Receives the events of downloads scheduled by the app or its extension (Apple's `BADownloadManagerDelegate`).
-/// Every method is optional: the defaults do nothing.
+/// Every method is optional: the defaults do nothing, and a completion or challenge the app's delegate does not
+/// implement wakes the extension instead.
 public protocol BADownloadManagerDelegate: NSObjectProtocol {
     /// A download started, or resumed after a pause.
     func downloadDidBegin(_ download: BADownload)
@@ -41,9 +42,12 @@ extension BADownloadManagerDelegate {
     }
     public func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
-    { (.performDefaultHandling, nil) }
-    public func download(_ download: BADownload, failedWithError error: any Error) {}
-    public func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {}
+    {
+        DelegateCall.markUnhandled()
+        return (.performDefaultHandling, nil)
+    }
+    public func download(_ download: BADownload, failedWithError error: any Error) { DelegateCall.markUnhandled() }
+    public func download(_ download: BADownload, finishedWithFileURL fileURL: URL) { DelegateCall.markUnhandled() }
 }
 
 /// Delegates are app objects the manager calls from its own threads, as Apple's does.

@@ -1,7 +1,7 @@
 import CBAExtension
 
 /// How `BADownloadManager` reaches the host. Inside an extension window it is the C ABI's host table
-/// (`ExtensionChannel`); in an app it is the service's socket. Errors are `NSError`s in Apple's domains.
+/// (`ExtensionChannel`); in an app it is the service's socket (`ServiceTransport`). Errors are `NSError`s in Apple's domains.
 protocol HostTransport: Sendable {
     /// True inside an extension, where some calls are not allowed (Apple's code 50).
     var isExtension: Bool { get }
@@ -12,22 +12,8 @@ protocol HostTransport: Sendable {
     /// Blocks until the lock is held, or throws. `timeoutMilliseconds`: < 0 waits, 0 tries once.
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws
     func releaseExclusiveControl()
-}
-
-/// The transport of a process that has no Background Assets service to talk to.
-struct NoServiceTransport: HostTransport {
-    var isExtension: Bool { false }
-    private func fail() -> NSError {
-        .backgroundAssets(
-            .callerConnectionInvalid,
-            "no Background Assets service is connected: run this code inside an extension loaded by bahost")
-    }
-    func schedule(_ download: BADownload) throws { throw fail() }
-    func startForeground(_ download: BADownload) throws { throw fail() }
-    func cancel(_ download: BADownload) throws { throw fail() }
-    func currentDownloads() throws -> [BADownload] { throw fail() }
-    func acquireExclusiveControl(timeoutMilliseconds: Int64) throws { throw fail() }
-    func releaseExclusiveControl() {}
+    /// The app set or cleared its delegate.
+    func delegateChanged(isSet: Bool)
 }
 
 /// The extension's side: every call goes through the host table the runner gave the extension at init.
@@ -76,4 +62,7 @@ struct ExtensionChannel: HostTransport, @unchecked Sendable {
     func releaseExclusiveControl() {
         host.pointee.release_exclusive_control(host)
     }
+
+    /// An extension's callbacks come through its entry points, whatever its delegate.
+    func delegateChanged(isSet: Bool) {}
 }

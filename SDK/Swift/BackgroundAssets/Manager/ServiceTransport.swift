@@ -1,0 +1,353 @@
+import ServiceWire
+import Synchronization
+
+/// An app's side of `BADownloadManager`: requests to the bahost service over its Unix socket, and the delegate's
+/// callbacks from it.
+///
+/// The app's identity is `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`), else its bundle
+/// identifier. The connection opens at the first call, or as soon as a delegate is set: that is how the service
+/// learns the app runs and wants its completions. If the service goes away, calls fail with 56 and the next call
+/// connects again; while a delegate is set the transport reconnects by itself, so that completions that waited
+/// for the service's restart still reach the app.
+final class ServiceTransport: HostTransport, Sendable {
+    var isExtension: Bool { false }
+    private let socketPath: String
+    private let appIdentifier: String?
+    private let state = Mutex(State())
+    /// Delegate methods run here, one at a time, off the thread that reads the socket.
+    private let delegateQueue = DispatchQueue(label: "BADownloadManager.delegate")
+
+    private struct State {
+        var connection: Connection?
+        var wantsDelegate = false
+        var reconnecting = false
+        /// The descriptor holding the exclusive-control lock, while held.
+        var lockDescriptor: Int32 = -1
+    }
+
+    init(
+        socketPath: String = ServiceProtocol.defaultSocketPath,
+        appIdentifier: String? = ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"]
+            ?? Bundle.main.bundleIdentifier
+    ) {
+        self.socketPath = socketPath
+        self.appIdentifier = appIdentifier
+    }
+
+    // MARK: Calls
+
+    func schedule(_ download: BADownload) throws { try expectOK(.schedule(WireDownload(download))) }
+
+    func startForeground(_ download: BADownload) throws { try expectOK(.startForeground(WireDownload(download))) }
+
+    func cancel(_ download: BADownload) throws { try expectOK(.cancel(WireDownload(download))) }
+
+    func currentDownloads() throws -> [BADownload] {
+        guard case .downloads(let downloads) = try connection().request(.currentDownloads) else {
+            throw Self.invalid("the service answered fetchCurrentDownloads with something else")
+        }
+        return downloads.map(\.object)
+    }
+
+    func delegateChanged(isSet: Bool) {
+        let connection = state.withLock { state -> Connection? in
+            state.wantsDelegate = isSet
+            return state.connection
+        }
+        if let connection {
+            _ = try? connection.request(.setDelegate(isSet))
+        } else if isSet {
+            reconnectInBackground()
+        }
+    }
+
+    /// The app group's container, as the service reports it.
+    func container(forGroup group: String) -> URL? {
+        guard let hello = try? connection().hello, hello.appGroupIdentifier == group, let path = hello.containerPath
+        else { return nil }
+        return URL(fileURLWithPath: path, isDirectory: true)
+    }
+
+    // MARK: Exclusive control
+
+    /// The lock is a `flock` on the file the service names, which the app's extension windows take too. Each
+    /// acquisition opens its own descriptor, so that two threads of the app also exclude each other.
+    func acquireExclusiveControl(timeoutMilliseconds: Int64) throws {
+        guard let path = try connection().hello.exclusiveControlLockPath else {
+            throw Self.invalid("the service named no exclusive-control lock")
+        }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw NSError(
+                domain: NSPOSIXErrorDomain, code: Int(errno),
+                userInfo: [NSLocalizedDescriptionKey: "cannot open the exclusive-control lock \(path)"])
+        }
+        let deadline = ContinuousClock.now + .milliseconds(max(0, timeoutMilliseconds))
+        var pause = Duration.milliseconds(1)
+        while true {
+            let operation = timeoutMilliseconds < 0 ? LOCK_EX : LOCK_EX | LOCK_NB
+            if flock(descriptor, operation) == 0 { break }
+            let failure = errno
+            if failure == EINTR { continue }
+            guard failure == EWOULDBLOCK, ContinuousClock.now < deadline else {
+                close(descriptor)
+                if failure == EWOULDBLOCK {
+                    throw NSError(
+                        domain: NSPOSIXErrorDomain, code: Int(ETIMEDOUT),
+                        userInfo: [NSLocalizedDescriptionKey: "exclusive control was not acquired before the date"])
+                }
+                throw NSError(domain: NSPOSIXErrorDomain, code: Int(failure), userInfo: nil)
+            }
+            Thread.sleep(forTimeInterval: pause.seconds)
+            pause = min(pause * 2, .milliseconds(20))
+        }
+        state.withLock { $0.lockDescriptor = descriptor }
+    }
+
+    func releaseExclusiveControl() {
+        let descriptor = state.withLock { state in
+            defer { state.lockDescriptor = -1 }
+            return state.lockDescriptor
+        }
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    // MARK: The connection
+
+    private func expectOK(_ request: ServiceRequest) throws {
+        guard case .ok = try connection().request(request) else {
+            throw Self.invalid("the service answered with something unexpected")
+        }
+    }
+
+    /// The live connection, opened (and introduced) when there is none.
+    private func connection() throws -> Connection {
+        if let live = state.withLock({ $0.connection }) { return live }
+        guard let appIdentifier else {
+            throw NSError.backgroundAssets(
+                .callerConnectionNotAccepted,
+                "this process has no app identity: set BAHOST_APP_IDENTIFIER (bahost launch APP -- COMMAND does)")
+        }
+        let socket: FramedSocket
+        do {
+            socket = try FramedSocket.connect(to: socketPath)
+        } catch {
+            throw Self.invalid("the bahost service is not reachable at \(socketPath) (\(error)); start `bahost daemon`")
+        }
+        let connection = Connection(socket: socket, transport: self)
+        connection.startReading()
+        do {
+            guard case .hello(let hello) = try connection.request(.hello(Hello(role: .app, appIdentifier: appIdentifier)))
+            else { throw Self.invalid("the service did not answer the hello") }
+            connection.hello = hello
+        } catch {
+            socket.close()
+            throw error
+        }
+        let (winner, wantsDelegate) = state.withLock { state -> (Connection, Bool) in
+            if let other = state.connection { return (other, false) }
+            state.connection = connection
+            return (connection, state.wantsDelegate)
+        }
+        if winner !== connection {
+            socket.close()
+            return winner
+        }
+        if wantsDelegate { _ = try? connection.request(.setDelegate(true)) }
+        return connection
+    }
+
+    fileprivate func connectionEnded(_ connection: Connection) {
+        let reconnect = state.withLock { state -> Bool in
+            if state.connection === connection { state.connection = nil }
+            return state.wantsDelegate
+        }
+        if reconnect { reconnectInBackground() }
+    }
+
+    /// Keeps trying to reach the service while the app has a delegate.
+    private func reconnectInBackground() {
+        let start = state.withLock { state -> Bool in
+            guard !state.reconnecting else { return false }
+            state.reconnecting = true
+            return true
+        }
+        guard start else { return }
+        Thread.detachNewThread {
+            while self.state.withLock({ $0.wantsDelegate && $0.connection == nil }) {
+                if (try? self.connection()) != nil { break }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            self.state.withLock { $0.reconnecting = false }
+        }
+    }
+
+    // MARK: Callbacks
+
+    fileprivate func handle(_ event: AppEvent) {
+        delegateQueue.async {
+            guard let delegate = BADownloadManager.shared.delegate else { return }
+            switch event {
+            case .began(let download): delegate.downloadDidBegin(download.object)
+            case .paused(let download): delegate.downloadDidPause(download.object)
+            case .progress(let download, let written, let total, let expected):
+                delegate.download(
+                    download.object, didWriteBytes: written, totalBytesWritten: total,
+                    totalBytesExpectedToWrite: expected)
+            }
+        }
+    }
+
+    fileprivate func handle(_ callback: AppCallback, id: UInt64, on connection: Connection) {
+        delegateQueue.async {
+            guard let delegate = BADownloadManager.shared.delegate else {
+                connection.answer(id, CallbackReply(handled: false))
+                return
+            }
+            let call = DelegateCall()
+            switch callback {
+            case .finished(let download, let path):
+                DelegateCall.$current.withValue(call) {
+                    delegate.download(download.object, finishedWithFileURL: URL(fileURLWithPath: path))
+                }
+                connection.answer(id, CallbackReply(handled: !call.unhandled))
+            case .failed(let download, let error):
+                DelegateCall.$current.withValue(call) {
+                    delegate.download(download.object, failedWithError: NSError(wire: error))
+                }
+                connection.answer(id, CallbackReply(handled: !call.unhandled))
+            case .challenge(let download, let challenge):
+                DelegateCall.$current.withValue(call) {
+                    delegate.download(download.object, didReceive: challenge.object) { disposition, credential in
+                        connection.answer(
+                            id,
+                            CallbackReply(
+                                handled: !call.unhandled, disposition: disposition.rawValue, user: credential?.user,
+                                password: credential?.password))
+                    }
+                }
+            }
+        }
+    }
+
+    static func invalid(_ message: String) -> NSError { .backgroundAssets(.callerConnectionInvalid, message) }
+
+    /// One connection to the service, read by a thread of its own.
+    fileprivate final class Connection: @unchecked Sendable {
+        let socket: FramedSocket
+        unowned let transport: ServiceTransport
+        private let waiters = Mutex<[UInt64: Waiter]>([:])
+        private let nextIdentifier = Atomic<UInt64>(1)
+        private let ended = Atomic(false)
+        /// Set once, before the connection is shared.
+        var hello = HelloReply(serviceVersion: "")
+
+        init(socket: FramedSocket, transport: ServiceTransport) {
+            self.socket = socket
+            self.transport = transport
+        }
+
+        func startReading() {
+            Thread.detachNewThread { self.read() }
+        }
+
+        func request(_ request: ServiceRequest) throws -> ServiceReply {
+            let id = nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
+            let waiter = Waiter()
+            waiters.withLock { $0[id] = waiter }
+            guard !ended.load(ordering: .acquiring) else {
+                waiters.withLock { _ = $0.removeValue(forKey: id) }
+                throw ServiceTransport.invalid("the connection to the bahost service ended")
+            }
+            do {
+                try socket.send(try ServiceProtocol.encoder.encode(ClientMessage.request(id: id, request)))
+            } catch {
+                waiters.withLock { _ = $0.removeValue(forKey: id) }
+                throw ServiceTransport.invalid("cannot send to the bahost service: \(error)")
+            }
+            guard let reply = waiter.wait() else {
+                throw ServiceTransport.invalid("the connection to the bahost service ended")
+            }
+            if case .failure(let error) = reply { throw NSError(wire: error) }
+            return reply
+        }
+
+        func answer(_ id: UInt64, _ reply: CallbackReply) {
+            guard let data = try? ServiceProtocol.encoder.encode(ClientMessage.callbackReply(id: id, reply)) else { return }
+            try? socket.send(data)
+        }
+
+        private func read() {
+            let decoder = JSONDecoder()
+            while let frame = try? socket.receive(), let message = try? decoder.decode(ServiceMessage.self, from: frame) {
+                switch message {
+                case .reply(let id, let reply):
+                    waiters.withLock { $0.removeValue(forKey: id) }?.fulfil(reply)
+                case .event(let event):
+                    transport.handle(event)
+                case .callback(let id, let callback):
+                    transport.handle(callback, id: id, on: self)
+                case .progress:
+                    break
+                }
+            }
+            ended.store(true, ordering: .releasing)
+            socket.close()
+            for waiter in waiters.withLock({ waiters in defer { waiters = [:] }; return waiters.values }) {
+                waiter.fulfil(nil)
+            }
+            transport.connectionEnded(self)
+        }
+    }
+
+    /// A caller blocked until its reply arrives, or the connection ends (nil).
+    private final class Waiter: @unchecked Sendable {
+        private let semaphore = DispatchSemaphore(value: 0)
+        private var reply: ServiceReply?
+
+        func fulfil(_ reply: ServiceReply?) {
+            self.reply = reply
+            semaphore.signal()
+        }
+
+        func wait() -> ServiceReply? {
+            semaphore.wait()
+            return reply
+        }
+    }
+}
+
+/// Tells the transport whether the delegate implemented the method it just called: the protocol's default
+/// implementations mark the call unhandled, and the service then wakes the extension instead, as Apple does for an
+/// app whose delegate lacks the method. A task-local, so that the default challenge handler's task sees it too.
+final class DelegateCall: Sendable {
+    @TaskLocal static var current: DelegateCall?
+    private let marked = Atomic(false)
+
+    var unhandled: Bool { marked.load(ordering: .acquiring) }
+
+    static func markUnhandled() { current?.marked.store(true, ordering: .releasing) }
+}
+
+extension WireChallenge {
+    /// Apple's challenge object. Replies go through the delegate's completion handler, not the sender.
+    var object: URLAuthenticationChallenge {
+        let space = URLProtectionSpace(
+            host: host, port: port, protocol: scheme, realm: realm, authenticationMethod: authenticationMethod)
+        return URLAuthenticationChallenge(
+            protectionSpace: space, proposedCredential: nil, previousFailureCount: previousFailureCount,
+            failureResponse: nil, error: nil, sender: IgnoredChallengeSender())
+    }
+}
+
+private final class IgnoredChallengeSender: NSObject, URLAuthenticationChallengeSender {
+    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
+    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
+    func cancel(_ challenge: URLAuthenticationChallenge) {}
+    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
+    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
+}
+
+extension Duration {
+    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,138 @@
+import ExtensionRuntime
+import Foundation
+import Queue
+
+/// A life-cycle event as the command line shows it: a JSON object for scripts (`--json`, one per line) and a line
+/// of text for people (nil for events that only move a progress bar). `bahost run` prints them; the service sends
+/// them to the `bahost install` or `launch` that waits on the app.
+public struct EventLine: @unchecked Sendable {
+    public var json: [String: Any]
+    public var text: String?
+
+    /// The JSON object as one line of text.
+    public var jsonText: String {
+        guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension LifecycleEvent {
+    public var line: EventLine {
+        switch self {
+        case .manifestFetched(let bytes):
+            return EventLine(json: ["event": "manifest", "bytes": bytes], text: "manifest fetched (\(bytes) bytes)")
+        case .manifestWaiting(let error, let delay):
+            return EventLine(
+                json: ["event": "manifestWaiting", "error": Self.json(error), "retryInSeconds": delay.inSeconds],
+                text: String(format: "manifest: trying again in %.1f s after: %@", delay.inSeconds, error.description))
+        case .manifestFailed(let error):
+            return EventLine(json: ["event": "manifestFailed", "error": Self.json(error)], text: "manifest failed: \(error)")
+        case .window(let purpose, let outcome, let app):
+            let name: String
+            switch purpose {
+            case .contentRequest(let request): name = "\(request.name) content request"
+            case .completions(let count): name = "delivery of \(count) completion\(count == 1 ? "" : "s")"
+            }
+            var object = Self.windowJSON(outcome)
+            object["event"] = "window"
+            object["purpose"] = name
+            object["app"] = app
+            let ms = String(format: "%.1f ms", outcome.elapsed.inSeconds * 1000)
+            var text = "extension window (\(name)): \(outcome.stopReason.summary) [\(ms)]"
+            for line in outcome.log { text += "\n    [\(line.source.rawValue)] \(line.message)" }
+            return EventLine(json: object, text: text)
+        case .rejected(let download, let error):
+            return EventLine(
+                json: ["event": "rejected", "identifier": download.identifier, "url": download.url ?? "", "error": Self.json(error)],
+                text: "rejected \(download.identifier): \(error)")
+        case .queued(let queued):
+            let essential = queued.isEssential ? ", essential" : ""
+            return EventLine(
+                json: Self.downloadJSON("queued", queued),
+                text: "queued \(queued.identifier) (\(Self.size(queued.download.fileSize))\(essential), priority \(queued.priority))")
+        case .promoted(let queued):
+            return EventLine(json: Self.downloadJSON("promoted", queued), text: "\(queued.identifier) moved to the foreground")
+        case .began(let queued, let offset):
+            var object = Self.downloadJSON("began", queued)
+            object["resumingAt"] = offset
+            return EventLine(
+                json: object, text: offset > 0 ? "resumed \(queued.identifier) at \(Self.size(offset))" : "began \(queued.identifier)")
+        case .progress(let queued, let received, let expected):
+            var object = Self.downloadJSON("progress", queued)
+            object["received"] = received
+            object["expected"] = expected
+            return EventLine(json: object, text: nil)
+        case .paused(let queued, let network, let until, let error):
+            var object = Self.downloadJSON("paused", queued)
+            object["reason"] = network ? "waitingForNetwork" : "waitingToRetry"
+            object["retryInSeconds"] = max(0, until.timeIntervalSinceNow)
+            object["error"] = Self.json(error)
+            let wait = String(format: "%.1f s", max(0, until.timeIntervalSinceNow))
+            return EventLine(
+                json: object,
+                text: "paused \(queued.identifier), \(network ? "waiting for the network" : "waiting to retry") (\(wait)): \(error)")
+        case .finished(let queued):
+            var object = Self.downloadJSON("finished", queued)
+            object["bytes"] = queued.bytesReceived
+            object["path"] = queued.filePath ?? ""
+            return EventLine(json: object, text: "finished \(queued.identifier) (\(Self.size(queued.bytesReceived)))")
+        case .failed(let queued, let error):
+            var object = Self.downloadJSON("failed", queued)
+            object["error"] = Self.json(error)
+            return EventLine(json: object, text: "failed \(queued.identifier): \(error)")
+        case .delivered(let queued):
+            return EventLine(json: Self.downloadJSON("delivered", queued), text: "delivered \(queued.identifier) to the extension")
+        case .deliveredToApp(let queued):
+            return EventLine(
+                json: Self.downloadJSON("deliveredToApp", queued), text: "delivered \(queued.identifier) to the app's delegate")
+        case .abandoned(let queued):
+            return EventLine(
+                json: Self.downloadJSON("abandoned", queued),
+                text: "gave up delivering \(queued.identifier): its callback never returned")
+        case .appMayLaunch(let app):
+            return EventLine(json: ["event": "appMayLaunch", "app": app], text: "the app may launch now")
+        case .queueFailed(let message):
+            return EventLine(json: ["event": "queueFailed", "message": message], text: "the queue failed: \(message)")
+        }
+    }
+
+    /// The app the event is about, where it names one.
+    public var appIdentifier: String? {
+        switch self {
+        case .window(_, _, let app), .appMayLaunch(let app): app
+        case .queued(let d), .promoted(let d), .began(let d, _), .progress(let d, _, _), .paused(let d, _, _, _),
+            .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):
+            d.appIdentifier
+        case .manifestFetched, .manifestWaiting, .manifestFailed, .rejected, .queueFailed: nil
+        }
+    }
+
+    public static func size(_ bytes: Int64) -> String {
+        bytes == 0 ? "size unknown" : String(format: "%.1f MiB", Double(bytes) / 1_048_576)
+    }
+
+    public static func json(_ error: HostError) -> [String: Any] {
+        ["code": error.code, "domain": error.domain, "message": error.message]
+    }
+
+    public static func downloadJSON(_ event: String, _ queued: QueuedDownload) -> [String: Any] {
+        [
+            "event": event, "identifier": queued.identifier, "uniqueIdentifier": queued.uniqueIdentifier,
+            "url": queued.download.url ?? "", "essential": queued.isEssential, "fileSize": queued.download.fileSize,
+        ]
+    }
+
+    public static func windowJSON(_ outcome: WindowOutcome) -> [String: Any] {
+        var object: [String: Any] = [
+            "stopReason": ["kind": outcome.stopReason.kind, "summary": outcome.stopReason.summary],
+            "elapsedSeconds": outcome.elapsed.inSeconds, "completedEntryPoints": outcome.completedEvents,
+            "log": outcome.log.map { ["source": $0.source.rawValue, "message": $0.message, "at": $0.at] },
+            "refusedCalls": outcome.refusedCalls.map {
+                ["function": $0.function, "identifier": $0.identifier ?? "", "error": json($0.error)]
+            },
+        ]
+        if let identifier = outcome.extensionIdentifier { object["extensionIdentifier"] = identifier }
+        return object
+    }
+}

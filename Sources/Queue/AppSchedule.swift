@@ -1,0 +1,47 @@
+import Foundation
+import GRDB
+
+/// What the service keeps per installed app besides its queue: where the app lives, how it is used (for the
+/// cadence of periodic content requests), and its daily extension runtime budget.
+public struct AppSchedule: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "appSchedule"
+
+    public var appIdentifier: String
+    /// The installed app's folder: its Info.plist and extension.
+    public var appDirectory: String
+    /// Off: no periodic content requests for this app (Apple's per-app Background App Refresh switch).
+    public var backgroundRefresh: Bool
+    /// The app's recent launches, newest last (at most `launchHistory`).
+    public var launches: [Date]
+    public var nextPeriodic: Date?
+    public var lastPeriodic: Date?
+    /// Why the scheduler last ran, or did not run, a periodic request.
+    public var lastDecision: String?
+    /// The day (`yyyy-MM-dd`, local time) that `budgetUsedSeconds` counts.
+    public var budgetDay: String
+    /// Seconds of extension runtime used on `budgetDay`.
+    public var budgetUsedSeconds: Double
+    /// Development override: the daily runtime budget does not apply.
+    public var unlimitedRuntime: Bool
+    /// The queue's last sequence number when the latest install or update request began: essential downloads
+    /// after it are the ones that gate the app's launch.
+    public var contentRequestSequence: Int64
+
+    public static let launchHistory = 64
+
+    public init(appIdentifier: String, appDirectory: String) {
+        self.appIdentifier = appIdentifier
+        self.appDirectory = appDirectory
+        backgroundRefresh = true
+        launches = []
+        budgetDay = ""
+        budgetUsedSeconds = 0
+        unlimitedRuntime = false
+        contentRequestSequence = 0
+    }
+
+    public mutating func recordLaunch(at date: Date) {
+        launches.append(date)
+        if launches.count > Self.launchHistory { launches.removeFirst(launches.count - Self.launchHistory) }
+    }
+}

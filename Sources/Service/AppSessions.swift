@@ -1,0 +1,140 @@
+import Foundation
+import Lifecycle
+import Queue
+import ServiceWire
+import Synchronization
+import Transfer
+
+/// The connected clients: which apps run with a delegate (they get their completions and challenges first), the
+/// events their delegates hear (begin, pause, throttled progress), and the command lines following an app's
+/// progress.
+final class AppSessions: AppDelegateRouter {
+    private let state = Mutex(State())
+    /// How long an app's delegate may take over a completion before the extension gets it instead.
+    let callbackTimeout: Duration
+    /// The least time between two progress callbacks for one download.
+    let progressInterval: Duration
+
+    private struct State {
+        var sessions: [ObjectIdentifier: ClientSession] = [:]
+        /// Command lines following apps: (session, request id, app).
+        var followers: [(session: ClientSession, id: UInt64, app: String)] = []
+        /// Per download: the bytes last reported to the delegate, and when.
+        var progress: [String: (total: Int64, at: ContinuousClock.Instant)] = [:]
+    }
+
+    init(callbackTimeout: Duration = .seconds(30), progressInterval: Duration = .milliseconds(100)) {
+        self.callbackTimeout = callbackTimeout
+        self.progressInterval = progressInterval
+    }
+
+    func add(_ session: ClientSession) {
+        state.withLock { $0.sessions[ObjectIdentifier(session)] = session }
+    }
+
+    /// Forgets a session; returns whether it was the app's last one.
+    func remove(_ session: ClientSession) -> Bool {
+        state.withLock { state in
+            state.sessions.removeValue(forKey: ObjectIdentifier(session))
+            state.followers.removeAll { $0.session === session }
+            guard let app = session.appIdentifier else { return false }
+            return !state.sessions.values.contains { $0.appIdentifier == app }
+        }
+    }
+
+    func closeAll() {
+        state.withLock { $0.sessions.values }.forEach { $0.socket.close() }
+    }
+
+    private func delegateSession(_ appIdentifier: String) -> ClientSession? {
+        state.withLock { state in
+            state.sessions.values.first { $0.appIdentifier == appIdentifier && $0.hasDelegate }
+        }
+    }
+
+    // MARK: AppDelegateRouter
+
+    func hasDelegate(_ appIdentifier: String) -> Bool { delegateSession(appIdentifier) != nil }
+
+    func offer(_ completion: QueuedDownload) async -> Bool {
+        guard let session = delegateSession(completion.appIdentifier) else { return false }
+        let callback: AppCallback
+        if completion.state == .finished, let path = completion.filePath {
+            callback = .finished(WireDownload(completion), filePath: path)
+        } else {
+            let error = completion.error.map(WireError.init)
+                ?? WireError(code: -1, domain: "BAHostErrorDomain", message: "the download failed")
+            callback = .failed(WireDownload(completion), error)
+        }
+        return await session.call(callback, timeout: callbackTimeout)?.handled ?? false
+    }
+
+    func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async
+        -> ChallengeAnswer?
+    {
+        guard let session = delegateSession(download.appIdentifier) else { return nil }
+        let wire = WireChallenge(
+            host: challenge.host, port: challenge.port, scheme: challenge.scheme, realm: challenge.realm,
+            authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount)
+        guard let reply = await session.call(.challenge(WireDownload(download), wire), timeout: callbackTimeout),
+            reply.handled
+        else { return nil }
+        switch reply.disposition {
+        case 0: return .useCredential(user: reply.user ?? "", password: reply.password ?? "")
+        case 2: return .cancelAuthenticationChallenge
+        case 3: return .rejectProtectionSpace
+        default: return .performDefaultHandling
+        }
+    }
+
+    // MARK: Events
+
+    /// Command lines that wait on an app (install, launch) see its events as progress lines.
+    func follow(_ appIdentifier: String, from session: ClientSession, request id: UInt64) {
+        state.withLock { $0.followers.append((session, id, appIdentifier)) }
+    }
+
+    func unfollow(_ session: ClientSession, request id: UInt64) {
+        state.withLock { $0.followers.removeAll { $0.session === session && $0.id == id } }
+    }
+
+    func forward(_ event: LifecycleEvent) {
+        guard let app = event.appIdentifier else { return }
+        let followers = state.withLock { $0.followers.filter { $0.app == app } }
+        if !followers.isEmpty {
+            let line = event.line
+            let progress = ProgressLine(text: line.text, json: line.jsonText)
+            for follower in followers { follower.session.send(.progress(id: follower.id, progress)) }
+        }
+        guard let message = delegateEvent(event), let session = delegateSession(app) else { return }
+        session.send(.event(message))
+    }
+
+    private func delegateEvent(_ event: LifecycleEvent) -> AppEvent? {
+        switch event {
+        case .began(let download, let offset):
+            state.withLock { $0.progress[download.uniqueIdentifier] = (offset, .now) }
+            var wire = WireDownload(download)
+            wire.state = 2
+            return .began(wire)
+        case .paused(let download, _, _, _):
+            return .paused(WireDownload(download))
+        case .progress(let download, let received, let expected):
+            let written = state.withLock { state -> Int64? in
+                let last = state.progress[download.uniqueIdentifier] ?? (0, .now - progressInterval)
+                guard ContinuousClock.now - last.at >= progressInterval else { return nil }
+                state.progress[download.uniqueIdentifier] = (received, .now)
+                return received - last.total
+            }
+            guard let written else { return nil }
+            var wire = WireDownload(download)
+            wire.state = 2
+            return .progress(wire, bytesWritten: written, totalBytesWritten: received, totalBytesExpected: expected)
+        case .finished(let download), .failed(let download, _):
+            state.withLock { _ = $0.progress.removeValue(forKey: download.uniqueIdentifier) }
+            return nil
+        default:
+            return nil
+        }
+    }
+}

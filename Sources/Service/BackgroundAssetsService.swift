@@ -1,0 +1,197 @@
+import CBAExtension
+import ExtensionRuntime
+import Foundation
+import Lifecycle
+import Logging
+import Queue
+import ServiceWire
+import Synchronization
+
+/// The per-user service behind `bahost daemon`: it owns the durable queue of every installed app, performs their
+/// transfers, routes completions to a running app's delegate or to the extension, runs periodic content requests,
+/// and answers apps and the command line on its socket.
+public final class BackgroundAssetsService: Sendable {
+    let settings: ServiceSettings
+    let engine: HostEngine
+    let sessions: AppSessions
+    let clock = ServiceClock()
+    let logger: Logger
+    private let listener: ServiceListener
+    let overrides = Mutex(ConditionOverrides())
+    let scheduler: PeriodicScheduler
+
+    public init(settings: ServiceSettings, logger: Logger) throws {
+        self.settings = settings
+        self.logger = logger
+        let sessions = AppSessions()
+        self.sessions = sessions
+        let box = EngineObserverBox()
+        listener = try ServiceListener(path: settings.socketPath)
+        do {
+            engine = try HostEngine(
+                dataRoot: settings.dataRoot, settings: settings.engine, router: sessions, observe: { box.observe($0) })
+        } catch {
+            listener.stop()
+            throw error
+        }
+        scheduler = PeriodicScheduler(policy: settings.periodic, interval: settings.schedulerInterval)
+        box.service.withLock { $0 = self }
+    }
+
+    /// Serves until the task is cancelled (the daemon's graceful shutdown), then stops with nothing lost: the
+    /// socket closes, running transfers stop with their partial files kept, and the queue is left as it stands.
+    public func run() async throws {
+        listener.start { [self] socket, pid in
+            let session = ClientSession(socket: socket, peerPID: pid)
+            sessions.add(session)
+            session.startReading(
+                handle: { session, id, request in await self.handle(request, id: id, from: session) },
+                ended: { session in self.ended(session) })
+        }
+        logger.info("listening", metadata: ["socket": "\(settings.socketPath)", "data": "\(settings.dataRoot.url.path)"])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await self.engine.serve()
+                } catch {
+                    self.logger.error("the transfer loop stopped: \(error)")
+                }
+            }
+            group.addTask { await self.scheduler.run(self) }
+            await group.waitForAll()
+        }
+        listener.stop()
+        sessions.closeAll()
+        await engine.shutdown()
+        logger.info("stopped")
+    }
+
+    // MARK: Requests
+
+    func handle(_ request: ServiceRequest, id: UInt64, from session: ClientSession) async -> ServiceReply {
+        guard let hello = session.hello else {
+            guard case .hello(let hello) = request else {
+                return .failure(WireError(BA_ERROR_CALLER_CONNECTION_INVALID, "the first message must be hello"))
+            }
+            return introduce(session, hello)
+        }
+        switch (hello.role, request) {
+        case (_, .hello):
+            return .failure(WireError(BA_ERROR_CALLER_CONNECTION_INVALID, "hello was already said"))
+        case (.app, .control), (.control, .setDelegate), (.control, .schedule), (.control, .startForeground),
+            (.control, .cancel), (.control, .currentDownloads):
+            return .failure(WireError(
+                BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "a \(hello.role.rawValue) connection cannot make that request"))
+        case (.control, .control(let command)):
+            return await control(command, id: id, from: session)
+        case (.app, let request):
+            return appRequest(request, from: session, app: hello.appIdentifier ?? "")
+        }
+    }
+
+    private func introduce(_ session: ClientSession, _ hello: Hello) -> ServiceReply {
+        guard hello.protocolVersion == ServiceProtocol.version else {
+            return .failure(WireError(
+                BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
+                "the client speaks protocol \(hello.protocolVersion); this service speaks \(ServiceProtocol.version)"))
+        }
+        guard hello.role == .app else {
+            session.introduce(hello)
+            return .hello(HelloReply(serviceVersion: Self.version))
+        }
+        guard let appIdentifier = hello.appIdentifier, let app = try? engine.store.app(appIdentifier) else {
+            return .failure(WireError(
+                BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
+                "no app '\(hello.appIdentifier ?? "")' is installed: bahost install APP_DIR first"))
+        }
+        session.introduce(hello)
+        return .hello(HelloReply(
+            serviceVersion: Self.version, exclusiveControlLockPath: ExclusiveControlLock.path(forApp: appIdentifier),
+            appGroupIdentifier: app.appGroupIdentifier,
+            containerPath: settings.dataRoot.container(for: app.appGroupIdentifier).path))
+    }
+
+    /// An app's own downloads only: requests go through the same queue and policy as its extension's.
+    private func appRequest(_ request: ServiceRequest, from session: ClientSession, app appIdentifier: String)
+        -> ServiceReply
+    {
+        guard let app = try? engine.store.app(appIdentifier) else {
+            return .failure(WireError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the app '\(appIdentifier)' was uninstalled"))
+        }
+        let services = QueueHostServices(engine: engine, appIdentifier: appIdentifier)
+        func ownGroup(_ download: WireDownload) -> ServiceReply? {
+            guard download.applicationGroupIdentifier != app.appGroupIdentifier else { return nil }
+            return .failure(WireError(
+                BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
+                "the app group '\(download.applicationGroupIdentifier)' is not this app's ('\(app.appGroupIdentifier)')"))
+        }
+        func reply(_ result: Result<Void, HostError>) -> ServiceReply {
+            switch result {
+            case .success: .ok
+            case .failure(let error): .failure(WireError(error))
+            }
+        }
+        switch request {
+        case .setDelegate(let set):
+            session.setDelegate(set)
+            // A delegate arriving may be what pending completions wait for.
+            if set { engine.wake() }
+            return .ok
+        case .schedule(let download):
+            return ownGroup(download) ?? reply(services.schedule(ExtensionDownload(download)))
+        case .startForeground(let download):
+            return ownGroup(download) ?? reply(services.startForeground(ExtensionDownload(download)))
+        case .cancel(let download):
+            return ownGroup(download) ?? reply(services.cancel(ExtensionDownload(download)))
+        case .currentDownloads:
+            switch services.currentDownloads() {
+            case .success(let downloads): return .downloads(downloads.map(WireDownload.init))
+            case .failure(let error): return .failure(WireError(error))
+            }
+        case .hello, .control:
+            return .failure(WireError(BA_ERROR_CALLER_CONNECTION_INVALID, "not an app request"))
+        }
+    }
+
+    private func ended(_ session: ClientSession) {
+        let last = sessions.remove(session)
+        // Apple: a foreground download stays in the foreground until the app's download manager disconnects.
+        if last, let app = session.appIdentifier { try? engine.store.demoteForeground(appIdentifier: app) }
+    }
+
+    // MARK: Events
+
+    func observe(_ event: LifecycleEvent) {
+        sessions.forward(event)
+        switch event {
+        case .window(_, let outcome, let app):
+            // Every window counts against the app's daily runtime.
+            let now = clock.now
+            try? engine.store.updateSchedule(app) { settings.periodic.charge(outcome.elapsed.inSeconds, to: &$0, now: now) }
+            logger.info("window", metadata: ["app": "\(app)", "stop": "\(outcome.stopReason.kind)", "seconds": "\(outcome.elapsed.inSeconds)"])
+        case .failed(let download, let error):
+            logger.notice("download failed", metadata: ["app": "\(download.appIdentifier)", "id": "\(download.identifier)", "error": "\(error)"])
+        case .queueFailed(let message):
+            logger.error("the queue failed: \(message)")
+        default:
+            break
+        }
+    }
+
+    static let version = "0.1.0"
+}
+
+/// Lets the engine's observer reach the service, which is made after the engine.
+private final class EngineObserverBox: Sendable {
+    let service = Mutex<BackgroundAssetsService?>(nil)
+
+    func observe(_ event: LifecycleEvent) {
+        service.withLock { $0 }?.observe(event)
+    }
+}
+
+extension WireError {
+    init(_ code: ba_error_code_t, _ message: String) {
+        self.init(code: Int64(code.rawValue), domain: BA_ERROR_DOMAIN, message: message)
+    }
+}

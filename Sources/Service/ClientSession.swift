@@ -1,0 +1,102 @@
+import Foundation
+import ServiceWire
+import Synchronization
+
+/// One connection to the service: an app process, or the `bahost` command line. It is read by a thread of its own;
+/// each request is answered from a task, so that a long control command (an install waits for its essential
+/// downloads) does not hold up the connection.
+final class ClientSession: Sendable {
+    let socket: FramedSocket
+    let peerPID: Int32
+    private let state = Mutex(State())
+
+    private struct State {
+        var hello: Hello?
+        var hasDelegate = false
+        var nextCallback: UInt64 = 1
+        var callbacks: [UInt64: CheckedContinuation<CallbackReply?, Never>] = [:]
+        var ended = false
+    }
+
+    init(socket: FramedSocket, peerPID: Int32) {
+        self.socket = socket
+        self.peerPID = peerPID
+    }
+
+    var hello: Hello? { state.withLock { $0.hello } }
+    var appIdentifier: String? { state.withLock { $0.hello?.role == .app ? $0.hello?.appIdentifier : nil } }
+    var hasDelegate: Bool { state.withLock { $0.hasDelegate && !$0.ended } }
+
+    func introduce(_ hello: Hello) { state.withLock { $0.hello = hello } }
+    func setDelegate(_ set: Bool) { state.withLock { $0.hasDelegate = set } }
+
+    /// Sends a message; false when the connection is gone.
+    @discardableResult
+    func send(_ message: ServiceMessage) -> Bool {
+        guard let data = try? ServiceProtocol.encoder.encode(message) else { return false }
+        do {
+            try socket.send(data)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Asks the app a question and waits for its answer; nil when the connection ends or `timeout` passes first.
+    func call(_ callback: AppCallback, timeout: Duration) async -> CallbackReply? {
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextCallback += 1 }
+            return state.nextCallback
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.answer(id, nil)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let ended = state.withLock { state -> Bool in
+                if state.ended { return true }
+                state.callbacks[id] = continuation
+                return false
+            }
+            if ended || !send(.callback(id: id, callback)) { answer(id, nil, orResume: ended ? continuation : nil) }
+        }
+    }
+
+    private func answer(_ id: UInt64, _ reply: CallbackReply?, orResume fallback: CheckedContinuation<CallbackReply?, Never>? = nil) {
+        let waiter = state.withLock { $0.callbacks.removeValue(forKey: id) }
+        (waiter ?? fallback)?.resume(returning: reply)
+    }
+
+    /// Reads requests until the peer goes away, then calls `ended` once.
+    func startReading(
+        handle: @escaping @Sendable (ClientSession, UInt64, ServiceRequest) async -> ServiceReply,
+        ended: @escaping @Sendable (ClientSession) -> Void
+    ) {
+        Thread.detachNewThread {
+            let decoder = JSONDecoder()
+            while let frame = try? self.socket.receive() {
+                guard let message = try? decoder.decode(ClientMessage.self, from: frame) else {
+                    // Not our protocol: say so and end the connection rather than guess.
+                    self.send(.reply(id: 0, .failure(WireError(
+                        code: 56, domain: "BAErrorDomain", message: "the service could not read a message; closing"))))
+                    break
+                }
+                switch message {
+                case .request(let id, let request):
+                    Task { self.send(.reply(id: id, await handle(self, id, request))) }
+                case .callbackReply(let id, let reply):
+                    self.answer(id, reply)
+                }
+            }
+            self.socket.close()
+            let waiting = self.state.withLock { state -> [CheckedContinuation<CallbackReply?, Never>] in
+                state.ended = true
+                defer { state.callbacks = [:] }
+                return Array(state.callbacks.values)
+            }
+            waiting.forEach { $0.resume(returning: nil) }
+            ended(self)
+        }
+    }
+}

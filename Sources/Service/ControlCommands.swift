@@ -1,0 +1,295 @@
+import AppConfig
+import ExtensionRuntime
+import Foundation
+import Lifecycle
+import Queue
+import ServiceWire
+
+/// The `bahost` commands the service carries out: install, update, uninstall, launch, and the debug commands
+/// (Apple's `backgroundassets-debug`). Each answers with a report for people and one JSON object for scripts.
+extension BackgroundAssetsService {
+    func control(_ command: ControlCommand, id: UInt64, from session: ClientSession) async -> ServiceReply {
+        do {
+            switch command {
+            case .install(let directory): return try await install(directory, update: false, id: id, session: session)
+            case .update(let directory): return try await install(directory, update: true, id: id, session: session)
+            case .uninstall(let app): return try uninstall(app)
+            case .launch(let app): return try await launch(app, id: id, session: session)
+            case .simulate(let app, let name): return try await simulate(app, name, id: id, session: session)
+            case .downloads(let app): return try downloads(app)
+            case .resetBudget(let app):
+                try engine.store.updateSchedule(try installed(app).appIdentifier) { $0.budgetUsedSeconds = 0 }
+                return Self.report(true, "\(app): today's runtime budget is reset", ["app": app, "budgetUsedSeconds": 0])
+            case .setUnlimitedRuntime(let app, let enabled):
+                try engine.store.updateSchedule(try installed(app).appIdentifier) { $0.unlimitedRuntime = enabled }
+                return Self.report(
+                    true, "\(app): the daily runtime budget \(enabled ? "no longer applies" : "applies again")",
+                    ["app": app, "unlimitedRuntime": enabled])
+            case .setBackgroundRefresh(let app, let enabled):
+                try engine.store.updateSchedule(try installed(app).appIdentifier) { $0.backgroundRefresh = enabled }
+                return Self.report(
+                    true, "\(app): background refresh \(enabled ? "on" : "off")", ["app": app, "backgroundRefresh": enabled])
+            case .status:
+                return try status()
+            case .setConditions(let values):
+                guard settings.development else { return Self.notInDevelopment("debug conditions") }
+                overrides.withLock { $0 = values }
+                return try status()
+            case .advanceClock(let seconds):
+                guard settings.development else { return Self.notInDevelopment("debug clock") }
+                clock.advance(by: seconds)
+                let decisions = await scheduler.turn(self)
+                let text = decisions.isEmpty
+                    ? "nothing was due" : decisions.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
+                return Self.report(
+                    true, String(format: "the clock is %.0f s ahead\n", clock.offsetSeconds) + text,
+                    ["clockOffsetSeconds": clock.offsetSeconds, "decisions": decisions])
+            }
+        } catch let error as ControlError {
+            return Self.report(false, error.message, ["error": error.message])
+        } catch {
+            return Self.report(false, "\(error)", ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Install, update, uninstall, launch
+
+    private func install(_ directory: String, update: Bool, id: UInt64, session: ClientSession) async throws -> ServiceReply {
+        let folder = URL(fileURLWithPath: directory).standardizedFileURL
+        let config: AppConfiguration
+        do {
+            config = try AppConfiguration(contentsOf: folder.appendingPathComponent("Info.plist"))
+        } catch {
+            throw ControlError(error.description)
+        }
+        let plugin = try Self.extensionPath(in: folder, config: config)
+        let existing = try engine.store.app(config.appIdentifier)
+        if update && existing == nil { throw ControlError("\(config.appIdentifier) is not installed: install it first") }
+        if !update && existing != nil { throw ControlError("\(config.appIdentifier) is already installed: use update") }
+        try engine.store.install(AppRecord(
+            appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier, pluginPath: plugin,
+            manifestURL: config.manifestURL.absoluteString, domainAllowList: config.initialRestrictions.domainAllowList,
+            downloadAllowance: config.initialRestrictions.downloadAllowance,
+            essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
+            allowInsecureLoopback: settings.allowInsecureLoopback))
+        var schedule = try engine.store.schedule(config.appIdentifier)
+            ?? AppSchedule(appIdentifier: config.appIdentifier, appDirectory: folder.path)
+        schedule.appDirectory = folder.path
+        try engine.store.saveSchedule(schedule)
+        return try await contentRequest(update ? .update : .install, config.appIdentifier, id: id, session: session)
+    }
+
+    /// Runs a content request with the command line following the app's events; install and update wait for the
+    /// essential downloads, as the app's launch does.
+    private func contentRequest(_ request: ContentRequest, _ app: String, id: UInt64, session: ClientSession) async throws
+        -> ServiceReply
+    {
+        let essentialGate = request == .install || request == .update
+        if essentialGate {
+            let sequence = try engine.store.lastSequence()
+            try engine.store.updateSchedule(app) { $0.contentRequestSequence = sequence }
+        }
+        sessions.follow(app, from: session, request: id)
+        defer { sessions.unfollow(session, request: id) }
+        let outcome = try await engine.contentRequest(request, appIdentifier: app)
+        var json: [String: Any] = ["app": app, "request": request.name]
+        var text = "\(app): \(request.name) content request: "
+        if let outcome {
+            json["stopReason"] = outcome.stopReason.kind
+            text += outcome.stopReason.summary
+        } else {
+            json["stopReason"] = "manifestFailed"
+            text += "the manifest could not be fetched"
+        }
+        var success = outcome?.stopReason == .returned
+        if essentialGate {
+            let failures = try await essentialsDone(app)
+            json["essentialFailures"] = failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }
+            text += failures.isEmpty
+                ? "\nessential downloads done" : "\n" + failures.map { "essential \($0.identifier) failed: \($0.error?.description ?? "")" }.joined(separator: "\n")
+            success = success && failures.isEmpty
+        }
+        json["queued"] = try engine.store.activeDownloads(for: app).count
+        return Self.report(success, text, json)
+    }
+
+    /// Waits until none of the app's essential downloads is active; returns those of the latest install or update
+    /// that failed.
+    private func essentialsDone(_ app: String) async throws -> [QueuedDownload] {
+        while try engine.store.activeDownloads(for: app).contains(where: \.isEssential) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let since = try engine.store.schedule(app)?.contentRequestSequence ?? 0
+        return try engine.store.downloads(for: app).filter { $0.isEssential && $0.sequence > since && $0.state == .failed }
+    }
+
+    private func launch(_ app: String, id: UInt64, session: ClientSession) async throws -> ServiceReply {
+        _ = try installed(app)
+        sessions.follow(app, from: session, request: id)
+        defer { sessions.unfollow(session, request: id) }
+        let failures = try await essentialsDone(app)
+        let now = clock.now
+        try engine.store.updateApp(app) { $0.launched = true }
+        try engine.store.updateSchedule(app) { schedule in
+            schedule.recordLaunch(at: now)
+            if schedule.nextPeriodic == nil { schedule.nextPeriodic = settings.periodic.next(after: now, launches: schedule.launches) }
+        }
+        // Downloads that waited for the restrictions to lift may go now.
+        engine.wake()
+        var text = "\(app) launched"
+        if !failures.isEmpty {
+            text += "; its essential downloads that failed:\n"
+                + failures.map { "  \($0.identifier): \($0.error?.description ?? "")" }.joined(separator: "\n")
+        }
+        return Self.report(
+            failures.isEmpty, text,
+            ["app": app, "launched": true,
+             "essentialFailures": failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }])
+    }
+
+    private func uninstall(_ app: String) throws -> ServiceReply {
+        _ = try installed(app)
+        try engine.uninstall(app)
+        return Self.report(true, "\(app) uninstalled", ["app": app, "uninstalled": true])
+    }
+
+    private func simulate(_ app: String, _ name: String, id: UInt64, session: ClientSession) async throws -> ServiceReply {
+        _ = try installed(app)
+        guard let request = ContentRequest(name: name) else {
+            throw ControlError("no content request '\(name)': install, update, periodic or language-change")
+        }
+        return try await contentRequest(request, app, id: id, session: session)
+    }
+
+    // MARK: Debug
+
+    private func downloads(_ app: String) throws -> ServiceReply {
+        _ = try installed(app)
+        let downloads = try engine.store.downloads(for: app)
+        var text = "\(app): \(downloads.count) download\(downloads.count == 1 ? "" : "s")\n"
+        var rows: [[String: Any]] = []
+        for d in downloads {
+            let size = d.download.fileSize
+            let progress = size > 0 ? String(format: "%5.1f%%", 100 * Double(d.bytesReceived) / Double(size)) : "     ?"
+            var flags: [String] = []
+            if d.isEssential { flags.append("essential") }
+            if d.foreground { flags.append("foreground") }
+            if d.state == .finished || d.state == .failed { flags.append(d.delivered ? "delivered" : "undelivered") }
+            text += "  \(d.identifier)  \(d.state.rawValue)  \(progress)  \(LifecycleEvent.size(d.bytesReceived)) of "
+                + "\(LifecycleEvent.size(size))  priority \(d.priority)  \(flags.joined(separator: ", "))"
+            if let error = d.error, d.state != .finished { text += "  (\(error))" }
+            text += "\n"
+            var row: [String: Any] = [
+                "identifier": d.identifier, "uniqueIdentifier": d.uniqueIdentifier, "state": d.state.rawValue,
+                "bytesReceived": d.bytesReceived, "fileSize": size, "priority": d.priority, "essential": d.isEssential,
+                "foreground": d.foreground, "delivered": d.delivered, "url": d.download.url ?? "",
+            ]
+            if let error = d.error { row["error"] = LifecycleEvent.json(error) }
+            rows.append(row)
+        }
+        return Self.report(true, text, ["app": app, "downloads": rows])
+    }
+
+    private func status() throws -> ServiceReply {
+        let now = clock.now
+        let conditions = self.conditions()
+        let policy = settings.periodic
+        let formatter = ISO8601DateFormatter()
+        func conditionText(_ value: Bool?) -> String { value.map { $0 ? "yes" : "no" } ?? "unknown" }
+        var text = "bahost service \(Self.version), data in \(settings.dataRoot.url.path)\n"
+        text += String(format: "clock: %@ (%.0f s ahead)\n", formatter.string(from: now), clock.offsetSeconds)
+        text += "power saver: \(conditionText(conditions.powerSaver)), battery low: \(conditionText(conditions.batteryLow)), "
+            + "metered network: \(conditionText(conditions.metered))\n"
+        text += String(
+            format: "periodic: every %.0f h for occasional use; daily runtime budget %.0f s\n", policy.interval / 3600,
+            policy.dailyRuntime)
+        var apps: [[String: Any]] = []
+        for app in try engine.store.apps() {
+            guard let schedule = try engine.store.schedule(app.appIdentifier) else { continue }
+            let usage = PeriodicPolicy.usage(schedule.launches, now: now)
+            let used = policy.runtimeUsed(schedule, now: now)
+            let active = try engine.store.activeDownloads(for: app.appIdentifier).count
+            text += "\(app.appIdentifier): \(app.launched ? "launched" : "not launched yet"), usage \(usage.rawValue)"
+            if let cadence = policy.cadence(usage) { text += String(format: " (every %.1f h)", cadence / 3600) }
+            text += ", background refresh \(schedule.backgroundRefresh ? "on" : "off")\n"
+            text += String(format: "  runtime today %.1f s of %@", used, schedule.unlimitedRuntime ? "unlimited" : String(format: "%.0f s", policy.dailyRuntime))
+            text += ", \(active) active download\(active == 1 ? "" : "s")\n"
+            if let next = schedule.nextPeriodic { text += "  next periodic request: \(formatter.string(from: next))\n" }
+            if let decision = schedule.lastDecision { text += "  last periodic decision: \(decision)\n" }
+            var row: [String: Any] = [
+                "app": app.appIdentifier, "directory": schedule.appDirectory, "launched": app.launched,
+                "launches": schedule.launches.count, "usage": usage.rawValue, "backgroundRefresh": schedule.backgroundRefresh,
+                "runtimeUsedSeconds": used, "unlimitedRuntime": schedule.unlimitedRuntime, "activeDownloads": active,
+                "hasDelegate": sessions.hasDelegate(app.appIdentifier),
+            ]
+            if let cadence = policy.cadence(usage) { row["cadenceSeconds"] = cadence }
+            if let next = schedule.nextPeriodic { row["nextPeriodic"] = formatter.string(from: next) }
+            if let last = schedule.lastPeriodic { row["lastPeriodic"] = formatter.string(from: last) }
+            if let decision = schedule.lastDecision { row["lastDecision"] = decision }
+            apps.append(row)
+        }
+        var conditionJSON: [String: Any] = [:]
+        if let v = conditions.powerSaver { conditionJSON["powerSaver"] = v }
+        if let v = conditions.batteryLow { conditionJSON["batteryLow"] = v }
+        if let v = conditions.metered { conditionJSON["metered"] = v }
+        return Self.report(
+            true, text,
+            ["version": Self.version, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
+             "conditions": conditionJSON, "apps": apps,
+             "policy": ["intervalSeconds": policy.interval, "dailyRuntimeSeconds": policy.dailyRuntime,
+                        "lowBatteryPercent": policy.lowBatteryPercent, "skipWhenMetered": policy.skipWhenMetered,
+                        "skipInPowerSaver": policy.skipInPowerSaver]])
+    }
+
+    /// The machine's signals, with the development overrides on top.
+    func conditions() -> SystemConditions {
+        var read = SystemConditionReader(sysfsRoot: settings.sysfsRoot, lowBatteryPercent: settings.periodic.lowBatteryPercent).read()
+        let overrides = self.overrides.withLock { $0 }
+        if let value = overrides.powerSaver { read.powerSaver = value }
+        if let value = overrides.batteryLow { read.batteryLow = value }
+        if let value = overrides.metered { read.metered = value }
+        return read
+    }
+
+    // MARK: Helpers
+
+    private func installed(_ app: String) throws -> AppRecord {
+        guard let record = try engine.store.app(app) else { throw ControlError("no app '\(app)' is installed") }
+        return record
+    }
+
+    /// The extension of an app folder: `BAHostExtension`, else the folder's one `.so`.
+    static func extensionPath(in folder: URL, config: AppConfiguration) throws -> String {
+        if let relative = config.extensionPath {
+            let path = folder.appendingPathComponent(relative).path
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ControlError("BAHostExtension names \(relative), which is not in \(folder.path)")
+            }
+            return path
+        }
+        let objects = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".so") }
+        guard objects.count == 1 else {
+            throw ControlError(
+                objects.isEmpty
+                    ? "\(folder.path) holds no extension (.so); put it there or name it with BAHostExtension"
+                    : "\(folder.path) holds \(objects.count) .so files; name the extension with BAHostExtension")
+        }
+        return folder.appendingPathComponent(objects[0]).path
+    }
+
+    static func report(_ success: Bool, _ text: String, _ json: [String: Any]) -> ServiceReply {
+        var object = json
+        object["success"] = success
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return .report(ControlReport(success: success, text: text, json: String(decoding: data, as: UTF8.self)))
+    }
+
+    static func notInDevelopment(_ command: String) -> ServiceReply {
+        report(false, "\(command) needs a service started with bahost daemon --development", ["error": "not in development mode"])
+    }
+}
+
+struct ControlError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}

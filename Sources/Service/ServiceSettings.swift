@@ -1,0 +1,34 @@
+import Delivery
+import Foundation
+import Lifecycle
+
+/// How the service runs: where it listens and keeps its data, how it downloads, and its periodic policy.
+public struct ServiceSettings: Sendable {
+    public var socketPath: String
+    public var dataRoot: DataRoot
+    public var engine: HostEngine.Settings
+    public var periodic: PeriodicPolicy
+    /// How often the periodic scheduler looks at the apps.
+    public var schedulerInterval: Duration
+    /// Where the power supplies are read (`/sys`; a folder of the same shape in tests).
+    public var sysfsRoot: String
+    /// Development: `bahost debug clock` and `bahost debug conditions` are accepted.
+    public var development: Bool
+    /// Accept plain http to loopback hosts (local test servers only).
+    public var allowInsecureLoopback: Bool
+
+    public init(
+        socketPath: String, dataRoot: DataRoot, engine: HostEngine.Settings, periodic: PeriodicPolicy = PeriodicPolicy(),
+        schedulerInterval: Duration = .seconds(60), sysfsRoot: String = "/sys", development: Bool = false,
+        allowInsecureLoopback: Bool = false
+    ) {
+        self.socketPath = socketPath
+        self.dataRoot = dataRoot
+        self.engine = engine
+        self.periodic = periodic
+        self.schedulerInterval = schedulerInterval
+        self.sysfsRoot = sysfsRoot
+        self.development = development
+        self.allowInsecureLoopback = allowInsecureLoopback
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+
+/// The messages between the bahost service and its clients: apps (through the SDK's `BADownloadManager`) and the
+/// `bahost` command line (control commands). Each is one JSON frame on a `FramedSocket`.
+///
+/// A client opens with `hello`; every request carries an id that its reply repeats. The service sends apps
+/// one-way events (begin, pause, progress) and callbacks that the app must answer (a completion offered to its
+/// delegate, an authentication challenge), each with an id of its own.
+public enum ServiceProtocol {
+    /// Raised when a message changes incompatibly; a hello with another version is refused.
+    public static let version = 1
+
+    /// Where the service listens: `$BAHOST_SOCKET`, else `$XDG_RUNTIME_DIR/bahost/service.sock`, else a per-user
+    /// folder under /tmp.
+    public static var defaultSocketPath: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["BAHOST_SOCKET"], !path.isEmpty { return path }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return "\(runtime)/bahost/service.sock" }
+        return "/tmp/bahost-\(getuid())/service.sock"
+    }
+
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
+
+/// A download as it crosses the socket: the fields of the C ABI's `ba_download_t`.
+public struct WireDownload: Codable, Sendable, Hashable {
+    /// 0: an asset URL; 1: the app's manifest.
+    public var kind: Int32
+    public var identifier: String
+    public var uniqueIdentifier: String
+    public var url: String?
+    public var applicationGroupIdentifier: String
+    public var fileSize: Int64
+    public var priority: Int64
+    /// Apple's `BADownload.State` raw value.
+    public var state: Int32
+    public var isEssential: Bool
+    public var sha256: String?
+    /// `Name: value` request headers.
+    public var httpHeaders: [String]
+
+    public init(
+        kind: Int32, identifier: String, uniqueIdentifier: String, url: String?, applicationGroupIdentifier: String,
+        fileSize: Int64, priority: Int64, state: Int32, isEssential: Bool, sha256: String?, httpHeaders: [String]
+    ) {
+        self.kind = kind
+        self.identifier = identifier
+        self.uniqueIdentifier = uniqueIdentifier
+        self.url = url
+        self.applicationGroupIdentifier = applicationGroupIdentifier
+        self.fileSize = fileSize
+        self.priority = priority
+        self.state = state
+        self.isEssential = isEssential
+        self.sha256 = sha256
+        self.httpHeaders = httpHeaders
+    }
+}
+
+/// An error as it crosses the socket: Apple's `BAErrorDomain` codes, or another layer's domain.
+public struct WireError: Error, Codable, Sendable, Hashable, CustomStringConvertible {
+    public var code: Int64
+    public var domain: String
+    public var message: String
+
+    public init(code: Int64, domain: String, message: String) {
+        self.code = code
+        self.domain = domain
+        self.message = message
+    }
+
+    public var description: String { "\(domain) \(code): \(message)" }
+}
+
+// MARK: Client to service
+
+public enum ClientMessage: Codable, Sendable {
+    case request(id: UInt64, ServiceRequest)
+    /// The answer to `ServiceMessage.callback` with the same id.
+    case callbackReply(id: UInt64, CallbackReply)
+}
+
+public enum ServiceRequest: Codable, Sendable {
+    /// The first message of every connection.
+    case hello(Hello)
+    /// The app set (true) or cleared (false) `BADownloadManager.shared.delegate`.
+    case setDelegate(Bool)
+    case schedule(WireDownload)
+    case startForeground(WireDownload)
+    case cancel(WireDownload)
+    case currentDownloads
+    /// A `bahost` command: install, launch, debug…
+    case control(ControlCommand)
+}
+
+public struct Hello: Codable, Sendable {
+    public enum Role: String, Codable, Sendable {
+        /// An app process, for its own downloads only.
+        case app
+        /// The `bahost` command line, for every app of the user.
+        case control
+    }
+
+    public var protocolVersion: Int
+    public var role: Role
+    /// An app's CFBundleIdentifier; nil for control.
+    public var appIdentifier: String?
+
+    public init(role: Role, appIdentifier: String?) {
+        protocolVersion = ServiceProtocol.version
+        self.role = role
+        self.appIdentifier = appIdentifier
+    }
+}
+
+/// What the `bahost` command line asks of the service.
+public enum ControlCommand: Codable, Sendable {
+    case install(appDirectory: String)
+    case update(appDirectory: String)
+    case uninstall(appIdentifier: String)
+    /// Waits for the app's essential downloads, then marks it launched.
+    case launch(appIdentifier: String)
+    /// A content request now, as the system would send it: install, update, periodic or language-change.
+    case simulate(appIdentifier: String, request: String)
+    case downloads(appIdentifier: String)
+    case resetBudget(appIdentifier: String)
+    case setUnlimitedRuntime(appIdentifier: String, enabled: Bool)
+    case setBackgroundRefresh(appIdentifier: String, enabled: Bool)
+    case status
+    /// Development: override what the machine's power and network signals say (nil: read them again).
+    case setConditions(ConditionOverrides)
+    /// Development: move the service's clock forward, then run the periodic scheduler.
+    case advanceClock(seconds: Double)
+}
+
+/// Development overrides of the machine's signals; nil keeps reading the real one.
+public struct ConditionOverrides: Codable, Sendable, Hashable {
+    public var powerSaver: Bool?
+    public var batteryLow: Bool?
+    public var metered: Bool?
+
+    public init(powerSaver: Bool? = nil, batteryLow: Bool? = nil, metered: Bool? = nil) {
+        self.powerSaver = powerSaver
+        self.batteryLow = batteryLow
+        self.metered = metered
+    }
+}
+
+/// An app's answer to a callback.
+public struct CallbackReply: Codable, Sendable, Hashable {
+    /// False when the app's delegate does not implement the method: the service then wakes the extension.
+    public var handled: Bool
+    /// For a challenge: Apple's `URLSession.AuthChallengeDisposition` raw value.
+    public var disposition: Int?
+    public var user: String?
+    public var password: String?
+
+    public init(handled: Bool, disposition: Int? = nil, user: String? = nil, password: String? = nil) {
+        self.handled = handled
+        self.disposition = disposition
+        self.user = user
+        self.password = password
+    }
+}
+
+// MARK: Service to client
+
+public enum ServiceMessage: Codable, Sendable {
+    case reply(id: UInt64, ServiceReply)
+    /// A question the app answers with `ClientMessage.callbackReply`.
+    case callback(id: UInt64, AppCallback)
+    case event(AppEvent)
+    /// A line of progress of the control command with this request id.
+    case progress(id: UInt64, ProgressLine)
+}
+
+public enum ServiceReply: Codable, Sendable {
+    case ok
+    case hello(HelloReply)
+    case downloads([WireDownload])
+    case failure(WireError)
+    /// A control command's result: for people, and as one JSON object for scripts. `success` false makes the
+    /// command line exit non-zero.
+    case report(ControlReport)
+}
+
+public struct HelloReply: Codable, Sendable {
+    public var serviceVersion: String
+    /// For an app: the lock file that `withExclusiveControl` takes, shared with its extension's windows.
+    public var exclusiveControlLockPath: String?
+    /// For an app: its app group, and the container the group's app and extension share.
+    public var appGroupIdentifier: String?
+    public var containerPath: String?
+
+    public init(
+        serviceVersion: String, exclusiveControlLockPath: String? = nil, appGroupIdentifier: String? = nil,
+        containerPath: String? = nil
+    ) {
+        self.serviceVersion = serviceVersion
+        self.exclusiveControlLockPath = exclusiveControlLockPath
+        self.appGroupIdentifier = appGroupIdentifier
+        self.containerPath = containerPath
+    }
+}
+
+public struct ControlReport: Codable, Sendable {
+    public var success: Bool
+    public var text: String
+    /// One JSON object.
+    public var json: String
+
+    public init(success: Bool, text: String, json: String) {
+        self.success = success
+        self.text = text
+        self.json = json
+    }
+}
+
+public struct ProgressLine: Codable, Sendable {
+    public var text: String?
+    /// One JSON object.
+    public var json: String
+
+    public init(text: String?, json: String) {
+        self.text = text
+        self.json = json
+    }
+}
+
+/// Callbacks that go to the app's delegate when it has one.
+public enum AppCallback: Codable, Sendable {
+    case finished(WireDownload, filePath: String)
+    case failed(WireDownload, WireError)
+    case challenge(WireDownload, WireChallenge)
+}
+
+/// A server's request for credentials (Apple's `URLAuthenticationChallenge`, with its protection space).
+public struct WireChallenge: Codable, Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    /// `http` or `https`.
+    public var scheme: String
+    public var realm: String?
+    /// `NSURLAuthenticationMethodHTTPBasic` and the like.
+    public var authenticationMethod: String
+    public var previousFailureCount: Int
+
+    public init(host: String, port: Int, scheme: String, realm: String?, authenticationMethod: String, previousFailureCount: Int) {
+        self.host = host
+        self.port = port
+        self.scheme = scheme
+        self.realm = realm
+        self.authenticationMethod = authenticationMethod
+        self.previousFailureCount = previousFailureCount
+    }
+}
+
+/// One-way events for the app's delegate.
+public enum AppEvent: Codable, Sendable {
+    case began(WireDownload)
+    case paused(WireDownload)
+    case progress(WireDownload, bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
+}

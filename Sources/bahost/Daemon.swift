@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Service
+import ServiceLifecycle
+import ServiceWire
+
+/// `bahost daemon`: the per-user service.
+struct Daemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the per-user Background Assets service that apps and the bahost commands talk to.",
+        discussion: """
+            Owns the durable queue of every installed app: performs transfers, delivers completions to a running \
+            app's delegate or else to its extension, and sends periodic content requests on a cadence that follows \
+            each app's launches, skipping them in power-saver mode, on battery below --low-battery, on a metered \
+            network, with the app's background refresh off, or once its daily runtime budget is spent. \
+            SIGTERM or SIGINT stops it gracefully; what was in flight resumes at the next start. \
+            Install it as a systemd user unit with Support/systemd/bahost.service.
+            """)
+
+    @Option(help: "The socket to listen on (default $BAHOST_SOCKET, else $XDG_RUNTIME_DIR/bahost/service.sock).")
+    var socket: String?
+
+    @OptionGroup var window: WindowOptions
+    @OptionGroup var transfers: TransferOptions
+
+    @Option(help: "Hours between periodic content requests for an app used now and then (half for daily use, four times for rare).")
+    var periodicInterval: Double = 12
+
+    @Option(help: "Seconds of extension runtime per app per day.")
+    var dailyRuntime: Double = 600
+
+    @Option(help: "Skip periodic requests on battery below this percentage.")
+    var lowBattery: Int = 20
+
+    @Flag(inversion: .prefixedNo, help: "Skip periodic requests on a metered network.")
+    var skipWhenMetered = true
+
+    @Flag(inversion: .prefixedNo, help: "Skip periodic requests in power-saver mode.")
+    var skipInPowerSaver = true
+
+    @Option(help: "Seconds between the periodic scheduler's looks at the apps.")
+    var schedulerInterval: Double = 60
+
+    @Option(help: "Where power supplies are read (sysfs).")
+    var sysfsRoot: String = "/sys"
+
+    @Flag(help: "Accept the development commands: bahost debug clock and bahost debug conditions.")
+    var development = false
+
+    @Flag(help: "Accept plain http URLs to loopback hosts (local test servers only).")
+    var allowInsecureLoopback = false
+
+    func validate() throws {
+        try window.validate()
+        guard periodicInterval > 0, dailyRuntime >= 0, schedulerInterval > 0, (0...100).contains(lowBattery) else {
+            throw ValidationError("--periodic-interval and --scheduler-interval must be positive, --daily-runtime not negative, --low-battery 0...100")
+        }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "bahost.daemon")
+        logger.logLevel = .info
+        let settings = ServiceSettings(
+            socketPath: socket ?? ServiceProtocol.defaultSocketPath, dataRoot: transfers.root,
+            engine: transfers.settings(limits: window.limits),
+            periodic: PeriodicPolicy(
+                interval: periodicInterval * 3600, dailyRuntime: dailyRuntime, lowBatteryPercent: lowBattery,
+                skipWhenMetered: skipWhenMetered, skipInPowerSaver: skipInPowerSaver),
+            schedulerInterval: .milliseconds(Int64(schedulerInterval * 1000)), sysfsRoot: sysfsRoot,
+            development: development, allowInsecureLoopback: allowInsecureLoopback)
+        let service: BackgroundAssetsService
+        do {
+            service = try BackgroundAssetsService(settings: settings, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("bahost: cannot start the service: \(error)\n".utf8))
+            throw ExitCode(70)
+        }
+        let group = ServiceGroup(
+            services: [DaemonService(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+}
+
+/// The service under swift-service-lifecycle: a graceful shutdown cancels it, and it stops with nothing lost.
+private struct DaemonService: ServiceLifecycle.Service {
+    let service: BackgroundAssetsService
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { try await service.run() }
+    }
+}

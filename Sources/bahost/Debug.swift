@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import ServiceWire
+
+/// `bahost debug`: Apple's `backgroundassets-debug`, against the running service.
+struct Debug: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Simulate events, inspect downloads and the scheduler, and adjust budgets (backgroundassets-debug).",
+        subcommands: [
+            Simulate.self, Downloads.self, Status.self, ResetBudget.self, Budget.self, BackgroundRefresh.self,
+            Conditions.self, Clock.self,
+        ])
+
+    struct Simulate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send an app's extension a content request now, as the system would.")
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @Option(help: "install, update, periodic or language-change.") var event: String
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.simulate(appIdentifier: app, request: event)) }
+    }
+
+    struct Downloads: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List an app's downloads with their state and progress.")
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.downloads(appIdentifier: app)) }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the scheduler: each app's usage, cadence, next periodic request, runtime used; the machine's conditions.")
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.status) }
+    }
+
+    struct ResetBudget: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Give an app back today's extension runtime budget.")
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.resetBudget(appIdentifier: app)) }
+    }
+
+    struct Budget: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lift (or restore) an app's daily runtime budget while developing its extension.")
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @Option(help: "on: no daily limit; off: the limit applies.") var unlimited: Toggle
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.setUnlimitedRuntime(appIdentifier: app, enabled: unlimited == .on)) }
+    }
+
+    struct BackgroundRefresh: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Turn an app's background refresh on or off: off, it gets no periodic content requests.")
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @Argument(help: "on or off.") var state: Toggle
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.setBackgroundRefresh(appIdentifier: app, enabled: state == .on)) }
+    }
+
+    struct Conditions: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Development: override the machine's power and network signals (needs daemon --development).")
+        @Option(help: "on, off, or auto (read the machine).") var powerSaver: Tristate = .auto
+        @Option(help: "on, off, or auto (read the machine).") var batteryLow: Tristate = .auto
+        @Option(help: "on, off, or auto (read the machine).") var metered: Tristate = .auto
+        @OptionGroup var service: ServiceOptions
+        func run() throws {
+            try service.run(.setConditions(ConditionOverrides(
+                powerSaver: powerSaver.value, batteryLow: batteryLow.value, metered: metered.value)))
+        }
+    }
+
+    struct Clock: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Development: move the service's clock forward and run the periodic scheduler (needs daemon --development).")
+        @Option(help: "Seconds to move forward (0 just runs the scheduler).") var advance: Double
+        @OptionGroup var service: ServiceOptions
+        func validate() throws { guard advance >= 0 else { throw ValidationError("the clock only moves forward") } }
+        func run() throws { try service.run(.advanceClock(seconds: advance)) }
+    }
+}
+
+enum Toggle: String, ExpressibleByArgument {
+    case on, off
+}
+
+enum Tristate: String, ExpressibleByArgument {
+    case on, off, auto
+
+    var value: Bool? {
+        switch self {
+        case .on: true
+        case .off: false
+        case .auto: nil
+        }
+    }
+}
