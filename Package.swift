@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
         // The example extension, built as the .so that `bahost run --plugin` loads.
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
+        // The example app, which talks to `bahost daemon` through the same SDK.
+        .executable(name: "levels-app", targets: ["ExampleApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -74,6 +76,10 @@ let package = Package(
         .target(name: "BackgroundAssetsTesting", dependencies: ["ExtensionRuntime", "Policy"]),
 
         .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
+        .executableTarget(
+            name: "ExampleApp",
+            dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Plugins/Swift/ExampleApp"),
 
         // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner so
         // that it is built beside the test bundle (`swift build --build-tests` builds the example .so there too).

@@ -81,8 +81,12 @@ public final class HostEngine: Sendable {
         client = try TransferClient(settings.transfer)
     }
 
+    /// Stops running transfers, waits for each to record where it stopped (its partial file stays, to resume), and
+    /// closes the HTTP client.
     public func shutdown() async {
-        for (_, entry) in state.withLock({ $0.running }) { entry.task.cancel() }
+        let running = state.withLock { $0.running }
+        for (_, entry) in running { entry.task.cancel() }
+        for (_, entry) in running { await entry.task.value }
         try? await client.shutdown()
     }
 

@@ -175,8 +175,9 @@ extension BackgroundAssetsService {
             if d.isEssential { flags.append("essential") }
             if d.foreground { flags.append("foreground") }
             if d.state == .finished || d.state == .failed { flags.append(d.delivered ? "delivered" : "undelivered") }
-            text += "  \(d.identifier)  \(d.state.rawValue)  \(progress)  \(LifecycleEvent.size(d.bytesReceived)) of "
-                + "\(LifecycleEvent.size(size))  priority \(d.priority)  \(flags.joined(separator: ", "))"
+            text += "  \(d.identifier)  \(d.state.rawValue)  \(progress)  "
+                + String(format: "%.1f MiB", Double(d.bytesReceived) / 1_048_576)
+                + " of \(LifecycleEvent.size(size))  priority \(d.priority)  \(flags.joined(separator: ", "))"
             if let error = d.error, d.state != .finished { text += "  (\(error))" }
             text += "\n"
             var row: [String: Any] = [

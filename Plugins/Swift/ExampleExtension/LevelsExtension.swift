@@ -32,7 +32,15 @@ struct LevelsExtension: BADownloaderExtension {
         let essentialAllowed = request == .install || request == .update
         var budget = extensionInfo.restrictedDownloadSizeRemaining ?? .max
         var downloads = Set<BADownload>()
+        let kept = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: Self.appGroup)?
+            .appendingPathComponent("Assets")
         for asset in manifest.assets {
+            // An asset already kept at its size is not fetched again (periodic and update requests).
+            if let kept, (try? kept.appendingPathComponent(asset.id).resourceValues(forKeys: [.fileSizeKey]))?.fileSize
+                == asset.size
+            {
+                continue
+            }
             let essential = essentialAllowed && asset.essential == true
             if !essential {
                 guard asset.size <= budget else { continue }

@@ -1,0 +1,221 @@
+import ArgumentParser
+import BackgroundAssets
+import Synchronization
+
+/// The app side of the example: code as an app on Apple's platforms would write it against `BADownloadManager`.
+/// It sets a delegate, schedules, promotes and cancels downloads, and prints every callback it receives (one JSON
+/// object per line with `--json`). Run it through `bahost launch com.example.levels -- levels-app …`, which waits
+/// for the essential downloads and tells the SDK which app this is.
+@main
+struct LevelsApp: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "levels-app",
+        abstract: "The example app: sets a BADownloadManager delegate, schedules and promotes downloads, prints callbacks.")
+
+    @Option(help: "Schedule a download in the background: ID=URL@SIZE.") var schedule: [DownloadSpec] = []
+    @Option(help: "Start a download in the foreground now: ID=URL@SIZE.") var foreground: [DownloadSpec] = []
+    @Option(help: "Promote a scheduled download (by identifier) to the foreground.") var promote: [String] = []
+    @Option(help: "Cancel a scheduled download (by identifier).") var cancel: [String] = []
+    @Option(help: "Which delegate to set: full, progress-only (no completion methods), or none.")
+    var delegate: DelegateKind = .full
+    @Option(help: "Exit after this many completions (finished or failed) reached the delegate.") var waitFor = 0
+    @Option(help: "Seconds to wait for them.") var timeout: Double = 60
+    @Option(help: "Take exclusive control (waiting up to this many ms; -1 waits as long as needed) before acting.")
+    var exclusiveControl: Int?
+    @Option(help: "Seconds to hold exclusive control.") var hold: Double = 0
+    @Flag(help: "Print the current downloads after acting.") var list = false
+    @Flag(help: "Print one JSON object per line.") var json = false
+
+    func run() async throws {
+        let printer = Printer(json: json)
+        let manager = BADownloadManager.shared
+        let received = Received()
+        let delegateObject: (any BADownloadManagerDelegate)? = switch delegate {
+        case .full: FullDelegate(printer: printer, received: received)
+        case .progressOnly: ProgressOnlyDelegate(printer: printer)
+        case .none: nil
+        }
+        manager.delegate = delegateObject
+
+        if let wait = exclusiveControl {
+            do {
+                let hold = self.hold
+                if wait < 0 {
+                    try await manager.withExclusiveControl {
+                        printer.event("exclusiveControl", ["acquired": true])
+                        Thread.sleep(forTimeInterval: hold)
+                    }
+                } else {
+                    try await manager.withExclusiveControl(before: Date(timeIntervalSinceNow: Double(wait) / 1000)) {
+                        printer.event("exclusiveControl", ["acquired": true])
+                        Thread.sleep(forTimeInterval: hold)
+                    }
+                }
+            } catch {
+                printer.event("exclusiveControl", ["acquired": false, "error": Printer.describe(error)])
+            }
+        }
+
+        func attempt(_ action: String, _ identifier: String, _ body: () throws -> Void) {
+            do {
+                try body()
+                printer.event(action, ["identifier": identifier, "ok": true])
+            } catch {
+                printer.event(action, ["identifier": identifier, "ok": false, "error": Printer.describe(error)])
+            }
+        }
+        for spec in schedule { attempt("schedule", spec.identifier) { try manager.scheduleDownload(spec.download) } }
+        for spec in foreground { attempt("startForeground", spec.identifier) { try manager.startForegroundDownload(spec.download) } }
+        for identifier in promote {
+            attempt("promote", identifier) {
+                guard let download = try manager.fetchCurrentDownloads().first(where: { $0.identifier == identifier }) else {
+                    throw NSError(domain: BAErrorDomain, code: BAErrorCode.downloadNotScheduled.rawValue)
+                }
+                try manager.startForegroundDownload(download)
+            }
+        }
+        for identifier in cancel {
+            attempt("cancel", identifier) {
+                let current = try manager.fetchCurrentDownloads().first { $0.identifier == identifier }
+                // A download that is not scheduled any more is cancelled by a fresh object: the service says 101.
+                try manager.cancel(current ?? DownloadSpec(identifier: identifier, url: URL(string: "https://localhost/")!, size: 1).download)
+            }
+        }
+        if list {
+            do {
+                let downloads = try await manager.currentDownloads
+                printer.event("currentDownloads", ["identifiers": downloads.map(\.identifier).sorted()])
+            } catch {
+                printer.event("currentDownloads", ["error": Printer.describe(error)])
+            }
+        }
+
+        guard waitFor > 0 else { return }
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while received.count < waitFor {
+            guard Date() < deadline else {
+                printer.event("timeout", ["received": received.count])
+                throw ExitCode(1)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        withExtendedLifetime(delegateObject) {}
+    }
+}
+
+enum DelegateKind: String, ExpressibleByArgument {
+    case full, progressOnly = "progress-only", none
+}
+
+/// `ID=URL@SIZE`.
+struct DownloadSpec: ExpressibleByArgument {
+    var identifier: String
+    var url: URL
+    var size: Int
+
+    init(identifier: String, url: URL, size: Int) {
+        self.identifier = identifier
+        self.url = url
+        self.size = size
+    }
+
+    init?(argument: String) {
+        guard let equals = argument.firstIndex(of: "="), let at = argument.lastIndex(of: "@"), equals < at,
+            let url = URL(string: String(argument[argument.index(after: equals)..<at])),
+            let size = Int(argument[argument.index(after: at)...])
+        else { return nil }
+        self.init(identifier: String(argument[..<equals]), url: url, size: size)
+    }
+
+    var download: BAURLDownload {
+        BAURLDownload(
+            identifier: identifier, request: URLRequest(url: url), fileSize: size,
+            applicationGroupIdentifier: "group.com.example.levels")
+    }
+}
+
+/// Completions that reached the delegate.
+final class Received: Sendable {
+    private let value = Mutex(0)
+    var count: Int { value.withLock { $0 } }
+    func add() { value.withLock { $0 += 1 } }
+}
+
+/// A delegate with every method: it keeps finished files in the app group's container.
+final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendable {
+    let printer: Printer
+    let received: Received
+
+    init(printer: Printer, received: Received) {
+        self.printer = printer
+        self.received = received
+    }
+
+    func downloadDidBegin(_ download: BADownload) { printer.event("began", ["identifier": download.identifier]) }
+
+    func downloadDidPause(_ download: BADownload) { printer.event("paused", ["identifier": download.identifier]) }
+
+    func download(
+        _ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {
+        printer.event(
+            "progress", ["identifier": download.identifier, "written": totalBytesWritten, "expected": totalBytesExpectedToWrite],
+            text: false)
+    }
+
+    func download(_ download: BADownload, failedWithError error: any Error) {
+        printer.event("failed", ["identifier": download.identifier, "error": Printer.describe(error)])
+        received.add()
+    }
+
+    func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
+        // Move the file before returning, or the system deletes it.
+        var fields: [String: Any] = ["identifier": download.identifier]
+        if let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.levels") {
+            let assets = container.appendingPathComponent("Assets")
+            let destination = assets.appendingPathComponent(download.identifier)
+            do {
+                try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
+                try? FileManager.default.removeItem(at: destination)
+                try FileManager.default.moveItem(at: fileURL, to: destination)
+                fields["path"] = destination.path
+            } catch {
+                fields["error"] = "\(error)"
+            }
+        }
+        printer.event("finished", fields)
+        received.add()
+    }
+}
+
+/// A delegate without the completion methods: completions then wake the extension, as on Apple's platforms.
+final class ProgressOnlyDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendable {
+    let printer: Printer
+
+    init(printer: Printer) { self.printer = printer }
+
+    func downloadDidBegin(_ download: BADownload) { printer.event("began", ["identifier": download.identifier]) }
+}
+
+/// Prints events as text or JSON lines, unbuffered.
+struct Printer: Sendable {
+    let json: Bool
+
+    func event(_ name: String, _ fields: [String: Any], text: Bool = true) {
+        if json {
+            var object = fields
+            object["event"] = name
+            guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else if text {
+            let details = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            FileHandle.standardOutput.write(Data("\(name) \(details)\n".utf8))
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let error = error as NSError
+        return "\(error.domain) \(error.code): \(error.localizedDescription)"
+    }
+}
