@@ -96,5 +96,7 @@ let package = Package(
         .testTarget(name: "QueueTests", dependencies: ["Queue", "ExtensionRuntime", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
+        .testTarget(
+            name: "ServiceTests", dependencies: ["Service", "Queue", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp"]),
     ]
 )

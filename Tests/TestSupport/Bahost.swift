@@ -7,6 +7,12 @@ public enum Bahost {
         public var stdout: String
         public var stderr: String
 
+        public init(status: Int32, stdout: String, stderr: String) {
+            self.status = status
+            self.stdout = stdout
+            self.stderr = stderr
+        }
+
         /// stdout as one JSON object.
         public func json() throws -> [String: Any] {
             guard let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else {

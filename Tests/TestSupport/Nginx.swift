@@ -2,7 +2,8 @@ import Foundation
 
 /// A real nginx on loopback, started for the tests: a plain http port and an https port with a certificate from a
 /// CA the tests make (`caFile`), serving `root`. `/slow/` is rate-limited, for tests that need a transfer in
-/// flight. Its access log records each request's status and Range header.
+/// flight; `/private/` asks for HTTP Basic credentials (`user`, `password`). Its access log records each request's
+/// status and Range header.
 public final class Nginx: Sendable {
     public let root: URL
     public let httpPort: Int
@@ -10,6 +11,8 @@ public final class Nginx: Sendable {
     public let caFile: String
     public let accessLog: String
     private let process: Process
+    public static let user = "player"
+    public static let password = "level-up"
 
     /// One server for the whole test process.
     public static let shared: Nginx = {
@@ -32,6 +35,8 @@ public final class Nginx: Sendable {
         httpPort = try Self.freePort()
         httpsPort = try Self.freePort()
         let temp = folder.appendingPathComponent("tmp").path
+        let htpasswd = folder.appendingPathComponent("htpasswd").path
+        try "\(Self.user):\(try Self.hash(Self.password))\n".write(toFile: htpasswd, atomically: true, encoding: .utf8)
         let config = """
             daemon off;
             worker_processes 1;
@@ -50,6 +55,7 @@ public final class Nginx: Sendable {
                     ssl_certificate_key \(tls.serverKey);
                     root \(root.path);
                     location /slow/ { limit_rate 1m; }
+                    location /private/ { auth_basic "levels"; auth_basic_user_file \(htpasswd); }
                 }
             }
             """
@@ -69,6 +75,19 @@ public final class Nginx: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         try Self.waitForPort(httpPort)
+    }
+
+    /// An htpasswd line's hash, made by openssl.
+    static func hash(_ password: String) throws -> String {
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["passwd", "-apr1", password]
+        let out = Pipe()
+        openssl.standardOutput = out
+        try openssl.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        openssl.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Held open for the life of the test process: its end tells the watchdogs to stop their nginx.

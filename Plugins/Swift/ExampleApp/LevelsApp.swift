@@ -20,6 +20,8 @@ struct LevelsApp: AsyncParsableCommand {
     var delegate: DelegateKind = .full
     @Option(help: "Exit after this many completions (finished or failed) reached the delegate.") var waitFor = 0
     @Option(help: "Seconds to wait for them.") var timeout: Double = 60
+    @Option(help: "Seconds to keep running after acting, with the delegate set.") var stay: Double = 0
+    @Option(help: "USER:PASSWORD to answer a server's authentication challenge with.") var credential: String?
     @Option(help: "Take exclusive control (waiting up to this many ms; -1 waits as long as needed) before acting.")
     var exclusiveControl: Int?
     @Option(help: "Seconds to hold exclusive control.") var hold: Double = 0
@@ -31,7 +33,7 @@ struct LevelsApp: AsyncParsableCommand {
         let manager = BADownloadManager.shared
         let received = Received()
         let delegateObject: (any BADownloadManagerDelegate)? = switch delegate {
-        case .full: FullDelegate(printer: printer, received: received)
+        case .full: FullDelegate(printer: printer, received: received, credential: credential)
         case .progressOnly: ProgressOnlyDelegate(printer: printer)
         case .none: nil
         }
@@ -90,6 +92,7 @@ struct LevelsApp: AsyncParsableCommand {
             }
         }
 
+        if stay > 0 { try await Task.sleep(for: .milliseconds(Int64(stay * 1000))) }
         guard waitFor > 0 else { return }
         let deadline = Date(timeIntervalSinceNow: timeout)
         while received.count < waitFor {
@@ -145,10 +148,27 @@ final class Received: Sendable {
 final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendable {
     let printer: Printer
     let received: Received
+    let credential: String?
 
-    init(printer: Printer, received: Received) {
+    init(printer: Printer, received: Received, credential: String?) {
         self.printer = printer
         self.received = received
+        self.credential = credential
+    }
+
+    func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+        -> (URLSession.AuthChallengeDisposition, URLCredential?)
+    {
+        printer.event(
+            "challenge",
+            ["identifier": download.identifier, "host": challenge.protectionSpace.host,
+             "realm": challenge.protectionSpace.realm ?? "", "previousFailureCount": challenge.previousFailureCount])
+        guard let credential, let colon = credential.firstIndex(of: ":"), challenge.previousFailureCount == 0 else {
+            return (.cancelAuthenticationChallenge, nil)
+        }
+        let user = String(credential[..<colon])
+        let password = String(credential[credential.index(after: colon)...])
+        return (.useCredential, URLCredential(user: user, password: password, persistence: .forSession))
     }
 
     func downloadDidBegin(_ download: BADownload) { printer.event("began", ["identifier": download.identifier]) }

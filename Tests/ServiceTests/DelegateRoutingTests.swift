@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Completions reach the app's delegate when the app runs with one, and the extension otherwise: real daemon, real
+/// app processes (`levels-app`), real extension processes, real nginx.
+@Suite struct DelegateRoutingTests {
+    let nginx = Nginx.shared
+
+    func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+
+    /// A daemon with the Swift example app installed: one essential and one other asset in its manifest.
+    func installed() throws -> (ServiceDaemon, TestApp, String) {
+        let dir = "svc-\(UUID().uuidString.prefix(8))"
+        try nginx.serve(random(300_000), at: "\(dir)/level-1.pack")
+        try nginx.serve(random(200_000), at: "\(dir)/level-2.pack")
+        try nginx.serve(Data("""
+            {"assets": [
+              {"id": "level-1", "url": "\(nginx.https("\(dir)/level-1.pack"))", "size": 300000, "essential": true},
+              {"id": "level-2", "url": "\(nginx.https("\(dir)/level-2.pack"))", "size": 200000}
+            ]}
+            """.utf8), at: "\(dir)/manifest.json")
+        let app = try TestApp(manifestURL: nginx.https("\(dir)/manifest.json"), plugin: TestPlugins.swiftExample)
+        let daemon = try ServiceDaemon()
+        let install = try daemon.report(["install", app.folder.path])
+        #expect(install.status == 0, "\(install)")
+        #expect(install.report["success"] as? Bool == true)
+        #expect(install.events.contains { $0["event"] as? String == "finished" && $0["identifier"] as? String == "level-1" })
+        return (daemon, app, dir)
+    }
+
+    @Test func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension() throws {
+        let (daemon, app, dir) = try installed()
+        let extra = random(150_000)
+        try nginx.serve(extra, at: "\(dir)/extra.pack")
+        // `bahost launch` waits for the essentials, then runs the app as this app.
+        let launched = try Bahost.run([
+            "launch", app.identifier, "--socket", daemon.socket, "--", LevelsApp.path, "--json", "--wait-for", "1",
+            "--timeout", "30", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@150000",
+        ])
+        #expect(launched.status == 0, "\(launched.stdout)\n\(launched.stderr)")
+        let events = launched.events()
+        #expect(events.contains { $0["event"] as? String == "schedule" && $0["ok"] as? Bool == true })
+        #expect(events.contains { $0["event"] as? String == "began" && $0["identifier"] as? String == "extra" })
+        let finished = try #require(events.first { $0["event"] as? String == "finished" && $0["identifier"] as? String == "extra" })
+        // The app's delegate moved the file out of the host's folder into the group's container.
+        let path = try #require(finished["path"] as? String)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == extra)
+        #expect(path.hasPrefix(app.container(in: daemon.dataRoot).path))
+        // Delivered once, to the app: the extension never saw it.
+        let row = try #require(try daemon.downloads(app.identifier)["extra"])
+        #expect(row["delivered"] as? Bool == true)
+        #expect(!daemon.logText.contains("kept extra"))
+    }
+
+    @Test func anAppWithoutTheCompletionMethodsLeavesThemToTheExtension() throws {
+        let (daemon, app, dir) = try installed()
+        try nginx.serve(random(120_000), at: "\(dir)/extra.pack")
+        _ = try daemon.bahost(["launch", app.identifier])
+        // Runs with a delegate that has only downloadDidBegin: begin reaches it, the completion goes to the extension.
+        let running = try LevelsApp.start(
+            ["--delegate", "progress-only", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@120000", "--stay", "30"],
+            app: app.identifier, daemon: daemon)
+        defer { running.process.terminate() }
+        #expect(try ServiceDaemon.waitUntil { try daemon.downloads(app.identifier)["extra"]?["delivered"] as? Bool == true })
+        #expect(ServiceDaemon.waitUntil(5) { daemon.logText.contains("kept extra at") })
+        #expect(FileManager.default.fileExists(atPath: app.container(in: daemon.dataRoot).appendingPathComponent("Assets/extra").path))
+        running.process.terminate()
+        running.process.waitUntilExit()
+        let output = String(decoding: running.out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(output.contains(#""event":"began""#))
+        #expect(!output.contains(#""event":"finished""#))
+    }
+
+    @Test func withNoAppRunningTheExtensionIsWoken() throws {
+        let (daemon, app, dir) = try installed()
+        try nginx.serve(random(100_000), at: "\(dir)/extra.pack")
+        let scheduled = try LevelsApp.run(
+            ["--delegate", "none", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@100000"], app: app.identifier,
+            daemon: daemon)
+        #expect(scheduled.status == 0)
+        #expect(try ServiceDaemon.waitUntil { try daemon.downloads(app.identifier)["extra"]?["delivered"] as? Bool == true })
+        #expect(ServiceDaemon.waitUntil(5) { daemon.logText.contains("kept extra at") })
+    }
+
+    @Test func aChallengeIsAnsweredByTheAppsDelegate() throws {
+        let (daemon, app, dir) = try installed()
+        let secret = random(90_000)
+        try nginx.serve(secret, at: "private/\(dir)/secret.pack")
+        _ = try daemon.bahost(["launch", app.identifier])
+        let url = nginx.https("private/\(dir)/secret.pack")
+        let answered = try LevelsApp.run(
+            ["--schedule", "secret=\(url)@90000", "--credential", "\(Nginx.user):\(Nginx.password)", "--wait-for", "1",
+             "--timeout", "30"], app: app.identifier, daemon: daemon)
+        let events = answered.events()
+        let challenge = try #require(events.first { $0["event"] as? String == "challenge" }, "\(answered.stdout)")
+        #expect(challenge["realm"] as? String == "levels")
+        #expect(challenge["host"] as? String == "localhost")
+        let finished = try #require(events.first { $0["event"] as? String == "finished" })
+        #expect(try Data(contentsOf: URL(fileURLWithPath: finished["path"] as? String ?? "")) == secret)
+
+        // Cancelling the challenge fails the download with the server's 401.
+        let refused = try LevelsApp.run(
+            ["--schedule", "again=\(url)@90000", "--wait-for", "1", "--timeout", "30"], app: app.identifier, daemon: daemon)
+        let failed = try #require(refused.events().first { $0["event"] as? String == "failed" }, "\(refused.stdout)")
+        #expect((failed["error"] as? String)?.contains("401") == true)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+
+/// A real `bahost daemon` process on a socket and data root of its own, and the apps installed with it.
+public final class ServiceDaemon: @unchecked Sendable {
+    public let socket: String
+    public let dataRoot: URL
+    public let log: String
+    public let arguments: [String]
+    public private(set) var process: Process
+
+    /// Starts a daemon; `extra` adds options (`--daily-runtime 0`, `--sysfs-root DIR`…).
+    public init(dataRoot: URL? = nil, extra: [String] = []) throws {
+        let folder = TestPlugins.scratch.appendingPathComponent("service-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        socket = folder.appendingPathComponent("service.sock").path
+        self.dataRoot = dataRoot ?? folder.appendingPathComponent("data")
+        log = folder.appendingPathComponent("daemon.log").path
+        arguments = [
+            "daemon", "--socket", socket, "--data-root", self.dataRoot.path, "--ca-file", Nginx.shared.caFile,
+            "--development", "--retry-delay", "0.05", "--scheduler-interval", "3600", "--budget", "10",
+        ] + extra
+        process = try Self.launch(arguments, log: log)
+        try waitForSocket()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    private static func launch(_ arguments: [String], log: String) throws -> Process {
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        output.seekToEndOfFile()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPlugins.bahost)
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        return process
+    }
+
+    private func waitForSocket() throws {
+        for _ in 0..<400 {
+            if FileManager.default.fileExists(atPath: socket), (try? Bahost.run(["debug", "status", "--socket", socket]))?.status == 0 {
+                return
+            }
+            guard process.isRunning else { throw DaemonError.exited(logText) }
+            usleep(25_000)
+        }
+        throw DaemonError.exited("the daemon did not start listening: \(logText)")
+    }
+
+    /// Sends `signal` and waits for the process to end; returns its exit status.
+    @discardableResult
+    public func stop(_ signal: Int32) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Starts the daemon again with the same options and data.
+    public func restart() throws {
+        process = try Self.launch(arguments, log: log)
+        try waitForSocket()
+    }
+
+    public var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// `bahost ARGUMENTS --socket S`.
+    public func bahost(_ arguments: [String]) throws -> Bahost.Result {
+        try Bahost.run(arguments + ["--socket", socket])
+    }
+
+    /// `bahost ARGUMENTS --socket S --json`, its last line as one object.
+    public func report(_ arguments: [String]) throws -> (status: Int32, report: [String: Any], events: [[String: Any]]) {
+        let result = try bahost(arguments + ["--json"])
+        let objects = result.events()
+        return (result.status, objects.last ?? [:], Array(objects.dropLast()))
+    }
+
+    /// Polls `condition` every 50 ms for up to `seconds`.
+    public static func waitUntil(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(50_000)
+        }
+        return try condition()
+    }
+
+    /// An app's downloads as `bahost debug downloads` reports them, by identifier.
+    public func downloads(_ app: String) throws -> [String: [String: Any]] {
+        let rows = try report(["debug", "downloads", "--app", app]).report["downloads"] as? [[String: Any]] ?? []
+        return Dictionary(rows.map { ($0["identifier"] as? String ?? "", $0) }, uniquingKeysWith: { $1 })
+    }
+
+    public enum DaemonError: Error { case exited(String) }
+}
+
+/// An app folder: its Info.plist (Apple's keys, manifest on the test nginx) and its extension.
+public struct TestApp: Sendable {
+    public let identifier: String
+    public let group: String
+    public let folder: URL
+
+    public init(
+        identifier: String = "com.example.levels", group: String = "group.com.example.levels", manifestURL: String,
+        plugin: String, allowance: Int64 = 100_000_000
+    ) throws {
+        self.identifier = identifier
+        self.group = group
+        folder = TestPlugins.scratch.appendingPathComponent("app-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let values: [String: Any] = [
+            "CFBundleIdentifier": identifier, "BAAppGroupID": group, "BAManifestURL": manifestURL,
+            "BAInitialDownloadRestrictions": [
+                "BADownloadAllowance": allowance, "BAEssentialDownloadAllowance": allowance,
+                "BADownloadDomainAllowList": ["localhost"],
+            ] as [String: Any],
+            "BAMaxInstallSize": allowance,
+        ]
+        try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
+            .write(to: folder.appendingPathComponent("Info.plist"))
+        try FileManager.default.copyItem(atPath: plugin, toPath: folder.appendingPathComponent("extension.so").path)
+    }
+
+    /// The app group's container in a data root.
+    public func container(in dataRoot: URL) -> URL {
+        dataRoot.appendingPathComponent("containers/\(group)")
+    }
+}
+
+/// The example app, `levels-app`, as a real process of an app.
+public enum LevelsApp {
+    public static var path: String { TestPlugins.buildFolder.appendingPathComponent("levels-app").path }
+
+    /// Runs it to its end as `app`, with `--json`.
+    public static func run(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
+        let process = try start(arguments, app: app, daemon: daemon)
+        let stdout = process.out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = process.err.fileHandleForReading.readDataToEndOfFile()
+        process.process.waitUntilExit()
+        return Bahost.Result(
+            status: process.process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    public static func start(_ arguments: [String], app: String, daemon: ServiceDaemon) throws
+        -> (process: Process, out: Pipe, err: Pipe)
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments + ["--json"]
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket]) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return (process, out, err)
+    }
+}
