@@ -22,7 +22,7 @@ struct LevelsApp: AsyncParsableCommand {
     @Option(help: "Seconds to wait for them.") var timeout: Double = 60
     @Option(help: "Seconds to keep running after acting, with the delegate set.") var stay: Double = 0
     @Option(help: "USER:PASSWORD to answer a server's authentication challenge with.") var credential: String?
-    @Option(help: "Take exclusive control (waiting up to this many ms; -1 waits as long as needed) before acting.")
+    @Option(help: "Take exclusive control (waiting up to this many ms; --exclusive-control=-1 waits as long as needed) before acting.")
     var exclusiveControl: Int?
     @Option(help: "Seconds to hold exclusive control.") var hold: Double = 0
     @Flag(help: "Print the current downloads after acting.") var list = false
