@@ -73,7 +73,7 @@ public struct PeriodicPolicy: Sendable, Hashable, Codable {
         if conditions.batteryLow == true { return .skip("the machine is on battery below \(lowBatteryPercent)%") }
         if skipWhenMetered && conditions.metered == true { return .skip("the network is metered") }
         if !schedule.unlimitedRuntime && runtimeUsed(schedule, now: now) >= dailyRuntime {
-            return .skip(String(format: "today's runtime budget (%.0f s) is spent", dailyRuntime))
+            return .skip(String(format: "today's runtime budget (%g s) is spent", dailyRuntime))
         }
         return .run
     }
