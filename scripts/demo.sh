@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job end to end: builds bahost and the Swift example extension, starts a local HTTPS asset server (nginx
-# with a certificate authority made here), and runs the app's whole install life cycle: the manifest named by its
-# Info.plist, the extension's content request, policy, the downloads (essential first), and each finished file
-# delivered back to the extension, which keeps it in the app group's container.
+# The main job end to end: builds bahost, the Swift example extension and the example app, starts a local HTTPS
+# asset server (nginx with a certificate authority made here), and runs the app's whole install life cycle twice:
+# once with `bahost run` (the manifest named by its Info.plist, the extension's content request, policy, the
+# downloads, essential first, and each finished file delivered back to the extension, which keeps it in the app
+# group's container), then with the service: `bahost daemon`, `bahost install`, and `bahost launch` running the
+# example app, whose BADownloadManager delegate schedules a download and receives it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +16,8 @@ demo=$(mktemp -d /tmp/bahost-demo.XXXXXX)
 chmod 755 "$demo"  # nginx's workers read the assets as another user
 mkdir -p "$demo/www/levels" "$demo/logs" "$demo/tmp"
 nginx_pid=""
-trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; true' EXIT
+daemon_pid=""
+trap '[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null; [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; true' EXIT
 
 echo "== a certificate authority, and a certificate for localhost"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$demo/ca.key" -out "$demo/ca.pem" -days 1 \
@@ -34,6 +37,7 @@ echo "== assets, a manifest and the app's Info.plist, served by nginx on https:/
 head -c 2097152 /dev/urandom > "$demo/www/levels/level-1.pack"
 head -c 6291456 /dev/urandom > "$demo/www/levels/level-2.pack"
 head -c 4194304 /dev/urandom > "$demo/www/levels/soundtrack.pack"
+head -c 3145728 /dev/urandom > "$demo/www/levels/bonus.pack"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 cat > "$demo/www/manifest.json" <<JSON
 {"assets": [
@@ -84,3 +88,38 @@ for name in level-1 level-2 soundtrack; do
         exit 1
     fi
 done
+
+echo
+echo "== bahost daemon: the per-user service, on a socket of the demo's"
+mkdir -p "$demo/app"
+cp "$demo/Info.plist" "$bin/libExampleExtension.so" "$demo/app/"
+socket="$demo/service.sock"
+"$bin/bahost" daemon --socket "$socket" --data-root "$demo/service-data" --ca-file "$demo/ca.pem" \
+    2> "$demo/logs/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 200); do [ -S "$socket" ] && break; sleep 0.05; done
+
+echo
+echo "== bahost install: the app's folder (Info.plist and extension); it returns when the essential downloads are done"
+"$bin/bahost" install "$demo/app" --socket "$socket"
+
+echo
+echo "== bahost launch, running the example app: its delegate schedules a download and receives what completes"
+"$bin/bahost" launch com.example.levels --socket "$socket" -- "$bin/levels-app" --list --wait-for 1 \
+    --schedule "bonus=https://localhost:$port/levels/bonus.pack@3145728"
+
+echo
+echo "== bahost debug downloads and status"
+for _ in $(seq 200); do
+    "$bin/bahost" debug downloads --app com.example.levels --socket "$socket" --json | grep -q '"state":"downloading"\|"state":"queued"' || break
+    sleep 0.1
+done
+"$bin/bahost" debug downloads --app com.example.levels --socket "$socket"
+"$bin/bahost" debug status --socket "$socket"
+
+kill -TERM "$daemon_pid"
+wait "$daemon_pid"
+daemon_pid=""
+echo
+echo "== the service stopped on SIGTERM; its log:"
+cat "$demo/logs/daemon.log"

@@ -24,8 +24,9 @@ struct ServiceOptions: ParsableArguments {
         defer { connection.close() }
         let decoder = JSONDecoder()
         func exchange(_ id: UInt64, _ request: ServiceRequest) throws -> ServiceReply {
-            try connection.send(try ServiceProtocol.encoder.encode(ClientMessage.request(id: id, request)))
-            while let frame = try connection.receive() {
+            // A service that refuses the connection has said why before closing it: read that even if sending failed.
+            try? connection.send(try ServiceProtocol.encoder.encode(ClientMessage.request(id: id, request)))
+            while let frame = try? connection.receive() {
                 switch try decoder.decode(ServiceMessage.self, from: frame) {
                 case .reply(let replyID, let reply) where replyID == id || replyID == 0:
                     return reply

@@ -29,7 +29,7 @@ final class PeriodicScheduler: Sendable {
     private func sleep() async {
         let timer = Task { [interval] in
             try? await Task.sleep(for: interval)
-            self.wake()
+            if !Task.isCancelled { self.wake() }
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
