@@ -109,16 +109,22 @@ import Testing
         #expect(back.identifier == "manifest")
     }
 
-    @Test func withoutAServiceTheManagerSaysTheConnectionIsInvalid() {
+    @Test func withoutAServiceTheManagerSaysTheConnectionIsInvalidAndWithoutAnIdentityNotAccepted() {
         let manager = BADownloadManager.shared
         #expect(manager.delegate == nil)
-        for call in [
-            { try manager.scheduleDownload(self.levelOne(essential: false)) },
-            { try manager.cancel(self.levelOne()) },
-            { _ = try manager.fetchCurrentDownloads() },
-        ] {
-            let error = #expect(throws: NSError.self) { try call() }
-            #expect(error?.domain == BAErrorDomain && error?.code == BAErrorCode.callerConnectionInvalid.rawValue)
+        let original = manager.transport
+        defer { manager.transport = original }
+        let socket = FileManager.default.temporaryDirectory.appendingPathComponent("no-service-\(UUID()).sock").path
+        for (identity, code) in [("com.example.levels", BAErrorCode.callerConnectionInvalid), (nil, .callerConnectionNotAccepted)] {
+            manager.transport = ServiceTransport(socketPath: socket, appIdentifier: identity)
+            for call in [
+                { try manager.scheduleDownload(self.levelOne(essential: false)) },
+                { try manager.cancel(self.levelOne()) },
+                { _ = try manager.fetchCurrentDownloads() },
+            ] {
+                let error = #expect(throws: NSError.self) { try call() }
+                #expect(error?.domain == BAErrorDomain && error?.code == code.rawValue)
+            }
         }
     }
 
