@@ -287,14 +287,7 @@ public final class QueueStore: Sendable {
     /// Cancels an active download (by unique identifier when given, else by identifier); false when none matched.
     public func cancel(appIdentifier: String, uniqueIdentifier: String?, identifier: String) throws -> QueuedDownload? {
         try database.write { db in
-            var request = QueuedDownload.filter(Column("appIdentifier") == appIdentifier)
-                .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
-            if let uniqueIdentifier {
-                request = request.filter(Column("uniqueIdentifier") == uniqueIdentifier)
-            } else {
-                request = request.filter(Column("identifier") == identifier)
-            }
-            guard let found = try request.fetchOne(db) else { return nil }
+            guard let found = try Self.active(db, appIdentifier, uniqueIdentifier, identifier) else { return nil }
             try found.delete(db)
             return found
         }
@@ -327,20 +320,27 @@ public final class QueueStore: Sendable {
     /// it starts now, before every background download; one waiting to retry does not wait any longer.
     public func promote(appIdentifier: String, uniqueIdentifier: String?, identifier: String) throws -> QueuedDownload? {
         try database.write { db in
-            var request = QueuedDownload.filter(Column("appIdentifier") == appIdentifier)
-                .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
-            if let uniqueIdentifier {
-                request = request.filter(Column("uniqueIdentifier") == uniqueIdentifier)
-            } else {
-                request = request.filter(Column("identifier") == identifier)
-            }
-            guard var found = try request.fetchOne(db) else { return nil }
+            guard var found = try Self.active(db, appIdentifier, uniqueIdentifier, identifier) else { return nil }
             found.foreground = true
             if found.state != .downloading { found.retryAt = nil }
             if found.state == .waitingToRetry || found.state == .waitingForNetwork { found.state = .queued }
             try found.update(db)
             return found
         }
+    }
+
+    /// An app's active download, by unique identifier when given, else by identifier.
+    private static func active(_ db: Database, _ appIdentifier: String, _ uniqueIdentifier: String?, _ identifier: String)
+        throws -> QueuedDownload?
+    {
+        var request = QueuedDownload.filter(Column("appIdentifier") == appIdentifier)
+            .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
+        if let uniqueIdentifier {
+            request = request.filter(Column("uniqueIdentifier") == uniqueIdentifier)
+        } else {
+            request = request.filter(Column("identifier") == identifier)
+        }
+        return try request.fetchOne(db)
     }
 
     /// An app's foreground downloads go back to the background (Apple: they stay in the foreground until the

@@ -31,9 +31,11 @@ public enum Bahost {
         public func events(_ name: String) -> [[String: Any]] { events().filter { $0["event"] as? String == name } }
     }
 
-    /// Runs `bahost ARGUMENTS` to its end.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
-        let process = try start(arguments, environment: environment)
+    /// Runs `bahost ARGUMENTS` (or another of the package's programs) to its end.
+    public static func run(
+        _ arguments: [String], environment: [String: String] = [:], executable: String = TestPlugins.bahost
+    ) throws -> Result {
+        let process = try start(arguments, environment: environment, executable: executable)
         let stdout = process.out.fileHandleForReading.readDataToEndOfFile()
         let stderr = process.err.fileHandleForReading.readDataToEndOfFile()
         process.process.waitUntilExit()
@@ -43,11 +45,11 @@ public enum Bahost {
     }
 
     /// Starts `bahost ARGUMENTS` and returns at once (for tests that kill it).
-    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws
-        -> (process: Process, out: Pipe, err: Pipe)
-    {
+    public static func start(
+        _ arguments: [String], environment: [String: String] = [:], executable: String = TestPlugins.bahost
+    ) throws -> (process: Process, out: Pipe, err: Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPlugins.bahost)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()

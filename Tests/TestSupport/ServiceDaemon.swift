@@ -137,28 +137,16 @@ public enum LevelsApp {
 
     /// Runs it to its end as `app`, with `--json`.
     public static func run(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
-        let process = try start(arguments, app: app, daemon: daemon)
-        let stdout = process.out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = process.err.fileHandleForReading.readDataToEndOfFile()
-        process.process.waitUntilExit()
-        return Bahost.Result(
-            status: process.process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        try Bahost.run(arguments + ["--json"], environment: environment(app, daemon), executable: path)
     }
 
     public static func start(_ arguments: [String], app: String, daemon: ServiceDaemon) throws
         -> (process: Process, out: Pipe, err: Pipe)
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments + ["--json"]
-        process.environment = ProcessInfo.processInfo.environment.merging(
-            ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket]) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        return (process, out, err)
+        try Bahost.start(arguments + ["--json"], environment: environment(app, daemon), executable: path)
+    }
+
+    static func environment(_ app: String, _ daemon: ServiceDaemon) -> [String: String] {
+        ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket]
     }
 }
