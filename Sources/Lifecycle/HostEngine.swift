@@ -52,6 +52,8 @@ public final class HostEngine: Sendable {
     private struct EngineState {
         /// Running transfers: their host (for the per-host cap) and task (to cancel).
         var running: [String: (host: String, task: Task<Void, Never>)] = [:]
+        /// Deliveries in progress, one per app: a slow extension window or app delegate holds up only its own app.
+        var deliveries: [String: Task<Void, Never>] = [:]
         /// Apps waiting for their essential downloads before they may launch.
         var awaitingLaunch: Set<String> = []
         /// When an app's oldest undelivered completion appeared.
@@ -84,9 +86,11 @@ public final class HostEngine: Sendable {
     /// Stops running transfers, waits for each to record where it stopped (its partial file stays, to resume), and
     /// closes the HTTP client.
     public func shutdown() async {
-        let running = state.withLock { $0.running }
+        let (running, deliveries) = state.withLock { ($0.running, $0.deliveries) }
         for (_, entry) in running { entry.task.cancel() }
         for (_, entry) in running { await entry.task.value }
+        // A delivery window runs to its end (its budget bounds it), so that what it delivered is recorded.
+        for (_, task) in deliveries { await task.value }
         try? await client.shutdown()
     }
 
@@ -219,12 +223,8 @@ public final class HostEngine: Sendable {
         while !Task.isCancelled {
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
             try startRunnable(apps)
-            var delivered = false
-            for app in apps where try shouldDeliver(app) {
-                try await deliver(app)
-                delivered = true
-            }
-            let running = state.withLock { !$0.running.isEmpty }
+            for app in apps where try shouldDeliver(app) { startDelivery(app) }
+            let running = state.withLock { !$0.running.isEmpty || !$0.deliveries.isEmpty }
             let work = try apps.contains { try store.hasWork(for: $0) }
             if !running && !work && !forever { return }
             if !running && work {
@@ -232,7 +232,6 @@ public final class HostEngine: Sendable {
                 // to record how it ended): queue it again rather than wait for it forever.
                 try store.recoverInterruptedTransfers()
             }
-            if delivered { continue }
             await signal.wait(for: try nextWake())
         }
     }
@@ -440,6 +439,23 @@ public final class HostEngine: Sendable {
             return state.pendingSince[appIdentifier]!
         }
         return ContinuousClock.now - since >= settings.deliveryDelay
+    }
+
+    private func startDelivery(_ appIdentifier: String) {
+        state.withLock { state in
+            guard state.deliveries[appIdentifier] == nil else { return }
+            state.deliveries[appIdentifier] = Task {
+                do {
+                    try await self.deliver(appIdentifier)
+                } catch {
+                    // The queue could not record a delivery: it stays pending, to be delivered again, not at once.
+                    self.observe(.queueFailed("delivering to \(appIdentifier): \(error)"))
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                self.state.withLock { _ = $0.deliveries.removeValue(forKey: appIdentifier) }
+                self.signal.fire()
+            }
+        }
     }
 
     private func deliver(_ appIdentifier: String) async throws {
