@@ -62,10 +62,10 @@ extension BackgroundAssetsService {
         } catch {
             throw ControlError(error.description)
         }
-        let plugin = try Self.extensionPath(in: folder, config: config)
         let existing = try engine.store.app(config.appIdentifier)
         if update && existing == nil { throw ControlError("\(config.appIdentifier) is not installed: install it first") }
         if !update && existing != nil { throw ControlError("\(config.appIdentifier) is already installed: use update") }
+        let plugin = try Self.extensionPath(in: folder, config: config)
         try engine.store.install(AppRecord(
             appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier, pluginPath: plugin,
             manifestURL: config.manifestURL.absoluteString, domainAllowList: config.initialRestrictions.domainAllowList,
