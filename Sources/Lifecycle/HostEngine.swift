@@ -46,6 +46,8 @@ public final class HostEngine: Sendable {
     let observe: LifecycleObserver
     private let router: AppDelegateRouter?
     private let client: TransferClient
+    /// An exclusive `flock` on the data root, held for the engine's life (the kernel releases it if the host dies).
+    private let dataRootLock: Int32
     private let signal = WakeSignal()
     private let state = Mutex(EngineState())
 
@@ -73,6 +75,12 @@ public final class HostEngine: Sendable {
     ) throws {
         try dataRoot.prepare()
         self.dataRoot = dataRoot
+        // One engine per data root: a second (a `bahost run` beside the daemon) would perform the same transfers.
+        dataRootLock = open(dataRoot.url.appendingPathComponent("lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard dataRootLock >= 0, flock(dataRootLock, LOCK_EX | LOCK_NB) == 0 else {
+            if dataRootLock >= 0 { close(dataRootLock) }
+            throw EngineError.dataRootInUse(dataRoot.url.path)
+        }
         store = try QueueStore(path: dataRoot.queuePath)
         self.settings = settings
         self.router = router
@@ -82,6 +90,8 @@ public final class HostEngine: Sendable {
         // Last: once made, the client must be shut down, so nothing after it may throw.
         client = try TransferClient(settings.transfer)
     }
+
+    deinit { close(dataRootLock) }
 
     /// Stops running transfers, waits for each to record where it stopped (its partial file stays, to resume), and
     /// closes the HTTP client.
@@ -513,6 +523,17 @@ public final class HostEngine: Sendable {
     static func fileLength(_ path: String) -> Int64 {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+}
+
+public enum EngineError: Error, CustomStringConvertible {
+    case dataRootInUse(String)
+
+    public var description: String {
+        switch self {
+        case .dataRootInUse(let path):
+            "another bahost (the daemon, or a run) is using the data root \(path); use its service or another --data-root"
+        }
     }
 }
 

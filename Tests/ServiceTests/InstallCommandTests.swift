@@ -60,6 +60,14 @@ import TestSupport
         #expect(try daemon.report(["launch", "com.example.nothing"]).status == 2)
         #expect(try daemon.report(["debug", "simulate", "--app", "com.example.nothing", "--event", "periodic"]).status == 2)
 
+        // A `bahost run` on the service's data root would perform the same transfers twice: refused.
+        let beside = try Bahost.run([
+            "run", "--plugin", TestPlugins.swiftExample, "--event", "install", "--info-plist",
+            app.folder.appendingPathComponent("Info.plist").path, "--data-root", daemon.dataRoot.path,
+        ])
+        #expect(beside.status == 70)
+        #expect(beside.stderr.contains("another bahost"), "\(beside.stderr)")
+
         // No service: exit 69 with the reason.
         daemon.stop(SIGTERM)
         let down = try daemon.bahost(["debug", "status"])
