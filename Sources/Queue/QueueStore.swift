@@ -106,18 +106,25 @@ public final class QueueStore: Sendable {
 
     /// Runs `body` on an app's record inside one transaction and saves what it changed.
     public func updateApp<T>(_ appIdentifier: String, _ body: (inout AppRecord) throws -> T) throws -> T {
+        try update(AppRecord.self, appIdentifier, body)
+    }
+
+    /// Runs `body` on the record of an app inside one transaction and saves what it changed.
+    private func update<Record: FetchableRecord & PersistableRecord & TableRecord, T>(
+        _ type: Record.Type, _ appIdentifier: String, _ body: (inout Record) throws -> T
+    ) throws -> T {
         try database.write { db in
-            guard var app = try AppRecord.fetchOne(db, key: appIdentifier) else {
+            guard var record = try Record.fetchOne(db, key: appIdentifier) else {
                 throw QueueError.unknownApp(appIdentifier)
             }
-            let result = try body(&app)
-            try app.update(db)
+            let result = try body(&record)
+            try record.update(db)
             return result
         }
     }
 
-    /// Removes an app and everything the queue holds for it; returns the downloads that were still active (their
-    /// transfers are to be stopped and their partial files deleted).
+    /// Removes an app and everything the queue holds for it; returns its downloads (the running ones' transfers are
+    /// to be stopped, and partial files deleted).
     public func uninstall(_ appIdentifier: String) throws -> [QueuedDownload] {
         try database.write { db in
             guard try AppRecord.exists(db, key: appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
@@ -140,14 +147,7 @@ public final class QueueStore: Sendable {
 
     /// Runs `body` on an app's schedule inside one transaction and saves what it changed.
     public func updateSchedule<T>(_ appIdentifier: String, _ body: (inout AppSchedule) throws -> T) throws -> T {
-        try database.write { db in
-            guard var schedule = try AppSchedule.fetchOne(db, key: appIdentifier) else {
-                throw QueueError.unknownApp(appIdentifier)
-            }
-            let result = try body(&schedule)
-            try schedule.update(db)
-            return result
-        }
+        try update(AppSchedule.self, appIdentifier, body)
     }
 
     /// The highest sequence number given so far: downloads queued later have higher ones.
