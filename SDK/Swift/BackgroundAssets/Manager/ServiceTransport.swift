@@ -235,7 +235,7 @@ final class ServiceTransport: HostTransport, Sendable {
     /// One connection to the service, read by a thread of its own.
     fileprivate final class Connection: @unchecked Sendable {
         let socket: FramedSocket
-        unowned let transport: ServiceTransport
+        let transport: ServiceTransport
         private let waiters = Mutex<[UInt64: Waiter]>([:])
         private let nextIdentifier = Atomic<UInt64>(1)
         private let ended = Atomic(false)
