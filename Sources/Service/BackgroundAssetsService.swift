@@ -105,6 +105,7 @@ public final class BackgroundAssetsService: Sendable {
                 "no app '\(hello.appIdentifier ?? "")' is installed: bahost install APP_DIR first"))
         }
         session.introduce(hello)
+        logger.info("app connected", metadata: ["app": "\(appIdentifier)", "pid": "\(session.peerPID)"])
         return .hello(HelloReply(
             serviceVersion: Self.version, exclusiveControlLockPath: ExclusiveControlLock.path(forApp: appIdentifier),
             appGroupIdentifier: app.appGroupIdentifier,
