@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The benchmark suite: bahost against curl and aria2c on one nginx on loopback, and the runtime's own figures, in
+# one run, printed as one table (min / median / max over repeated runs, and ratios).
+#
+#   Benchmarks/run.sh            the full suite (a release build; 1 GiB and 2 GiB files; a few minutes)
+#   Benchmarks/run.sh --smoke    small sizes, one run each: checks that every figure still comes out (CI runs it)
+#
+# Figures: a large file's wall time to a verified file on disk; many small files per second; the host's peak RSS
+# during a large download (and whether it grows with the file); extension activation against the floor of a bare
+# spawn; the lateness of extensionWillTerminate and of the kill. Timings are never asserted: this prints them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+smoke=false
+[ "${1:-}" = "--smoke" ] && smoke=true
+if $smoke; then
+    big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
+else
+    big=$((1 << 30)); huge=$((2 << 30)); small_count=2000; runs=3; windows=200; configuration=release
+fi
+
+scripts/install-dependencies.sh
+need=()
+for tool in curl aria2c python3; do command -v "$tool" >/dev/null || need+=("$tool"); done
+if [ ${#need[@]} -gt 0 ]; then
+    packages=("${need[@]/aria2c/aria2}")
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}"
+fi
+swift build -c "$configuration" --product bahost >/dev/null
+swift build -c "$configuration" --product bahost-extension-runner >/dev/null
+bin=$(swift build -c "$configuration" --show-bin-path)
+
+work=$(mktemp -d /tmp/bahost-bench.XXXXXX)
+chmod 755 "$work"
+mkdir -p "$work/www/small" "$work/logs" "$work/tmp" "$work/out"
+nginx_pid=""
+trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; rm -rf "$work"' EXIT
+cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/extension.so" Plugins/C/example_extension.c
+cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_entry.so" Plugins/C/misbehaving/hang_in_entry.c
+cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_will_terminate.so" Plugins/C/misbehaving/hang_in_will_terminate.c
+cc -O2 -Wall -o "$work/spawn_floor" Benchmarks/spawn_floor.c
+
+port=""
+for candidate in $(shuf -i 20000-60000 -n 50); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
+done
+cat > "$work/nginx.conf" <<NGINX
+daemon off;
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 100000;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 127.0.0.1:$port; root $work/www; }
+}
+NGINX
+head -c "$big" /dev/urandom > "$work/www/big.bin"
+head -c "$huge" /dev/urandom > "$work/www/huge.bin"
+for i in $(seq 1 "$small_count"); do head -c 65536 /dev/urandom > "$work/www/small/$i.bin"; done
+nginx -c "$work/nginx.conf" -p "$work" </dev/null >/dev/null 2>&1 &
+nginx_pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+base="http://127.0.0.1:$port"
+
+cat > "$work/Info.plist" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict>
+  <key>CFBundleIdentifier</key><string>com.example.bench</string>
+  <key>BAAppGroupID</key><string>group.com.example.levels</string>
+  <key>BAManifestURL</key><string>$base/manifest</string>
+  <key>BAInitialDownloadRestrictions</key><dict>
+    <key>BADownloadAllowance</key><integer>100000000000</integer>
+    <key>BAEssentialDownloadAllowance</key><integer>100000000000</integer>
+    <key>BADownloadDomainAllowList</key><array><string>127.0.0.1</string></array>
+  </dict>
+  <key>BAMaxInstallSize</key><integer>100000000000</integer>
+</dict></plist>
+PLIST
+echo "big $big optional $base/big.bin" > "$work/big.manifest"
+echo "huge $huge optional $base/huge.bin" > "$work/huge.manifest"
+for i in $(seq 1 "$small_count"); do echo "s$i 65536 optional $base/small/$i.bin"; done > "$work/small.manifest"
+for i in $(seq 1 "$small_count"); do echo "url = $base/small/$i.bin"; echo "output = $work/out/$i.bin"; done > "$work/curl-small.cfg"
+for i in $(seq 1 "$small_count"); do echo "$base/small/$i.bin"; done > "$work/aria2-small.txt"
+
+results="$work/results.txt"
+: > "$results"
+now() { date +%s%N; }
+since() { echo $(( ($(now) - $1) / 1000 )); }  # microseconds since a now()
+record() { echo "$1 $2" >> "$results"; }
+fresh() { rm -rf "$work/out" "$work/data"; mkdir -p "$work/out"; sync; }
+bahost_run() {  # MANIFEST [extra options]: the whole life cycle, as `bahost run` does it
+    local manifest=$1; shift
+    "$bin/bahost" run --plugin "$work/extension.so" --event install --info-plist "$work/Info.plist" \
+        --manifest "$manifest" --data-root "$work/data" --allow-insecure-loopback "$@" >/dev/null
+}
+
+echo "== one large file ($((big >> 20)) MiB), $runs run(s) each"
+for _ in $(seq "$runs"); do
+    fresh; t=$(now); bahost_run "$work/big.manifest"; record big.bahost "$(since "$t")"
+    fresh; t=$(now); curl -s -o "$work/out/big.bin" "$base/big.bin"; record big.curl "$(since "$t")"
+    fresh; t=$(now); aria2c -q -x1 -s1 --file-allocation=none -d "$work/out" -o big.bin "$base/big.bin"
+    record big.aria2-x1 "$(since "$t")"
+    fresh; t=$(now); aria2c -q -x4 -s4 --file-allocation=none -d "$work/out" -o big.bin "$base/big.bin"
+    record big.aria2-x4 "$(since "$t")"
+done
+
+echo "== $small_count files of 64 KiB, $runs run(s) each"
+for _ in $(seq "$runs"); do
+    fresh; t=$(now); bahost_run "$work/small.manifest" --max-concurrent 16 --max-per-host 16
+    record small.bahost "$(since "$t")"
+    fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; record small.curl "$(since "$t")"
+    fresh; t=$(now); aria2c -q -j16 --file-allocation=none -d "$work/out" -i "$work/aria2-small.txt"
+    record small.aria2-j16 "$(since "$t")"
+done
+
+echo "== peak resident memory during a $((huge >> 20)) MiB download"
+peak() {  # COMMAND…: runs it, samples its VmRSS every 20 ms; records "peak-in-first-half peak-overall" in KiB
+    local name=$1; shift
+    "$@" & local pid=$! first=0 all=0 rss size
+    while kill -0 "$pid" 2>/dev/null; do
+        rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+        [ -z "$rss" ] && rss=0
+        [ "$rss" -gt "$all" ] && all=$rss
+        size=$( (du -sb "$work/out" "$work/data" 2>/dev/null || true) | awk '{s += $1} END {print s + 0}')
+        [ "$size" -lt $((huge / 2)) ] && [ "$rss" -gt "$first" ] && first=$rss
+        sleep 0.02
+    done
+    wait "$pid"
+    record "rss.$name" "$first $all"
+}
+fresh; peak bahost "$bin/bahost" run --plugin "$work/extension.so" --event install --info-plist "$work/Info.plist" \
+    --manifest "$work/huge.manifest" --data-root "$work/data" --allow-insecure-loopback
+fresh; peak curl curl -s -o "$work/out/huge.bin" "$base/huge.bin"
+fresh; peak aria2-x4 aria2c -q -x4 -s4 --file-allocation=none -d "$work/out" -o huge.bin "$base/huge.bin"
+
+echo "== extension activation, $windows windows; the floor: a bare spawn of /bin/true"
+echo "# nothing" > "$work/empty.manifest"
+for _ in $(seq "$windows"); do
+    "$bin/bahost" run --plugin "$work/extension.so" --event periodic --manifest "$work/empty.manifest" --window-only --json \
+        | python3 -c 'import json,sys; print("activation", json.load(sys.stdin)["activationSeconds"] * 1000)' >> "$results"
+done
+"$work/spawn_floor" "$windows" | sed 's/^/floor /' >> "$results"
+
+echo "== terminate precision, $windows windows each"
+for _ in $(seq "$windows"); do
+    "$bin/bahost" run --plugin "$work/hang_in_entry.so" --event periodic --manifest "$work/empty.manifest" --window-only \
+        --json --budget 0.05 --grace 0.05 \
+        | python3 -c 'import json,sys; r=json.load(sys.stdin); print("willTerminate", (r["willTerminateSentAtSeconds"] - 0.05) * 1000)' >> "$results" || true
+    "$bin/bahost" run --plugin "$work/hang_in_will_terminate.so" --event periodic --manifest "$work/empty.manifest" \
+        --window-only --json --budget 0.05 --grace 0.05 \
+        | python3 -c 'import json,sys; r=json.load(sys.stdin); print("kill", (r["elapsedSeconds"] - 0.1) * 1000)' >> "$results" || true
+done
+
+python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration"

@@ -1,0 +1,78 @@
+"""Prints the benchmark table from run.sh's results: min / median / max per figure, ratios, and targets."""
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+path, big, small_count, configuration = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+values = defaultdict(list)
+for line in open(path):
+    name, *numbers = line.split()
+    values[name].append([float(n) for n in numbers])
+
+
+def first(name):
+    return [v[0] for v in values[name]]
+
+
+def spread(xs, unit, digits=1):
+    if not xs:
+        return "n/a"
+    return f"{min(xs):.{digits}f} / {statistics.median(xs):.{digits}f} / {max(xs):.{digits}f} {unit}"
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def cpu():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+memory = int(open("/proc/meminfo").readline().split()[1]) // 1024 // 1024
+print()
+print(f"Machine: {cpu()}, {os.cpu_count()} cores, {memory} GiB, {platform.system()} {platform.release()}; "
+      f"bahost {configuration} build; nginx on loopback (plain http, sendfile).")
+print()
+print("| figure | tool | min / median / max | ratio | target |")
+print("|---|---|---|---|---|")
+
+mib = big / (1 << 20)
+bahost_big = median(first("big.bahost"))
+for tool in ["bahost", "curl", "aria2-x1", "aria2-x4"]:
+    times = [t / 1e6 for t in first(f"big.{tool}")]
+    throughput = [mib / t for t in times]
+    ratio = f"{(mib / (bahost_big / 1e6)) / median(throughput):.2f}× bahost/{tool}" if tool != "bahost" else ""
+    target = "≥ 1.0× curl" if tool == "curl" else ""
+    print(f"| {mib:.0f} MiB file to disk | {tool} | {spread(throughput, 'MiB/s')} | {ratio} | {target} |")
+
+bahost_small = median(first("small.bahost"))
+for tool in ["bahost", "curl", "aria2-j16"]:
+    rates = [small_count / (t / 1e6) for t in first(f"small.{tool}")]
+    ratio = f"{(small_count / (bahost_small / 1e6)) / median(rates):.2f}× bahost/{tool}" if tool != "bahost" else ""
+    target = "≥ 1.0× curl" if tool == "curl" else ""
+    print(f"| {small_count} files of 64 KiB | {tool} | {spread(rates, 'files/s', 0)} | {ratio} | {target} |")
+
+for tool in ["bahost", "curl", "aria2-x4"]:
+    rows = values.get(f"rss.{tool}", [])
+    if rows:
+        half, peak = rows[0][0] / 1024, rows[0][1] / 1024
+        target = "≤ 48 MiB, flat" if tool == "bahost" else ""
+        print(f"| peak RSS, large download (first half → whole) | {tool} | {half:.1f} → {peak:.1f} MiB | | {target} |")
+
+activation, floor = first("activation"), first("floor")
+if activation:
+    p99 = sorted(activation)[int(len(activation) * 0.99) - 1 if len(activation) >= 100 else -1]
+    print(f"| extension activation (spawn → dlopen → handshake) | bahost | {spread(activation, 'ms', 2)}; p99 {p99:.2f} ms "
+          f"| {median(activation) / median(floor):.1f}× the floor | median ≤ 3 ms, p99 ≤ 10 ms |")
+    print(f"| bare spawn of /bin/true (the floor) | posix_spawn | {spread(floor, 'ms', 2)} | | |")
+for name, label in [("willTerminate", "willTerminate lateness after the deadline"), ("kill", "kill lateness after the grace")]:
+    xs = first(name)
+    if xs:
+        p99 = sorted(xs)[int(len(xs) * 0.99) - 1 if len(xs) >= 100 else -1]
+        print(f"| {label} | bahost | {spread(xs, 'ms', 2)}; p99 {p99:.2f} ms | | p99 ≤ 2 ms |")
