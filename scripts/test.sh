@@ -9,3 +9,6 @@ cd "$(dirname "$0")/.."
 scripts/install-dependencies.sh
 swift build --build-tests
 swift test --skip-build --no-parallel
+
+# The benchmark suite in its smoke mode (small sizes, one run), so that it cannot rot; it asserts no timing.
+Benchmarks/run.sh --smoke
