@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
         // The example app, which talks to `bahost daemon` through the same SDK.
         .executable(name: "levels-app", targets: ["ExampleApp"]),
+        .executable(name: "bahost-bench-app", targets: ["BenchApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -56,7 +57,12 @@ let package = Package(
             ]),
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport"]),
         .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue"]),
-        .target(name: "Lifecycle", dependencies: ["AppConfig", "CBAExtension", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer"]),
+        .target(
+            name: "Lifecycle",
+            dependencies: [
+                "AppConfig", "CBAExtension", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         .target(
             name: "Service",
             dependencies: [
@@ -80,6 +86,10 @@ let package = Package(
             name: "ExampleApp",
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Plugins/Swift/ExampleApp"),
+        .executableTarget(
+            name: "BenchApp",
+            dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/BenchApp"),
 
         // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner so
         // that it is built beside the test bundle (`swift build --build-tests` builds the example .so there too).

@@ -2,8 +2,12 @@
 # The benchmark suite: bahost against curl and aria2c on one nginx on loopback, and the runtime's own figures, in
 # one run, printed as one table (min / median / max over repeated runs, and ratios).
 #
-#   Benchmarks/run.sh            the full suite (a release build; 1 GiB and 2 GiB files; a few minutes)
-#   Benchmarks/run.sh --smoke    small sizes, one run each: checks that every figure still comes out (CI runs it)
+#   Benchmarks/run.sh                  the full suite (a release build; 1 GiB and 2 GiB files; a few minutes)
+#   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
+#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate
+#
+# BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
+#   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second; the host's peak RSS
 # during a large download (and whether it grows with the file); extension activation against the floor of a bare
@@ -12,11 +16,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 smoke=false
-[ "${1:-}" = "--smoke" ] && smoke=true
+[ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
+figures=" ${*:-big small rss activation terminate queue delegate} "
+want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
+    queue_count=200; completions=10
 else
     big=$((1 << 30)); huge=$((2 << 30)); small_count=2000; runs=3; windows=200; configuration=release
+    queue_count=${BENCH_QUEUE_COUNT:-10000}; completions=200
 fi
 
 scripts/install-dependencies.sh
@@ -30,13 +38,14 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 swift build -c "$configuration" --product bahost >/dev/null
 swift build -c "$configuration" --product bahost-extension-runner >/dev/null
+swift build -c "$configuration" --product bahost-bench-app >/dev/null
 bin=$(swift build -c "$configuration" --show-bin-path)
 
 work=$(mktemp -d /tmp/bahost-bench.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$work/www/small" "$work/logs" "$work/tmp" "$work/out"
 nginx_pid=""
-trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; [ -n "${daemon_pid:-}" ] && kill "$daemon_pid" 2>/dev/null; rm -rf "$work"' EXIT
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/extension.so" Plugins/C/example_extension.c
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_entry.so" Plugins/C/misbehaving/hang_in_entry.c
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_will_terminate.so" Plugins/C/misbehaving/hang_in_will_terminate.c
@@ -58,11 +67,14 @@ http {
     keepalive_requests 100000;
     client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
     uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-    server { listen 127.0.0.1:$port; root $work/www; }
+    server {
+        listen 127.0.0.1:$port; root $work/www;
+        location /slow/ { alias $work/www/small/; limit_rate 1k; }
+    }
 }
 NGINX
-head -c "$big" /dev/urandom > "$work/www/big.bin"
-head -c "$huge" /dev/urandom > "$work/www/huge.bin"
+want big && head -c "$big" /dev/urandom > "$work/www/big.bin"
+want rss && head -c "$huge" /dev/urandom > "$work/www/huge.bin"
 for i in $(seq 1 "$small_count"); do head -c 65536 /dev/urandom > "$work/www/small/$i.bin"; done
 nginx -c "$work/nginx.conf" -p "$work" </dev/null >/dev/null 2>&1 &
 nginx_pid=$!
@@ -88,19 +100,31 @@ echo "huge $huge optional $base/huge.bin" > "$work/huge.manifest"
 for i in $(seq 1 "$small_count"); do echo "s$i 65536 optional $base/small/$i.bin"; done > "$work/small.manifest"
 for i in $(seq 1 "$small_count"); do echo "url = $base/small/$i.bin"; echo "output = $work/out/$i.bin"; done > "$work/curl-small.cfg"
 for i in $(seq 1 "$small_count"); do echo "$base/small/$i.bin"; done > "$work/aria2-small.txt"
+echo "# nothing" > "$work/empty.manifest"
+cp "$work/empty.manifest" "$work/www/manifest"
 
 results="$work/results.txt"
 : > "$results"
 now() { date +%s%N; }
 since() { echo $(( ($(now) - $1) / 1000 )); }  # microseconds since a now()
 record() { echo "$1 $2" >> "$results"; }
-fresh() { rm -rf "$work/out" "$work/data"; mkdir -p "$work/out"; sync; }
+# Each tool starts in empty folders. What the previous one wrote is set aside, not deleted, until the figure is done:
+# ext4 without a journal (this machine's disk) makes every file created within 30 s of a mass deletion scan past the
+# deleted inodes, which would tax whichever tool runs next.
+fresh() {
+    mkdir -p "$work/trash"
+    local aside; aside=$(mktemp -d "$work/trash/XXXXXX")
+    for d in out data; do [ -e "$work/$d" ] && mv "$work/$d" "$aside/"; done
+    mkdir -p "$work/out"; sync
+}
+empty_trash() { rm -rf "$work/trash"; }
 bahost_run() {  # MANIFEST [extra options]: the whole life cycle, as `bahost run` does it
     local manifest=$1; shift
-    "$bin/bahost" run --plugin "$work/extension.so" --event install --info-plist "$work/Info.plist" \
+    ${BENCH_WRAPPER:-} "$bin/bahost" run --plugin "$work/extension.so" --event install --info-plist "$work/Info.plist" \
         --manifest "$manifest" --data-root "$work/data" --allow-insecure-loopback "$@" >/dev/null
 }
 
+if want big; then
 echo "== one large file ($((big >> 20)) MiB), $runs run(s) each"
 for _ in $(seq "$runs"); do
     fresh; t=$(now); bahost_run "$work/big.manifest"; record big.bahost "$(since "$t")"
@@ -109,8 +133,10 @@ for _ in $(seq "$runs"); do
     record big.aria2-x1 "$(since "$t")"
     fresh; t=$(now); aria2c -q -x4 -s4 --file-allocation=none -d "$work/out" -o big.bin "$base/big.bin"
     record big.aria2-x4 "$(since "$t")"
+    empty_trash
 done
-
+fi
+if want small; then
 echo "== $small_count files of 64 KiB, $runs run(s) each"
 for _ in $(seq "$runs"); do
     fresh; t=$(now); bahost_run "$work/small.manifest" --max-concurrent 16 --max-per-host 16
@@ -119,7 +145,9 @@ for _ in $(seq "$runs"); do
     fresh; t=$(now); aria2c -q -j16 --file-allocation=none -d "$work/out" -i "$work/aria2-small.txt"
     record small.aria2-j16 "$(since "$t")"
 done
-
+empty_trash
+fi
+if want rss; then
 echo "== peak resident memory during a $((huge >> 20)) MiB download"
 peak() {  # COMMAND…: runs it, samples its VmRSS every 20 ms; records "peak-in-first-half peak-overall" in KiB
     local name=$1; shift
@@ -139,15 +167,17 @@ fresh; peak bahost "$bin/bahost" run --plugin "$work/extension.so" --event insta
     --manifest "$work/huge.manifest" --data-root "$work/data" --allow-insecure-loopback
 fresh; peak curl curl -s -o "$work/out/huge.bin" "$base/huge.bin"
 fresh; peak aria2-x4 aria2c -q -x4 -s4 --file-allocation=none -d "$work/out" -o huge.bin "$base/huge.bin"
-
+empty_trash
+fi
+if want activation; then
 echo "== extension activation, $windows windows; the floor: a bare spawn of /bin/true"
-echo "# nothing" > "$work/empty.manifest"
 for _ in $(seq "$windows"); do
     "$bin/bahost" run --plugin "$work/extension.so" --event periodic --manifest "$work/empty.manifest" --window-only --json \
         | python3 -c 'import json,sys; print("activation", json.load(sys.stdin)["activationSeconds"] * 1000)' >> "$results"
 done
 "$work/spawn_floor" "$windows" | sed 's/^/floor /' >> "$results"
-
+fi
+if want terminate; then
 echo "== terminate precision, $windows windows each"
 for _ in $(seq "$windows"); do
     "$bin/bahost" run --plugin "$work/hang_in_entry.so" --event periodic --manifest "$work/empty.manifest" --window-only \
@@ -157,5 +187,40 @@ for _ in $(seq "$windows"); do
         --window-only --json --budget 0.05 --grace 0.05 \
         | python3 -c 'import json,sys; r=json.load(sys.stdin); print("kill", (r["elapsedSeconds"] - 0.1) * 1000)' >> "$results" || true
 done
+fi
 
-python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration"
+# The service: a daemon with the benchmark app installed, and the app's side measured by bahost-bench-app.
+daemon_pid=""
+start_daemon() {
+    rm -rf "$work/service"; mkdir -p "$work/service/app"
+    cp "$work/Info.plist" "$work/extension.so" "$work/service/app/"
+    ${BENCH_WRAPPER:-} "$bin/bahost" daemon --socket "$work/service/sock" --data-root "$work/service/data" --allow-insecure-loopback \
+        --scheduler-interval 3600 >"$work/service/daemon.log" 2>&1 &
+    daemon_pid=$!
+    for _ in $(seq 200); do [ -S "$work/service/sock" ] && break; sleep 0.05; done
+    "$bin/bahost" install "$work/service/app" --socket "$work/service/sock" >/dev/null
+}
+stop_daemon() { kill "$daemon_pid"; wait "$daemon_pid" || true; daemon_pid=""; }
+bench_app() {  # the app, launched as `bahost launch` does; keeps only its measurement lines
+    "$bin/bahost" launch com.example.bench --socket "$work/service/sock" -- "$bin/bahost-bench-app" "$@" \
+        | grep -E "^(schedule|fetch|delegate) "
+}
+
+if want queue; then
+echo "== queue scale: $queue_count scheduleDownload calls, then fetchCurrentDownloads on that queue"
+for _ in $(seq "$runs"); do
+    # Their URLs trickle at 1 KiB/s, so that the few transfers the daemon starts meanwhile stay out of the way.
+    start_daemon
+    bench_app queue --count "$queue_count" --url "$base/slow/1.bin" >> "$results"
+    stop_daemon
+done
+fi
+
+if want delegate; then
+echo "== completion → app delegate latency, $completions downloads one after another"
+start_daemon
+bench_app delegate-latency --count "$completions" --url "$base/small/1.bin" --size 65536 >> "$results"
+stop_daemon
+fi
+
+python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count"

@@ -16,8 +16,13 @@ public struct CompletionDelivery: Sendable {
     public var batchSize: Int
     public var maximumAttempts: Int
 
+    /// Completions per window unless told otherwise: enough to amortize a window's spawn over many files, few enough
+    /// that a window's budget covers their callbacks.
+    public static let defaultBatchSize = 32
+
     public init(
-        store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?, batchSize: Int = 32,
+        store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?,
+        batchSize: Int = defaultBatchSize,
         maximumAttempts: Int = 3
     ) {
         self.store = store
@@ -37,13 +42,11 @@ public struct CompletionDelivery: Sendable {
 
     /// Delivers one batch of the app's pending completions; nil when none is pending.
     public func deliverBatch(for app: AppRecord, services: ExtensionHostServices) throws -> Report? {
-        var batch = Array(try store.pendingCompletions(for: app.appIdentifier).prefix(batchSize))
+        var batch = try store.pendingCompletions(for: app.appIdentifier, limit: batchSize)
         guard !batch.isEmpty else { return nil }
         // Counted before the window opens, so that a host killed during it still counts the attempt.
-        for index in batch.indices {
-            batch[index].deliveryAttempts += 1
-            try store.save(batch[index])
-        }
+        for index in batch.indices { batch[index].deliveryAttempts += 1 }
+        try store.save(batch)
         let events: [WindowEvent] = batch.map { completion in
             if completion.state == .finished, let path = completion.filePath {
                 return .downloadFinished(completion.described, filePath: path)
@@ -63,9 +66,9 @@ public struct CompletionDelivery: Sendable {
             if let path = completion.filePath { unlink(path) }
             completion.filePath = nil
             completion.delivered = true
-            try store.save(completion)
             if returned { delivered.append(completion) } else { abandoned.append(completion) }
         }
+        try store.save(delivered + abandoned)
         return Report(outcome: outcome, delivered: delivered, abandoned: abandoned)
     }
 }

@@ -46,6 +46,7 @@ public final class HostEngine: Sendable {
     let observe: LifecycleObserver
     private let router: AppDelegateRouter?
     private let client: TransferClient
+    private let executor: TransferExecutor
     /// An exclusive `flock` on the data root, held for the engine's life (the kernel releases it if the host dies).
     private let dataRootLock: Int32
     private let signal = WakeSignal()
@@ -87,8 +88,9 @@ public final class HostEngine: Sendable {
         self.observe = observe
         // Transfers that were moving when a previous host died are queued again, to resume.
         try store.recoverInterruptedTransfers()
-        // Last: once made, the client must be shut down, so nothing after it may throw.
+        // Last: once made, the client and the executor must be shut down, so nothing after them may throw.
         client = try TransferClient(settings.transfer)
+        executor = TransferExecutor(threads: settings.maximumConcurrentTransfers)
     }
 
     deinit { close(dataRootLock) }
@@ -102,6 +104,7 @@ public final class HostEngine: Sendable {
         // A delivery window runs to its end (its budget bounds it), so that what it delivered is recorded.
         for (_, task) in deliveries { await task.value }
         try? await client.shutdown()
+        await executor.shutdown()
     }
 
     /// Wakes the transfer loop: something was queued or promoted.
@@ -232,23 +235,23 @@ public final class HostEngine: Sendable {
     private func run(_ only: Set<String>?, forever: Bool) async throws {
         while !Task.isCancelled {
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
-            try startRunnable(apps)
-            for app in apps where try shouldDeliver(app) { startDelivery(app) }
+            let snapshot = try startRunnable(apps)
+            for app in apps where shouldDeliver(app, snapshot) { startDelivery(app) }
             let running = state.withLock { !$0.running.isEmpty || !$0.deliveries.isEmpty }
-            let work = try apps.contains { try store.hasWork(for: $0) }
+            let work = apps.contains { snapshot.hasWork($0) }
             if !running && !work && !forever { return }
             if !running && work {
                 // Nothing runs in this engine, so a row still marked downloading lost its transfer (the queue failed
                 // to record how it ended): queue it again rather than wait for it forever.
                 try store.recoverInterruptedTransfers()
             }
-            await signal.wait(for: try nextWake())
+            await signal.wait(for: nextWake(snapshot))
         }
     }
 
-    private func nextWake() throws -> Duration {
+    private func nextWake(_ snapshot: QueueStore.Snapshot) -> Duration {
         var wait = Duration.seconds(1)
-        if let retry = try store.nextRetry() {
+        if let retry = snapshot.nextRetry {
             wait = min(wait, .milliseconds(max(0, Int64(retry.timeIntervalSinceNow * 1000))))
         }
         let oldest = state.withLock { $0.pendingSince.values.min() }
@@ -257,21 +260,46 @@ public final class HostEngine: Sendable {
     }
 
     /// Starts what may start: best first, within the global and per-host limits, which foreground downloads
-    /// (the app is waiting for them) do not wait for.
-    private func startRunnable(_ apps: Set<String>) throws {
-        for download in try store.runnable(now: Date()) where apps.contains(download.appIdentifier) {
-            let host = URLComponents(string: download.download.url ?? "")?.host ?? ""
-            let started = state.withLock { state -> Bool in
-                guard state.running[download.uniqueIdentifier] == nil else { return false }
-                guard download.foreground
-                    || (state.running.count < settings.maximumConcurrentTransfers
-                        && state.running.values.filter({ $0.host == host }).count < settings.maximumTransfersPerHost)
-                else { return false }
-                let task = Task { await self.transfer(download.uniqueIdentifier) }
-                state.running[download.uniqueIdentifier] = (host, task)
-                return true
+    /// (the app is waiting for them) do not wait for. It asks the queue only for as many as it can start, and
+    /// marks them started in one transaction. Returns the queue as it was read (before what this started).
+    private func startRunnable(_ apps: Set<String>) throws -> QueueStore.Snapshot {
+        while true {
+            let (running, perHost) = state.withLock { state in
+                (Set(state.running.keys), Dictionary(state.running.values.map { ($0.host, 1) }, uniquingKeysWith: +))
             }
-            if !started && state.withLock({ $0.running.count >= settings.maximumConcurrentTransfers }) { return }
+            var count = running.count
+            var hosts = perHost
+            let snapshot = try store.snapshot(
+                now: Date(), apps: apps, excluding: running,
+                saturatedHosts: Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys),
+                backgroundLimit: settings.maximumConcurrentTransfers - count)
+            // Candidates turned away because their host filled up during this pass: another pass, with that host
+            // left out, may find others for the slots still free.
+            var turnedAway = false
+            var chosen: [QueuedDownload] = []
+            for download in snapshot.runnable {
+                guard download.foreground
+                    || (count < settings.maximumConcurrentTransfers
+                        && hosts[download.host, default: 0] < settings.maximumTransfersPerHost)
+                else {
+                    turnedAway = true
+                    continue
+                }
+                count += 1
+                hosts[download.host, default: 0] += 1
+                chosen.append(download)
+            }
+            let started = try store.startTransfers(chosen)
+            var appRecords: [String: AppRecord] = [:]
+            for download in started {
+                if appRecords[download.appIdentifier] == nil { appRecords[download.appIdentifier] = try store.app(download.appIdentifier) }
+                guard let app = appRecords[download.appIdentifier] else { continue }
+                state.withLock { state in
+                    let task = Task(executorPreference: executor) { await self.transfer(download, app: app) }
+                    state.running[download.uniqueIdentifier] = (download.host, task)
+                }
+            }
+            if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty { return snapshot }
         }
     }
 
@@ -300,21 +328,14 @@ public final class HostEngine: Sendable {
         }
     }
 
-    /// One attempt at one download, with its outcome made durable.
-    private func transfer(_ uniqueIdentifier: String) async {
+    /// One attempt at one download (already marked as moving), with its outcome made durable.
+    private func transfer(_ queued: QueuedDownload, app: AppRecord) async {
+        let uniqueIdentifier = queued.uniqueIdentifier
         defer {
             state.withLock { _ = $0.running.removeValue(forKey: uniqueIdentifier) }
             signal.fire()
         }
         do {
-            guard var queued = try store.download(uniqueIdentifier), queued.state.isActive,
-                let app = try store.app(queued.appIdentifier)
-            else { return }
-            queued.state = .downloading
-            queued.attempts += 1
-            queued.retryAt = nil
-            try store.save(queued)
-
             let policy = app.policy
             let download = queued.download
             let limit = download.fileSize == 0 ? policy.allowance.unreservedBytesLeft(essential: download.isEssential) : nil
@@ -327,11 +348,13 @@ public final class HostEngine: Sendable {
                 checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
             let result = await client.perform(request, observer: recorder)
 
-            // Cancelled while it ran: the row is gone, and so must the bytes be.
-            guard var current = try store.download(uniqueIdentifier) else {
+            // Cancelled while it ran: the row is gone, and so must the bytes be. Nothing else changes a moving row's
+            // columns that the engine saves (a promotion sets only `foreground`), so the copy here is current.
+            guard try store.contains(uniqueIdentifier) else {
                 unlink(request.partialPath)
                 return
             }
+            var current = queued
             current.etag = recorder.validator?.etag ?? current.etag
             current.lastModified = recorder.validator?.lastModified ?? current.lastModified
             switch result {
@@ -425,8 +448,7 @@ public final class HostEngine: Sendable {
 
     private func announceLaunchIfReady(_ appIdentifier: String) throws {
         guard state.withLock({ $0.awaitingLaunch.contains(appIdentifier) }) else { return }
-        let essentialsActive = try store.activeDownloads(for: appIdentifier).contains { $0.isEssential }
-        guard !essentialsActive else { return }
+        guard try !store.hasActiveDownloads(for: appIdentifier, essential: true) else { return }
         let first = state.withLock { $0.awaitingLaunch.remove(appIdentifier) != nil }
         if first { observe(.appMayLaunch(appIdentifier: appIdentifier)) }
     }
@@ -435,15 +457,16 @@ public final class HostEngine: Sendable {
 
     /// Completions go to a running app's delegate at once. For the extension they go out when the app's transfers
     /// are done, when a batch is full, or when the oldest has waited long enough.
-    private func shouldDeliver(_ appIdentifier: String) throws -> Bool {
-        let pending = try store.pendingCompletions(for: appIdentifier)
-        guard !pending.isEmpty else {
+    private func shouldDeliver(_ appIdentifier: String, _ snapshot: QueueStore.Snapshot) -> Bool {
+        let pending = snapshot.pendingCompletions[appIdentifier, default: 0]
+        guard pending > 0 else {
             state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
             return false
         }
         if router?.hasDelegate(appIdentifier) == true { return true }
-        let idle = try store.activeDownloads(for: appIdentifier).isEmpty
-        if pending.count >= 32 || idle { return true }
+        if pending >= CompletionDelivery.defaultBatchSize || !snapshot.appsWithActiveDownloads.contains(appIdentifier) {
+            return true
+        }
         let since = state.withLock { state in
             if state.pendingSince[appIdentifier] == nil { state.pendingSince[appIdentifier] = .now }
             return state.pendingSince[appIdentifier]!
@@ -546,6 +569,8 @@ private final class ProgressRecorder: TransferObserver {
         var validator: Validator?
         var savedBytes: Int64 = 0
         var savedAt = ContinuousClock.now
+        /// Whether the queue holds the validator of the bytes being written.
+        var validatorSaved = false
     }
 
     init(engine: HostEngine, download: QueuedDownload) {
@@ -556,26 +581,37 @@ private final class ProgressRecorder: TransferObserver {
     var validator: Validator? { lock.withLock { $0.validator } }
 
     func began(validator: Validator, resumingAt offset: Int64) {
-        let download = lock.withLock { state -> QueuedDownload in
+        let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
+            let stored = Validator(etag: state.download.etag, lastModified: state.download.lastModified)
             state.validator = validator
             state.download.etag = validator.etag
             state.download.lastModified = validator.lastModified
             state.download.bytesReceived = offset
             state.savedBytes = offset
-            return state.download
+            state.savedAt = .now
+            // A stored validator must never describe other bytes than the file's, so a new one is durable before
+            // they are written. With none stored the write waits for the first progress report (100 ms in): bytes
+            // without a validator are never resumed (the file starts over), which costs at most what arrived before
+            // it, and a small file that arrives whole before then is spared a transaction.
+            let storedAny = stored.etag != nil || stored.lastModified != nil
+            state.validatorSaved = storedAny
+            return (state.download, storedAny && stored != validator)
         }
-        // The validator is durable before the bytes it describes are written.
-        try? engine.store.save(download)
+        if save { try? engine.store.save(download) }
         engine.observe(.began(download, resumingAt: offset))
     }
 
     func progress(received: Int64, expected: Int64) {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
             state.download.bytesReceived = received
-            let due = received - state.savedBytes >= 4 << 20 || ContinuousClock.now - state.savedAt >= .seconds(1)
+            // The last report (the file is whole) is left to the transfer's outcome, which records the validator.
+            let unsavedValidator = !state.validatorSaved && (expected == 0 || received < expected)
+            let due = unsavedValidator || received - state.savedBytes >= 4 << 20
+                || ContinuousClock.now - state.savedAt >= .seconds(1)
             if due {
                 state.savedBytes = received
                 state.savedAt = .now
+                state.validatorSaved = true
             }
             return (state.download, due)
         }

@@ -6,6 +6,13 @@ import GRDB
 /// The durable queue: every app and every download, in one SQLite database (WAL mode), written in a transaction
 /// at every state change, so that a host killed at any moment restarts with nothing lost.
 ///
+/// Commits do not wait for the disk (`synchronous = NORMAL`): a committed transaction survives the host being
+/// killed (it is in the WAL, in the kernel's cache), and the database survives losing power whole, but a power cut
+/// may undo the last commits. Nothing here depends on more: a file is synced before its row says it is finished,
+/// so an undone commit only makes the host fetch again (or resume) what it had; a validator lost with its commit
+/// makes the partial file start over. A commit that waited for the disk cost a sync per state change, which made
+/// many small files slow (Benchmarks).
+///
 /// Thread rule: any thread; GRDB serializes writes.
 public final class QueueStore: Sendable {
     private let database: DatabasePool
@@ -16,6 +23,7 @@ public final class QueueStore: Sendable {
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
     }
@@ -76,6 +84,26 @@ public final class QueueStore: Sendable {
                 t.column("unlimitedRuntime", .boolean).notNull()
                 t.column("contentRequestSequence", .integer).notNull()
             }
+        }
+        migrator.registerMigration("v3: the host column, indexes for the engine's per-app questions") { db in
+            try db.alter(table: QueuedDownload.databaseTableName) { t in
+                t.add(column: "host", .text).notNull().defaults(to: "")
+            }
+            let rows = try Row.fetchAll(db, sql: "SELECT uniqueIdentifier, download FROM download")
+            for row in rows {
+                let download = try JSONDecoder().decode(ExtensionDownload.self, from: Data((row["download"] as String).utf8))
+                try db.execute(
+                    sql: "UPDATE download SET host = ? WHERE uniqueIdentifier = ?",
+                    arguments: [QueuedDownload.host(of: download), row["uniqueIdentifier"] as String])
+            }
+            // Active rows are never delivered, so one index serves both "active" and "undelivered" per app.
+            try db.create(
+                index: "download_by_app_delivered_state", on: "download", columns: ["appIdentifier", "delivered", "state"])
+            // The engine's next downloads in the order they run, read from the front: never a sort of the queue.
+            try db.execute(sql: """
+                CREATE INDEX download_runnable ON download(state, foreground, isEssential DESC, priority DESC, sequence)
+                """)
+            try db.create(index: "download_essential_state", on: "download", columns: ["isEssential", "state"])
         }
         return migrator
     }
@@ -229,18 +257,74 @@ public final class QueueStore: Sendable {
         try database.read { try QueuedDownload.fetchOne($0, key: uniqueIdentifier) }
     }
 
+    /// Whether a download is in the queue (it is gone once cancelled).
+    public func contains(_ uniqueIdentifier: String) throws -> Bool {
+        try database.read { try QueuedDownload.exists($0, key: uniqueIdentifier) }
+    }
+
+    /// Saves what the engine changes in a queued download. Not the download itself, which never changes once queued
+    /// and is costly to encode (saves are the engine's hottest writes), nor `foreground`, which only promotion and
+    /// demotion change, while the row may be moving.
     public func save(_ download: QueuedDownload) throws {
-        try database.write { try download.update($0) }
+        try database.write { try Self.saveState(download, db: $0) }
+    }
+
+    /// Saves several downloads in one transaction.
+    public func save(_ downloads: [QueuedDownload]) throws {
+        try database.write { db in
+            for download in downloads { try Self.saveState(download, db: db) }
+        }
+    }
+
+    private static func saveState(_ download: QueuedDownload, db: Database) throws {
+        let error = try download.error.map {
+            String(decoding: try QueuedDownload.databaseJSONEncoder(for: "error").encode($0), as: UTF8.self)
+        }
+        try db.execute(
+            sql: """
+                UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
+                    error = ?, filePath = ?, deliveryAttempts = ?, delivered = ?
+                WHERE uniqueIdentifier = ?
+                """,
+            arguments: [
+                download.state, download.bytesReceived, download.etag, download.lastModified, download.attempts,
+                download.retryAt, error, download.filePath, download.deliveryAttempts, download.delivered,
+                download.uniqueIdentifier,
+            ])
+        guard db.changesCount == 1 else {
+            throw RecordError.recordNotFound(
+                databaseTableName: QueuedDownload.databaseTableName,
+                key: ["uniqueIdentifier": download.uniqueIdentifier.databaseValue])
+        }
+    }
+
+    /// Marks downloads as moving, in one transaction, and returns them so; one that is no longer waiting (cancelled,
+    /// or already moving) is left out.
+    public func startTransfers(_ downloads: [QueuedDownload]) throws -> [QueuedDownload] {
+        guard !downloads.isEmpty else { return [] }
+        return try database.write { db in
+            var started: [QueuedDownload] = []
+            for var download in downloads {
+                try db.execute(
+                    sql: """
+                        UPDATE download SET state = 'downloading', attempts = attempts + 1, retryAt = NULL
+                        WHERE uniqueIdentifier = ? AND state IN ('queued', 'waitingToRetry', 'waitingForNetwork')
+                        """,
+                    arguments: [download.uniqueIdentifier])
+                guard db.changesCount == 1 else { continue }
+                download.state = .downloading
+                download.attempts += 1
+                download.retryAt = nil
+                started.append(download)
+            }
+            return started
+        }
     }
 
     /// An app's scheduled and in-flight downloads (Apple's fetchCurrentDownloads), in queue order.
     public func activeDownloads(for appIdentifier: String) throws -> [QueuedDownload] {
         try database.read { db in
-            try QueuedDownload
-                .filter(Column("appIdentifier") == appIdentifier)
-                .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
-                .order(Column("sequence"))
-                .fetchAll(db)
+            try Self.active(appIdentifier).order(Column("sequence")).fetchAll(db)
         }
     }
 
@@ -251,37 +335,111 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// What the engine asks of the queue at every turn, read in one transaction: what may start now, and per app
+    /// whether it has downloads active and how many completions wait.
+    public struct Snapshot: Sendable {
+        /// Downloads that may start now, best first (see `runnable`).
+        public var runnable: [QueuedDownload]
+        public var pendingCompletions: [String: Int]
+        public var appsWithActiveDownloads: Set<String>
+        /// The earliest moment a waiting download becomes runnable, if any is waiting.
+        public var nextRetry: Date?
+
+        public func hasWork(_ appIdentifier: String) -> Bool {
+            appsWithActiveDownloads.contains(appIdentifier) || pendingCompletions[appIdentifier, default: 0] > 0
+        }
+    }
+
+    /// Reads a `Snapshot` for `apps`; the parameters are `runnable`'s.
+    public func snapshot(
+        now: Date, apps: Set<String>, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
+        backgroundLimit: Int? = nil
+    ) throws -> Snapshot {
+        try database.read { db in
+            var snapshot = Snapshot(
+                runnable: try Self.runnable(
+                    db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
+                    backgroundLimit: backgroundLimit),
+                pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db))
+            for app in apps {
+                snapshot.pendingCompletions[app] = try Self.pending(app).fetchCount(db)
+                if try !Self.active(app).isEmpty(db) { snapshot.appsWithActiveDownloads.insert(app) }
+            }
+            return snapshot
+        }
+    }
+
     /// Downloads that may start now, best first: foreground, then essential before non-essential, then priority,
     /// then age; an app's non-essential background downloads wait until none of its essential ones is active.
-    public func runnable(now: Date) throws -> [QueuedDownload] {
+    ///
+    /// Foreground downloads are all returned (the limits do not hold them back). Background ones are at most
+    /// `backgroundLimit`, none to a host in `saturatedHosts`: the engine asks only for what it can start, so that
+    /// a long queue costs it no more than a short one.
+    /// - Parameters:
+    ///   - apps: only these apps' downloads; nil for every app's.
+    ///   - excluding: unique identifiers whose transfer is already starting.
+    public func runnable(
+        now: Date, apps: Set<String>? = nil, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
+        backgroundLimit: Int? = nil
+    ) throws -> [QueuedDownload] {
         try database.read { db in
-            let candidates = try QueuedDownload
-                .filter(
-                    Column("state") == TransferState.queued
-                        || ([TransferState.waitingToRetry, .waitingForNetwork].contains(Column("state"))
-                            && Column("retryAt") <= now))
-                .order(Column("foreground").desc, Column("isEssential").desc, Column("priority").desc, Column("sequence"))
-                .fetchAll(db)
-            let appsWithEssentials = try Set(
-                String.fetchAll(
-                    db,
-                    sql: """
-                        SELECT DISTINCT appIdentifier FROM download
-                        WHERE isEssential AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
-                        """))
-            return candidates.filter {
-                $0.isEssential || $0.foreground || !appsWithEssentials.contains($0.appIdentifier)
-            }
+            try Self.runnable(
+                db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
+                backgroundLimit: backgroundLimit)
         }
+    }
+
+    private static func runnable(
+        _ db: Database, now: Date, apps: Set<String>?, excluding: Set<String>, saturatedHosts: Set<String>,
+        backgroundLimit: Int?
+    ) throws -> [QueuedDownload] {
+        var base = QueuedDownload.order(Column("isEssential").desc, Column("priority").desc, Column("sequence"))
+        if let apps { base = base.filter(apps.contains(Column("appIdentifier"))) }
+        if !excluding.isEmpty { base = base.filter(!excluding.contains(Column("uniqueIdentifier"))) }
+        // Queued rows come from the front of `download_runnable`; rows waiting to retry are few.
+        let queued = base.filter(Column("state") == TransferState.queued)
+        let due = base.filter([TransferState.waitingToRetry, .waitingForNetwork].contains(Column("state")))
+            .filter(Column("retryAt") <= now)
+        let foreground = try Self.merged(
+            queued.filter(Column("foreground") == true).fetchAll(db),
+            due.filter(Column("foreground") == true).fetchAll(db), limit: nil)
+
+        func background(_ request: QueryInterfaceRequest<QueuedDownload>) -> QueryInterfaceRequest<QueuedDownload> {
+            var request = request.filter(Column("foreground") == false)
+                .filter(sql: """
+                    isEssential OR appIdentifier NOT IN (
+                        SELECT appIdentifier FROM download
+                        WHERE isEssential = 1 AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork'))
+                    """)
+            if !saturatedHosts.isEmpty { request = request.filter(!saturatedHosts.contains(Column("host"))) }
+            if let backgroundLimit { request = request.limit(max(0, backgroundLimit)) }
+            return request
+        }
+        if backgroundLimit.map({ $0 <= 0 }) == true { return foreground }
+        return try foreground
+            + Self.merged(
+                background(queued).fetchAll(db), background(due).fetchAll(db), limit: backgroundLimit)
+    }
+
+    /// Two lists in run order, merged in run order: essential first, then priority, then age.
+    private static func merged(_ a: [QueuedDownload], _ b: [QueuedDownload], limit: Int?) -> [QueuedDownload] {
+        guard !b.isEmpty else { return a }
+        let all = (a + b).sorted { x, y in
+            if x.isEssential != y.isEssential { return x.isEssential }
+            if x.priority != y.priority { return x.priority > y.priority }
+            return x.sequence < y.sequence
+        }
+        return limit.map { Array(all.prefix($0)) } ?? all
     }
 
     /// The earliest moment a waiting download becomes runnable, if any is waiting.
     public func nextRetry() throws -> Date? {
-        try database.read { db in
-            try Date.fetchOne(
-                db,
-                sql: "SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork')")
-        }
+        try database.read { try Self.nextRetry($0) }
+    }
+
+    private static func nextRetry(_ db: Database) throws -> Date? {
+        try Date.fetchOne(
+            db, sql: "SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork')")
     }
 
     /// Cancels an active download (by unique identifier when given, else by identifier); false when none matched.
@@ -293,27 +451,44 @@ public final class QueueStore: Sendable {
         }
     }
 
-    /// Finished and failed downloads whose completion has not been delivered, oldest first.
-    public func pendingCompletions(for appIdentifier: String) throws -> [QueuedDownload] {
+    /// Finished and failed downloads whose completion has not been delivered, oldest first (at most `limit`).
+    public func pendingCompletions(for appIdentifier: String, limit: Int? = nil) throws -> [QueuedDownload] {
         try database.read { db in
-            try QueuedDownload
-                .filter(Column("appIdentifier") == appIdentifier && Column("delivered") == false)
-                .filter([TransferState.finished, .failed].contains(Column("state")))
-                .order(Column("sequence"))
-                .fetchAll(db)
+            var request = Self.pending(appIdentifier).order(Column("sequence"))
+            if let limit { request = request.limit(limit) }
+            return try request.fetchAll(db)
         }
+    }
+
+    /// How many completions of an app wait to be delivered.
+    public func pendingCompletionCount(for appIdentifier: String) throws -> Int {
+        try database.read { try Self.pending(appIdentifier).fetchCount($0) }
+    }
+
+    private static func pending(_ appIdentifier: String) -> QueryInterfaceRequest<QueuedDownload> {
+        QueuedDownload
+            .filter(Column("appIdentifier") == appIdentifier && Column("delivered") == false)
+            .filter([TransferState.finished, .failed].contains(Column("state")))
+    }
+
+    /// Whether an app has active downloads (essential ones only, when `essential`).
+    public func hasActiveDownloads(for appIdentifier: String, essential: Bool = false) throws -> Bool {
+        try database.read { db in
+            var request = Self.active(appIdentifier)
+            if essential { request = request.filter(Column("isEssential")) }
+            return try !request.isEmpty(db)
+        }
+    }
+
+    /// An app's active downloads. They are never delivered: saying so lets one index serve this and `pending`.
+    private static func active(_ appIdentifier: String) -> QueryInterfaceRequest<QueuedDownload> {
+        QueuedDownload.filter(Column("appIdentifier") == appIdentifier && Column("delivered") == false)
+            .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
     }
 
     /// Whether an app has anything left to do: active downloads or undelivered completions.
     public func hasWork(for appIdentifier: String) throws -> Bool {
-        try database.read { db in
-            try QueuedDownload
-                .filter(Column("appIdentifier") == appIdentifier)
-                .filter(
-                    [TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state"))
-                        || Column("delivered") == false)
-                .fetchCount(db) > 0
-        }
+        try hasActiveDownloads(for: appIdentifier) || pendingCompletionCount(for: appIdentifier) > 0
     }
 
     /// Promotes an app's active download to the foreground (by unique identifier when given, else by identifier):

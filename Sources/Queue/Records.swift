@@ -42,6 +42,8 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     public var identifier: String
     public var priority: Int64
     public var isEssential: Bool
+    /// The URL's host, for the per-host limit.
+    public var host: String
     public var download: ExtensionDownload
     public var state: TransferState
     /// Bytes of the file on disk when last saved (the partial file's length is the truth when resuming).
@@ -70,12 +72,17 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         identifier = download.identifier
         priority = download.priority
         isEssential = download.isEssential
+        host = Self.host(of: download)
         state = .queued
         bytesReceived = 0
         attempts = 0
         deliveryAttempts = 0
         delivered = false
         self.foreground = foreground
+    }
+
+    static func host(of download: ExtensionDownload) -> String {
+        URLComponents(string: download.url ?? "")?.host ?? ""
     }
 
     /// The download as the ABI describes it, with its current public state.

@@ -31,7 +31,8 @@ final class EventReporter: Sendable {
     }
 
     func observe(_ event: LifecycleEvent) {
-        let line = event.line
+        // Made only for what is shown: most progress events are not.
+        var line: EventLine { event.line }
         switch event {
         case .manifestFailed:
             state.withLock { $0.manifestFailed = true }
