@@ -44,7 +44,7 @@ struct PartialFile {
 
     /// Makes what was written durable before the queue records it.
     func sync() -> TransferError? {
-        getenv("XNOSYNC") != nil || fsync(descriptor) == 0 ? nil : Self.failure("cannot sync \(path)")
+        fsync(descriptor) == 0 ? nil : Self.failure("cannot sync \(path)")
     }
 
     /// The SHA-256 of the whole file, in lowercase hex.
