@@ -82,6 +82,7 @@ private final class WindowLoop {
     var endSent = false
     var terminateSentAt: ContinuousClock.Instant?
     var killAt: ContinuousClock.Instant?
+    var killSentAt: ContinuousClock.Instant?
     var holdsExclusiveControl = false
     /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
     var waitingForLock: [(id: UInt32, until: ContinuousClock.Instant?)] = []
@@ -158,6 +159,7 @@ private final class WindowLoop {
             stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
             extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: kept,
             completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
+            killSentAt: killSentAt.map { ($0 - start).inSeconds },
             refusedCalls: refused, log: log, peakResidentBytes: peakResident)
     }
 
@@ -200,6 +202,7 @@ private final class WindowLoop {
 
     func stop(_ reason: StopReason) {
         if stopReason == nil { stopReason = reason }
+        if killSentAt == nil { killSentAt = clock.now }
         process.kill()
     }
 

@@ -171,6 +171,8 @@ public struct WindowOutcome: Sendable {
     public var completedEvents: Int
     /// Seconds after opening at which `extensionWillTerminate` was sent, if it was.
     public var willTerminateSentAt: Double?
+    /// Seconds after opening at which the host killed the process, if it had to (a deadline, or a limit).
+    public var killSentAt: Double?
     public var refusedCalls: [RefusedCall]
     public var log: [WindowLogLine]
     /// Peak resident memory of the window's process.

@@ -110,6 +110,18 @@ public final class HostEngine: Sendable {
     /// Wakes the transfer loop: something was queued or promoted.
     public func wake() { signal.fire() }
 
+    /// Wakes the transfer loop for a newly queued download, unless it could not start now anyway (every transfer
+    /// slot, or every slot for its host, is taken): it is looked at when one frees. An app scheduling thousands one
+    /// call at a time then costs the engine nothing per call.
+    func wake(forQueued download: QueuedDownload) {
+        let couldStart = download.foreground
+            || state.withLock { state in
+                state.running.count < settings.maximumConcurrentTransfers
+                    && state.running.values.filter { $0.host == download.host }.count < settings.maximumTransfersPerHost
+            }
+        if couldStart { signal.fire() }
+    }
+
     // MARK: Content requests
 
     /// Fetches the app's manifest (or takes `localManifest`), runs the extension's content request in a window, and
@@ -413,8 +425,8 @@ public final class HostEngine: Sendable {
         queued.filePath = path
         queued.error = nil
         try store.save(queued)
-        notePending(queued.appIdentifier)
         observe(.finished(queued))
+        completionPending(queued.appIdentifier)
     }
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws {
@@ -436,14 +448,17 @@ public final class HostEngine: Sendable {
         queued.state = .failed
         queued.error = reason
         try store.save(queued)
-        notePending(queued.appIdentifier)
         observe(.failed(queued, reason))
+        completionPending(queued.appIdentifier)
     }
 
-    private func notePending(_ appIdentifier: String) {
+    /// A completion was recorded: a running app's delegate gets it now, without waiting for the loop's next turn;
+    /// for the extension it waits to be batched.
+    private func completionPending(_ appIdentifier: String) {
         state.withLock { state in
             if state.pendingSince[appIdentifier] == nil { state.pendingSince[appIdentifier] = .now }
         }
+        if router?.hasDelegate(appIdentifier) == true { startDelivery(appIdentifier) }
     }
 
     private func announceLaunchIfReady(_ appIdentifier: String) throws {

@@ -53,7 +53,7 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
             switch results.first?.result {
             case .success(let queued)?:
                 engine.observe(.queued(queued))
-                engine.wake()
+                engine.wake(forQueued: queued)
                 return .success(())
             case .failure(let error)?:
                 engine.observe(.rejected(download, error))

@@ -41,6 +41,7 @@ struct Report {
         if let sent = outcome.willTerminateSentAt {
             out += "  extensionWillTerminate sent at \(String(format: "%.3f", sent)) s\n"
         }
+        if let killed = outcome.killSentAt { out += "  killed at \(String(format: "%.3f", killed)) s\n" }
         out += "  downloads (\(returned.count + scheduled.count)):\n"
         for (download, origin) in returned.map({ ($0, "returned") }) + scheduled.map({ ($0, "scheduled") }) {
             let essential = download.isEssential ? "essential" : "non-essential"
@@ -107,6 +108,7 @@ private struct JSONReport: Encodable {
     var elapsedSeconds: Double
     var activationSeconds: Double?
     var willTerminateSentAtSeconds: Double?
+    var killSentAtSeconds: Double?
     var peakResidentBytes: Int64
     var completedEntryPoints: Int
     var downloads: [Download]
@@ -138,6 +140,7 @@ private struct JSONReport: Encodable {
         elapsedSeconds = o.elapsed.inSeconds
         activationSeconds = o.activation?.inSeconds
         willTerminateSentAtSeconds = o.willTerminateSentAt
+        killSentAtSeconds = o.killSentAt
         peakResidentBytes = o.peakResidentBytes
         completedEntryPoints = o.completedEvents
         downloads = report.returned.map { download($0, "returned") } + report.scheduled.map { download($0, "scheduled") }

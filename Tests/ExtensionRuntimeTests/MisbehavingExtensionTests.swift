@@ -23,6 +23,10 @@ import TestSupport
             try TestPlugins.c("misbehaving/hang_in_will_terminate"), limits: shortLimits)
         #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: false))
         #expect(outcome.log.map(\.message) == ["willTerminate called; hanging in it"])
+        // The kill came when the grace after willTerminate ran out.
+        let sent = try #require(outcome.willTerminateSentAt)
+        let killed = try #require(outcome.killSentAt)
+        #expect(killed - sent >= shortLimits.grace.inSeconds && killed - sent < shortLimits.grace.inSeconds + 1)
         #expect(outcome.elapsed >= .milliseconds(1500) && outcome.elapsed < .seconds(3))
         #expect(try hostStillWorks())
     }
