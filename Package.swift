@@ -48,6 +48,7 @@ let package = Package(
         .target(
             name: "Transfer",
             dependencies: [
+                "CHostSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -104,3 +104,7 @@ int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
     *uid = credentials.uid;
     return 0;
 }
+
+int bahost_start_writeback(int fd, int64_t offset, int64_t length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE) == 0 ? 0 : errno;
+}

@@ -1,3 +1,4 @@
+import CHostSupport
 import Crypto
 import Foundation
 
@@ -7,6 +8,13 @@ struct PartialFile {
     let path: String
     private var descriptor: Int32
     private(set) var length: Int64
+    /// Where the bytes handed to the disk so far end.
+    private var writtenBack: Int64
+
+    /// Written bytes are handed to the disk in steps of this size as they arrive, as RocksDB's `bytes_per_sync`
+    /// does: the sync that ends a transfer then waits for the last step only, not for the whole file, and the
+    /// kernel's dirty pages do not pile up behind a fast download.
+    static let writebackStep: Int64 = 8 << 20
 
     init(path: String) throws(TransferError) {
         self.path = path
@@ -15,6 +23,7 @@ struct PartialFile {
         var info = stat()
         fstat(descriptor, &info)
         length = Int64(info.st_size)
+        writtenBack = length
     }
 
     mutating func close() {
@@ -25,6 +34,7 @@ struct PartialFile {
     mutating func truncate() -> TransferError? {
         guard ftruncate(descriptor, 0) == 0 else { return Self.failure("cannot truncate \(path)") }
         length = 0
+        writtenBack = 0
         return nil
     }
 
@@ -39,6 +49,11 @@ struct PartialFile {
             written += n
         }
         length += Int64(bytes.count)
+        if length - writtenBack >= Self.writebackStep {
+            // Only a hint: a failure here shows up, if it matters, in the sync that ends the transfer.
+            _ = bahost_start_writeback(descriptor, writtenBack, length - writtenBack)
+            writtenBack = length
+        }
         return nil
     }
 

@@ -35,6 +35,10 @@ int bahost_become_subreaper(void);
 /* The process and user at the other end of a connected Unix socket (SO_PEERCRED). Returns 0, or an errno value. */
 int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid);
 
+/* Starts writing a file's byte range to disk without waiting (sync_file_range with SYNC_FILE_RANGE_WRITE, which
+ * Swift cannot import). Returns 0, or an errno value. */
+int bahost_start_writeback(int fd, int64_t offset, int64_t length);
+
 /* The status macros, which Swift cannot import. */
 int bahost_exited(int status);
 int bahost_exit_code(int status);
