@@ -8,6 +8,7 @@
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
+# BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000).
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second; the host's peak RSS
 # during a large download (and whether it grows with the file); extension activation against the floor of a bare
@@ -151,12 +152,12 @@ if want rss; then
 echo "== peak resident memory during a $((huge >> 20)) MiB download"
 peak() {  # COMMAND…: runs it, samples its VmRSS every 20 ms; records "peak-in-first-half peak-overall" in KiB
     local name=$1; shift
-    "$@" & local pid=$! first=0 all=0 rss size
+    "$@" >/dev/null & local pid=$! first=0 all=0 rss size
     while kill -0 "$pid" 2>/dev/null; do
         rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
         [ -z "$rss" ] && rss=0
         [ "$rss" -gt "$all" ] && all=$rss
-        size=$( (du -sb "$work/out" "$work/data" 2>/dev/null || true) | awk '{s += $1} END {print s + 0}')
+        size=$( (du -sb "$work/out" "$work/data" 2>/dev/null || true) | awk '{s += $1} END {printf "%d", s}')
         [ "$size" -lt $((huge / 2)) ] && [ "$rss" -gt "$first" ] && first=$rss
         sleep 0.02
     done
