@@ -304,7 +304,9 @@ public final class HostEngine: Sendable {
             let started = try store.startTransfers(chosen)
             var appRecords: [String: AppRecord] = [:]
             for download in started {
-                if appRecords[download.appIdentifier] == nil { appRecords[download.appIdentifier] = try store.app(download.appIdentifier) }
+                if appRecords[download.appIdentifier] == nil {
+                    appRecords[download.appIdentifier] = try store.app(download.appIdentifier)
+                }
                 guard let app = appRecords[download.appIdentifier] else { continue }
                 state.withLock { state in
                     let task = Task(executorPreference: executor) { await self.transfer(download, app: app) }

@@ -91,14 +91,16 @@ public final class QueueStore: Sendable {
             }
             let rows = try Row.fetchAll(db, sql: "SELECT uniqueIdentifier, download FROM download")
             for row in rows {
-                let download = try JSONDecoder().decode(ExtensionDownload.self, from: Data((row["download"] as String).utf8))
+                let json = Data((row["download"] as String).utf8)
+                let download = try JSONDecoder().decode(ExtensionDownload.self, from: json)
                 try db.execute(
                     sql: "UPDATE download SET host = ? WHERE uniqueIdentifier = ?",
                     arguments: [QueuedDownload.host(of: download), row["uniqueIdentifier"] as String])
             }
             // Active rows are never delivered, so one index serves both "active" and "undelivered" per app.
             try db.create(
-                index: "download_by_app_delivered_state", on: "download", columns: ["appIdentifier", "delivered", "state"])
+                index: "download_by_app_delivered_state", on: "download",
+                columns: ["appIdentifier", "delivered", "state"])
             // The engine's next downloads in the order they run, read from the front: never a sort of the queue.
             try db.execute(sql: """
                 CREATE INDEX download_runnable ON download(state, foreground, isEssential DESC, priority DESC, sequence)
@@ -409,7 +411,8 @@ public final class QueueStore: Sendable {
                 .filter(sql: """
                     isEssential OR appIdentifier NOT IN (
                         SELECT appIdentifier FROM download
-                        WHERE isEssential = 1 AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork'))
+                        WHERE isEssential = 1
+                            AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork'))
                     """)
             if !saturatedHosts.isEmpty { request = request.filter(!saturatedHosts.contains(Column("host"))) }
             if let backgroundLimit { request = request.limit(max(0, backgroundLimit)) }

@@ -21,6 +21,24 @@ import TestSupport
             priority: priority, isEssential: essential)
     }
 
+    /// The engine asks only for what it can start: the free slots' worth, none to a host at its cap, none twice.
+    @Test func runnableGivesOnlyWhatCanStart() throws {
+        let (store, _) = try store()
+        let elsewhere = ExtensionDownload(
+            identifier: "elsewhere", url: "https://b.example.com/x", applicationGroupIdentifier: "g", fileSize: 10,
+            priority: 50, isEssential: false)
+        _ = try store.enqueue((1...10).map { download("d\($0)") } + [elsewhere], for: "app") { _, _ in nil }
+        #expect(try store.runnable(now: Date(), backgroundLimit: 3).map(\.identifier) == ["d1", "d2", "d3"])
+        #expect(try store.runnable(now: Date(), saturatedHosts: ["a.example.com"]).map(\.identifier) == ["elsewhere"])
+        let started = try store.startTransfers(try store.runnable(now: Date(), backgroundLimit: 2))
+        #expect(started.map(\.state) == [.downloading, .downloading])
+        #expect(started.map(\.attempts) == [1, 1])
+        #expect(try store.startTransfers(started).isEmpty)
+        #expect(try store.runnable(now: Date(), backgroundLimit: 1).map(\.identifier) == ["d3"])
+        let snapshot = try store.snapshot(now: Date(), apps: ["app"], backgroundLimit: 0)
+        #expect(snapshot.runnable.isEmpty && snapshot.appsWithActiveDownloads == ["app"] && snapshot.hasWork("app"))
+    }
+
     @Test func everythingSurvivesReopening() throws {
         let (store, path) = try store()
         let results = try store.enqueue([download("a"), download("b")], for: "app") { app, d in
