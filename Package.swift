@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport"]),
         .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue"]),
         .target(
-            name: "Lifecycle",
+            name: "Engine",
             dependencies: [
                 "AppConfig", "CBAExtension", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer",
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -67,13 +67,13 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Lifecycle", "Queue", "ServiceWire",
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Queue", "ServiceWire",
                 "Transfer", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "bahost",
             dependencies: [
-                "AppConfig", "Delivery", "ExtensionRuntime", "Lifecycle", "Policy", "Queue", "Service", "ServiceWire",
+                "AppConfig", "Delivery", "ExtensionRuntime", "Engine", "Policy", "Queue", "Service", "ServiceWire",
                 "Transfer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,6 +2,7 @@ import CBAExtension
 import ExtensionRuntime
 import Foundation
 import GRDB
+import Synchronization
 
 /// The durable queue: every app and every download, in one SQLite database (WAL mode), written in a transaction
 /// at every state change, so that a host killed at any moment restarts with nothing lost.
@@ -13,9 +14,18 @@ import GRDB
 /// makes the partial file start over. A commit that waited for the disk cost a sync per state change, which made
 /// many small files slow (Benchmarks).
 ///
+/// Hot paths (admission, saves, the engine's questions) run prepared statements that each connection caches,
+/// over rows of plain columns. The store is the queue's only writer (one engine per data root holds its lock), so
+/// it keeps the app records and the last sequence number in memory, updated after each write that changes them.
+///
 /// Thread rule: any thread; GRDB serializes writes.
 public final class QueueStore: Sendable {
     private let database: DatabasePool
+    /// Every installed app's record, as last committed.
+    private let appCache: Mutex<[String: AppRecord]>
+    /// The highest sequence number given so far. Advanced inside write transactions (which GRDB serializes); one
+    /// that rolls back leaves a gap, which only order depends on.
+    private let lastSequenceNumber: Mutex<Int64>
 
     /// Opens (creating) the queue at `path`.
     public init(path: String) throws {
@@ -26,6 +36,11 @@ public final class QueueStore: Sendable {
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
+        let (apps, sequence) = try database.read { db in
+            (try AppRecord.fetchAll(db), try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0)
+        }
+        appCache = Mutex(Dictionary(uniqueKeysWithValues: apps.map { ($0.appIdentifier, $0) }))
+        lastSequenceNumber = Mutex(sequence)
     }
 
     private static var migrator: DatabaseMigrator {
@@ -107,23 +122,84 @@ public final class QueueStore: Sendable {
                 """)
             try db.create(index: "download_essential_state", on: "download", columns: ["isEssential", "state"])
         }
+        migrator.registerMigration("v4: a column per field, no JSON") { db in
+            try db.create(table: "download_v4") { t in
+                t.primaryKey("uniqueIdentifier", .text)
+                t.column("appIdentifier", .text).notNull().references(AppRecord.databaseTableName)
+                t.column("sequence", .integer).notNull()
+                t.column("kind", .integer).notNull()
+                t.column("identifier", .text).notNull()
+                t.column("url", .text)
+                t.column("applicationGroupIdentifier", .text).notNull()
+                t.column("fileSize", .integer).notNull()
+                t.column("priority", .integer).notNull()
+                t.column("isEssential", .boolean).notNull()
+                t.column("sha256", .text)
+                t.column("httpHeaders", .text)
+                t.column("host", .text).notNull()
+                t.column("foreground", .boolean).notNull()
+                t.column("state", .text).notNull()
+                t.column("bytesReceived", .integer).notNull()
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("attempts", .integer).notNull()
+                t.column("retryAt", .double)
+                t.column("errorCode", .integer)
+                t.column("errorDomain", .text)
+                t.column("errorMessage", .text)
+                t.column("filePath", .text)
+                t.column("deliveryAttempts", .integer).notNull()
+                t.column("delivered", .boolean).notNull()
+            }
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM download")
+            let insert = try db.makeStatement(sql: QueuedDownload.insertSQL(into: "download_v4"))
+            while let row = try rows.next() {
+                let decoder = JSONDecoder()
+                let download = try decoder.decode(ExtensionDownload.self, from: Data((row["download"] as String).utf8))
+                var queued = QueuedDownload(
+                    appIdentifier: row["appIdentifier"], sequence: row["sequence"], download: download,
+                    foreground: row["foreground"])
+                queued.state = TransferState(rawValue: row["state"]) ?? .queued
+                queued.bytesReceived = row["bytesReceived"]
+                queued.etag = row["etag"]
+                queued.lastModified = row["lastModified"]
+                queued.attempts = row["attempts"]
+                queued.retryAt = row["retryAt"]
+                queued.error = try (row["error"] as String?).map { try decoder.decode(HostError.self, from: Data($0.utf8)) }
+                queued.filePath = row["filePath"]
+                queued.deliveryAttempts = row["deliveryAttempts"]
+                queued.delivered = row["delivered"]
+                try insert.execute(arguments: StatementArguments(queued.databaseValues))
+            }
+            try db.drop(table: "download")
+            try db.rename(table: "download_v4", to: "download")
+            try db.create(index: "download_by_app_identifier", on: "download", columns: ["appIdentifier", "identifier"])
+            try db.create(index: "download_by_sequence", on: "download", columns: ["sequence"])
+            try db.create(
+                index: "download_by_app_delivered_state", on: "download", columns: ["appIdentifier", "delivered", "state"])
+            try db.execute(sql: """
+                CREATE INDEX download_runnable ON download(state, foreground, isEssential DESC, priority DESC, sequence)
+                """)
+            try db.create(index: "download_essential_state", on: "download", columns: ["isEssential", "state"])
+        }
         return migrator
     }
 
     // MARK: Apps
 
     public func app(_ appIdentifier: String) throws -> AppRecord? {
-        try database.read { try AppRecord.fetchOne($0, key: appIdentifier) }
+        appCache.withLock { $0[appIdentifier] }
     }
 
+    /// Every installed app, by identifier.
     public func apps() throws -> [AppRecord] {
-        try database.read { try AppRecord.fetchAll($0) }
+        appCache.withLock { $0.values.sorted { $0.appIdentifier < $1.appIdentifier } }
     }
 
     /// Installs or updates an app's record. An update keeps what it has used of its allowances and whether it has
     /// launched.
     public func install(_ app: AppRecord) throws {
-        try database.write { db in
+        let record = try database.write { db in
             var record = app
             if let existing = try AppRecord.fetchOne(db, key: app.appIdentifier) {
                 record.usedBytes = existing.usedBytes
@@ -131,38 +207,37 @@ public final class QueueStore: Sendable {
                 record.launched = existing.launched
             }
             try record.save(db)
+            return record
         }
+        appCache.withLock { $0[record.appIdentifier] = record }
     }
 
     /// Runs `body` on an app's record inside one transaction and saves what it changed.
     public func updateApp<T>(_ appIdentifier: String, _ body: (inout AppRecord) throws -> T) throws -> T {
-        try update(AppRecord.self, appIdentifier, body)
-    }
-
-    /// Runs `body` on the record of an app inside one transaction and saves what it changed.
-    private func update<Record: FetchableRecord & PersistableRecord & TableRecord, T>(
-        _ type: Record.Type, _ appIdentifier: String, _ body: (inout Record) throws -> T
-    ) throws -> T {
-        try database.write { db in
-            guard var record = try Record.fetchOne(db, key: appIdentifier) else {
+        let (record, result) = try database.write { db in
+            guard var record = try AppRecord.fetchOne(db, key: appIdentifier) else {
                 throw QueueError.unknownApp(appIdentifier)
             }
             let result = try body(&record)
             try record.update(db)
-            return result
+            return (record, result)
         }
+        appCache.withLock { $0[appIdentifier] = record }
+        return result
     }
 
     /// Removes an app and everything the queue holds for it; returns its downloads (the running ones' transfers are
     /// to be stopped, and partial files deleted).
     public func uninstall(_ appIdentifier: String) throws -> [QueuedDownload] {
-        try database.write { db in
+        let downloads = try database.write { db in
             guard try AppRecord.exists(db, key: appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
             let downloads = try QueuedDownload.filter(Column("appIdentifier") == appIdentifier).fetchAll(db)
             try QueuedDownload.filter(Column("appIdentifier") == appIdentifier).deleteAll(db)
             _ = try AppRecord.deleteOne(db, key: appIdentifier)
             return downloads
         }
+        appCache.withLock { _ = $0.removeValue(forKey: appIdentifier) }
+        return downloads
     }
 
     // MARK: The service's schedule
@@ -177,12 +252,26 @@ public final class QueueStore: Sendable {
 
     /// Runs `body` on an app's schedule inside one transaction and saves what it changed.
     public func updateSchedule<T>(_ appIdentifier: String, _ body: (inout AppSchedule) throws -> T) throws -> T {
-        try update(AppSchedule.self, appIdentifier, body)
+        try database.write { db in
+            guard var record = try AppSchedule.fetchOne(db, key: appIdentifier) else {
+                throw QueueError.unknownApp(appIdentifier)
+            }
+            let result = try body(&record)
+            try record.update(db)
+            return result
+        }
     }
 
     /// The highest sequence number given so far: downloads queued later have higher ones.
     public func lastSequence() throws -> Int64 {
-        try database.read { try Int64.fetchOne($0, sql: "SELECT MAX(sequence) FROM download") ?? 0 }
+        lastSequenceNumber.withLock { $0 }
+    }
+
+    private func nextSequence() -> Int64 {
+        lastSequenceNumber.withLock { last in
+            last += 1
+            return last
+        }
     }
 
     // MARK: Admission
@@ -194,14 +283,18 @@ public final class QueueStore: Sendable {
         _ downloads: [ExtensionDownload], for appIdentifier: String, foreground: Bool = false,
         admit: (inout AppRecord, ExtensionDownload) -> HostError?
     ) throws -> [(download: ExtensionDownload, result: Result<QueuedDownload, HostError>)] {
-        try database.write { db in
-            guard var app = try AppRecord.fetchOne(db, key: appIdentifier) else {
-                throw QueueError.unknownApp(appIdentifier)
-            }
-            var sequence = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0
+        guard let before = appCache.withLock({ $0[appIdentifier] }) else { throw QueueError.unknownApp(appIdentifier) }
+        var app = before
+        let results = try database.write { db in
             var results: [(ExtensionDownload, Result<QueuedDownload, HostError>)] = []
+            results.reserveCapacity(downloads.count)
+            let active = try db.cachedStatement(sql: """
+                SELECT 1 FROM download WHERE appIdentifier = ? AND identifier = ?
+                    AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork') LIMIT 1
+                """)
+            let insert = try db.cachedStatement(sql: QueuedDownload.insertSQL(into: QueuedDownload.databaseTableName))
             for download in downloads {
-                if try Self.isActive(db, app: appIdentifier, identifier: download.identifier) {
+                if try Bool.fetchOne(active, arguments: [appIdentifier, download.identifier]) != nil {
                     results.append((download, .failure(HostError(
                         BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
                         "a download with identifier '\(download.identifier)' is already scheduled"))))
@@ -211,88 +304,100 @@ public final class QueueStore: Sendable {
                     results.append((download, .failure(error)))
                     continue
                 }
-                sequence += 1
                 let queued = QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: sequence, download: try Self.unused(download, db),
+                    appIdentifier: appIdentifier, sequence: nextSequence(), download: try Self.unused(download, db),
                     foreground: foreground)
-                try queued.insert(db)
+                try insert.execute(arguments: StatementArguments(queued.databaseValues))
                 results.append((download, .success(queued)))
             }
-            try app.update(db)
+            if app != before { try app.update(db) }
             return results
         }
+        if app != before { appCache.withLock { $0[appIdentifier] = app } }
+        return results
     }
 
     /// Records a download that failed before it could be queued (refused by policy), so that its failure is
     /// delivered like any other.
     public func recordRefused(_ download: ExtensionDownload, for appIdentifier: String, error: HostError) throws {
+        try recordRefused([(download, error)], for: appIdentifier)
+    }
+
+    /// Records several refused downloads in one transaction.
+    public func recordRefused(_ refused: [(ExtensionDownload, HostError)], for appIdentifier: String) throws {
+        guard !refused.isEmpty else { return }
         try database.write { db in
-            let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0) + 1
-            var queued = QueuedDownload(appIdentifier: appIdentifier, sequence: sequence, download: try Self.unused(download, db))
-            queued.state = .failed
-            queued.error = error
-            try queued.insert(db)
+            let insert = try db.cachedStatement(sql: QueuedDownload.insertSQL(into: QueuedDownload.databaseTableName))
+            for (download, error) in refused {
+                var queued = QueuedDownload(
+                    appIdentifier: appIdentifier, sequence: nextSequence(), download: try Self.unused(download, db))
+                queued.state = .failed
+                queued.error = error
+                try insert.execute(arguments: StatementArguments(queued.databaseValues))
+            }
         }
     }
 
     /// The download with a unique identifier no row has: extension code chose it, and may have reused one (its
     /// own, or another app's), which gets a fresh one.
     private static func unused(_ download: ExtensionDownload, _ db: Database) throws -> ExtensionDownload {
-        guard let identifier = download.uniqueIdentifier, try QueuedDownload.exists(db, key: identifier) else {
-            return download
-        }
+        guard let identifier = download.uniqueIdentifier else { return download }
+        let exists = try db.cachedStatement(sql: "SELECT 1 FROM download WHERE uniqueIdentifier = ?")
+        guard try Bool.fetchOne(exists, arguments: [identifier]) != nil else { return download }
         var fresh = download
         fresh.uniqueIdentifier = ExtensionDownload.newUniqueIdentifier(group: download.applicationGroupIdentifier)
         return fresh
     }
 
-    private static func isActive(_ db: Database, app: String, identifier: String) throws -> Bool {
-        try QueuedDownload
-            .filter(Column("appIdentifier") == app && Column("identifier") == identifier)
-            .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
-            .fetchCount(db) > 0
-    }
-
     // MARK: Downloads
 
     public func download(_ uniqueIdentifier: String) throws -> QueuedDownload? {
-        try database.read { try QueuedDownload.fetchOne($0, key: uniqueIdentifier) }
+        try database.read { try Self.fetch($0, where: "uniqueIdentifier = ?", [uniqueIdentifier]).first }
     }
 
     /// Whether a download is in the queue (it is gone once cancelled).
     public func contains(_ uniqueIdentifier: String) throws -> Bool {
-        try database.read { try QueuedDownload.exists($0, key: uniqueIdentifier) }
+        try database.read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM download WHERE uniqueIdentifier = ?"),
+                arguments: [uniqueIdentifier]) != nil
+        }
     }
 
-    /// Saves what the engine changes in a queued download. Not the download itself, which never changes once queued
-    /// and is costly to encode (saves are the engine's hottest writes), nor `foreground`, which only promotion and
-    /// demotion change, while the row may be moving.
+    /// Rows of `download` matching a condition, through a cached statement.
+    private static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments = [])
+        throws -> [QueuedDownload]
+    {
+        let statement = try db.cachedStatement(sql: "SELECT \(QueuedDownload.selection) FROM download WHERE \(condition)")
+        return try QueuedDownload.fetchAll(statement, arguments: arguments)
+    }
+
+    /// Saves what the engine changes in a queued download. Not the download itself, which never changes once queued,
+    /// nor `foreground`, which only promotion and demotion change, while the row may be moving.
     public func save(_ download: QueuedDownload) throws {
         try database.write { try Self.saveState(download, db: $0) }
     }
 
     /// Saves several downloads in one transaction.
     public func save(_ downloads: [QueuedDownload]) throws {
+        guard !downloads.isEmpty else { return }
         try database.write { db in
             for download in downloads { try Self.saveState(download, db: db) }
         }
     }
 
     private static func saveState(_ download: QueuedDownload, db: Database) throws {
-        let error = try download.error.map {
-            String(decoding: try QueuedDownload.databaseJSONEncoder(for: "error").encode($0), as: UTF8.self)
-        }
-        try db.execute(
-            sql: """
-                UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
-                    error = ?, filePath = ?, deliveryAttempts = ?, delivered = ?
-                WHERE uniqueIdentifier = ?
-                """,
-            arguments: [
-                download.state, download.bytesReceived, download.etag, download.lastModified, download.attempts,
-                download.retryAt, error, download.filePath, download.deliveryAttempts, download.delivered,
-                download.uniqueIdentifier,
-            ])
+        let statement = try db.cachedStatement(sql: """
+            UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
+                errorCode = ?, errorDomain = ?, errorMessage = ?, filePath = ?, deliveryAttempts = ?, delivered = ?
+            WHERE uniqueIdentifier = ?
+            """)
+        try statement.execute(arguments: [
+            download.state.rawValue, download.bytesReceived, download.etag, download.lastModified, download.attempts,
+            download.retryAt?.timeIntervalSince1970, download.error?.code, download.error?.domain,
+            download.error?.message, download.filePath, download.deliveryAttempts, download.delivered,
+            download.uniqueIdentifier,
+        ])
         guard db.changesCount == 1 else {
             throw RecordError.recordNotFound(
                 databaseTableName: QueuedDownload.databaseTableName,
@@ -305,14 +410,13 @@ public final class QueueStore: Sendable {
     public func startTransfers(_ downloads: [QueuedDownload]) throws -> [QueuedDownload] {
         guard !downloads.isEmpty else { return [] }
         return try database.write { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE download SET state = 'downloading', attempts = attempts + 1, retryAt = NULL
+                WHERE uniqueIdentifier = ? AND state IN ('queued', 'waitingToRetry', 'waitingForNetwork')
+                """)
             var started: [QueuedDownload] = []
             for var download in downloads {
-                try db.execute(
-                    sql: """
-                        UPDATE download SET state = 'downloading', attempts = attempts + 1, retryAt = NULL
-                        WHERE uniqueIdentifier = ? AND state IN ('queued', 'waitingToRetry', 'waitingForNetwork')
-                        """,
-                    arguments: [download.uniqueIdentifier])
+                try statement.execute(arguments: [download.uniqueIdentifier])
                 guard db.changesCount == 1 else { continue }
                 download.state = .downloading
                 download.attempts += 1
@@ -326,15 +430,13 @@ public final class QueueStore: Sendable {
     /// An app's scheduled and in-flight downloads (Apple's fetchCurrentDownloads), in queue order.
     public func activeDownloads(for appIdentifier: String) throws -> [QueuedDownload] {
         try database.read { db in
-            try Self.active(appIdentifier).order(Column("sequence")).fetchAll(db)
+            try Self.fetch(db, where: "\(Self.activeCondition) ORDER BY sequence", [appIdentifier])
         }
     }
 
     /// Every download of an app, in queue order.
     public func downloads(for appIdentifier: String) throws -> [QueuedDownload] {
-        try database.read { db in
-            try QueuedDownload.filter(Column("appIdentifier") == appIdentifier).order(Column("sequence")).fetchAll(db)
-        }
+        try database.read { try Self.fetch($0, where: "appIdentifier = ? ORDER BY sequence", [appIdentifier]) }
     }
 
     /// What the engine asks of the queue at every turn, read in one transaction: what may start now, and per app
@@ -342,10 +444,15 @@ public final class QueueStore: Sendable {
     public struct Snapshot: Sendable {
         /// Downloads that may start now, best first (see `runnable`).
         public var runnable: [QueuedDownload]
+        /// Per app, the completions waiting, counted up to `Snapshot.countLimit`.
         public var pendingCompletions: [String: Int]
         public var appsWithActiveDownloads: Set<String>
         /// The earliest moment a waiting download becomes runnable, if any is waiting.
         public var nextRetry: Date?
+
+        /// Pending completions are counted up to this many: the engine only compares the count with a batch's size,
+        /// and a count that went further would cost a turn time in proportion to the queue.
+        public static let countLimit = 1024
 
         public func hasWork(_ appIdentifier: String) -> Bool {
             appsWithActiveDownloads.contains(appIdentifier) || pendingCompletions[appIdentifier, default: 0] > 0
@@ -363,9 +470,13 @@ public final class QueueStore: Sendable {
                     db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
                     backgroundLimit: backgroundLimit),
                 pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db))
+            let pending = try db.cachedStatement(sql: """
+                SELECT COUNT(*) FROM (SELECT 1 FROM download WHERE \(Self.pendingCondition) LIMIT \(Snapshot.countLimit))
+                """)
+            let active = try db.cachedStatement(sql: "SELECT 1 FROM download WHERE \(Self.activeCondition) LIMIT 1")
             for app in apps {
-                snapshot.pendingCompletions[app] = try Self.pending(app).fetchCount(db)
-                if try !Self.active(app).isEmpty(db) { snapshot.appsWithActiveDownloads.insert(app) }
+                snapshot.pendingCompletions[app] = try Int.fetchOne(pending, arguments: [app]) ?? 0
+                if try Bool.fetchOne(active, arguments: [app]) != nil { snapshot.appsWithActiveDownloads.insert(app) }
             }
             return snapshot
         }
@@ -376,7 +487,9 @@ public final class QueueStore: Sendable {
     ///
     /// Foreground downloads are all returned (the limits do not hold them back). Background ones are at most
     /// `backgroundLimit`, none to a host in `saturatedHosts`: the engine asks only for what it can start, so that
-    /// a long queue costs it no more than a short one.
+    /// a long queue costs it no more than a short one. For the same reason the background candidates are looked
+    /// for among the first `scanLimit` in run order: a queue whose front is all for saturated hosts waits for those
+    /// hosts rather than read the whole queue at every turn.
     /// - Parameters:
     ///   - apps: only these apps' downloads; nil for every app's.
     ///   - excluding: unique identifiers whose transfer is already starting.
@@ -391,42 +504,52 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// How far into the run order a turn looks for background downloads it may start.
+    static let scanLimit = 4096
+
     private static func runnable(
         _ db: Database, now: Date, apps: Set<String>?, excluding: Set<String>, saturatedHosts: Set<String>,
         backgroundLimit: Int?
     ) throws -> [QueuedDownload] {
-        var base = QueuedDownload.order(Column("isEssential").desc, Column("priority").desc, Column("sequence"))
-        if let apps { base = base.filter(apps.contains(Column("appIdentifier"))) }
-        if !excluding.isEmpty { base = base.filter(!excluding.contains(Column("uniqueIdentifier"))) }
+        let order = "ORDER BY isEssential DESC, priority DESC, sequence"
         // Queued rows come from the front of `download_runnable`; rows waiting to retry are few.
-        let queued = base.filter(Column("state") == TransferState.queued)
-        let due = base.filter([TransferState.waitingToRetry, .waitingForNetwork].contains(Column("state")))
-            .filter(Column("retryAt") <= now)
-        let foreground = try Self.merged(
-            queued.filter(Column("foreground") == true).fetchAll(db),
-            due.filter(Column("foreground") == true).fetchAll(db), limit: nil)
-
-        func background(_ request: QueryInterfaceRequest<QueuedDownload>) -> QueryInterfaceRequest<QueuedDownload> {
-            var request = request.filter(Column("foreground") == false)
-                .filter(sql: """
-                    isEssential OR appIdentifier NOT IN (
-                        SELECT appIdentifier FROM download
-                        WHERE isEssential = 1
-                            AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork'))
-                    """)
-            if !saturatedHosts.isEmpty { request = request.filter(!saturatedHosts.contains(Column("host"))) }
-            if let backgroundLimit { request = request.limit(max(0, backgroundLimit)) }
-            return request
+        let queued = "state = 'queued'"
+        let due = "state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt <= \(now.timeIntervalSince1970)"
+        func wanted(_ row: QueuedDownload) -> Bool {
+            (apps?.contains(row.appIdentifier) ?? true) && !excluding.contains(row.uniqueIdentifier)
         }
+        func keep(_ rows: [QueuedDownload]) -> [QueuedDownload] { rows.filter(wanted) }
+        let foreground = Self.merged(
+            keep(try fetch(db, where: "\(queued) AND foreground \(order)")),
+            keep(try fetch(db, where: "\(due) AND foreground \(order)")), limit: nil)
         if backgroundLimit.map({ $0 <= 0 }) == true { return foreground }
-        return try foreground
-            + Self.merged(
-                background(queued).fetchAll(db), background(due).fetchAll(db), limit: backgroundLimit)
+
+        let essentialBusy = Set(try String.fetchAll(db.cachedStatement(sql: """
+            SELECT DISTINCT appIdentifier FROM download
+            WHERE isEssential = 1 AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
+            """)))
+        func background(_ condition: String) throws -> [QueuedDownload] {
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(QueuedDownload.selection) FROM download WHERE \(condition) AND NOT foreground \(order)
+                LIMIT \(scanLimit)
+                """)
+            let cursor = try QueuedDownload.fetchCursor(statement)
+            var found: [QueuedDownload] = []
+            while let row = try cursor.next() {
+                guard row.isEssential || !essentialBusy.contains(row.appIdentifier),
+                    !saturatedHosts.contains(row.host), wanted(row)
+                else { continue }
+                found.append(row)
+                if let backgroundLimit, found.count >= backgroundLimit { break }
+            }
+            return found
+        }
+        return foreground + Self.merged(try background(queued), try background(due), limit: backgroundLimit)
     }
 
     /// Two lists in run order, merged in run order: essential first, then priority, then age.
     private static func merged(_ a: [QueuedDownload], _ b: [QueuedDownload], limit: Int?) -> [QueuedDownload] {
-        guard !b.isEmpty else { return a }
+        guard !b.isEmpty else { return limit.map { Array(a.prefix($0)) } ?? a }
         let all = (a + b).sorted { x, y in
             if x.isEssential != y.isEssential { return x.isEssential }
             if x.priority != y.priority { return x.priority > y.priority }
@@ -441,15 +564,16 @@ public final class QueueStore: Sendable {
     }
 
     private static func nextRetry(_ db: Database) throws -> Date? {
-        try Date.fetchOne(
-            db, sql: "SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork')")
+        let statement = try db.cachedStatement(
+            sql: "SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork')")
+        return try Double.fetchOne(statement).map { Date(timeIntervalSince1970: $0) }
     }
 
     /// Cancels an active download (by unique identifier when given, else by identifier); false when none matched.
     public func cancel(appIdentifier: String, uniqueIdentifier: String?, identifier: String) throws -> QueuedDownload? {
         try database.write { db in
             guard let found = try Self.active(db, appIdentifier, uniqueIdentifier, identifier) else { return nil }
-            try found.delete(db)
+            try db.execute(sql: "DELETE FROM download WHERE uniqueIdentifier = ?", arguments: [found.uniqueIdentifier])
             return found
         }
     }
@@ -457,36 +581,35 @@ public final class QueueStore: Sendable {
     /// Finished and failed downloads whose completion has not been delivered, oldest first (at most `limit`).
     public func pendingCompletions(for appIdentifier: String, limit: Int? = nil) throws -> [QueuedDownload] {
         try database.read { db in
-            var request = Self.pending(appIdentifier).order(Column("sequence"))
-            if let limit { request = request.limit(limit) }
-            return try request.fetchAll(db)
+            try Self.fetch(
+                db, where: "\(Self.pendingCondition) ORDER BY sequence LIMIT \(limit ?? -1)", [appIdentifier])
         }
     }
 
     /// How many completions of an app wait to be delivered.
     public func pendingCompletionCount(for appIdentifier: String) throws -> Int {
-        try database.read { try Self.pending(appIdentifier).fetchCount($0) }
+        try database.read { db in
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM download WHERE \(Self.pendingCondition)"),
+                arguments: [appIdentifier]) ?? 0
+        }
     }
 
-    private static func pending(_ appIdentifier: String) -> QueryInterfaceRequest<QueuedDownload> {
-        QueuedDownload
-            .filter(Column("appIdentifier") == appIdentifier && Column("delivered") == false)
-            .filter([TransferState.finished, .failed].contains(Column("state")))
-    }
+    /// An app's finished and failed downloads not yet delivered (one argument: the app). Active rows are never
+    /// delivered, so one index, (appIdentifier, delivered, state), serves this and `activeCondition`.
+    static let pendingCondition = "appIdentifier = ? AND delivered = 0 AND state IN ('finished', 'failed')"
+    /// An app's active downloads (one argument: the app).
+    static let activeCondition = """
+        appIdentifier = ? AND delivered = 0 AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
+        """
 
     /// Whether an app has active downloads (essential ones only, when `essential`).
     public func hasActiveDownloads(for appIdentifier: String, essential: Bool = false) throws -> Bool {
         try database.read { db in
-            var request = Self.active(appIdentifier)
-            if essential { request = request.filter(Column("isEssential")) }
-            return try !request.isEmpty(db)
+            let statement = try db.cachedStatement(
+                sql: "SELECT 1 FROM download WHERE \(Self.activeCondition)\(essential ? " AND isEssential" : "") LIMIT 1")
+            return try Bool.fetchOne(statement, arguments: [appIdentifier]) != nil
         }
-    }
-
-    /// An app's active downloads. They are never delivered: saying so lets one index serve this and `pending`.
-    private static func active(_ appIdentifier: String) -> QueryInterfaceRequest<QueuedDownload> {
-        QueuedDownload.filter(Column("appIdentifier") == appIdentifier && Column("delivered") == false)
-            .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
     }
 
     /// Whether an app has anything left to do: active downloads or undelivered completions.
@@ -502,7 +625,9 @@ public final class QueueStore: Sendable {
             found.foreground = true
             if found.state != .downloading { found.retryAt = nil }
             if found.state == .waitingToRetry || found.state == .waitingForNetwork { found.state = .queued }
-            try found.update(db)
+            try db.execute(
+                sql: "UPDATE download SET foreground = 1, retryAt = ?, state = ? WHERE uniqueIdentifier = ?",
+                arguments: [found.retryAt?.timeIntervalSince1970, found.state.rawValue, found.uniqueIdentifier])
             return found
         }
     }
@@ -511,14 +636,14 @@ public final class QueueStore: Sendable {
     private static func active(_ db: Database, _ appIdentifier: String, _ uniqueIdentifier: String?, _ identifier: String)
         throws -> QueuedDownload?
     {
-        var request = QueuedDownload.filter(Column("appIdentifier") == appIdentifier)
-            .filter([TransferState.queued, .downloading, .waitingToRetry, .waitingForNetwork].contains(Column("state")))
+        let states = "state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')"
         if let uniqueIdentifier {
-            request = request.filter(Column("uniqueIdentifier") == uniqueIdentifier)
-        } else {
-            request = request.filter(Column("identifier") == identifier)
+            return try fetch(
+                db, where: "appIdentifier = ? AND uniqueIdentifier = ? AND \(states)", [appIdentifier, uniqueIdentifier]
+            ).first
         }
-        return try request.fetchOne(db)
+        return try fetch(db, where: "appIdentifier = ? AND identifier = ? AND \(states) LIMIT 1", [appIdentifier, identifier])
+            .first
     }
 
     /// An app's foreground downloads go back to the background (Apple: they stay in the foreground until the
@@ -532,7 +657,11 @@ public final class QueueStore: Sendable {
 
     /// The app that owns a download, whatever its state.
     public func owner(ofUniqueIdentifier uniqueIdentifier: String) throws -> String? {
-        try database.read { try String.fetchOne($0, sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?", arguments: [uniqueIdentifier]) }
+        try database.read { db in
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?"),
+                arguments: [uniqueIdentifier])
+        }
     }
 
     /// After a crash, downloads that were moving are queued again (their partial files stay, to be resumed).

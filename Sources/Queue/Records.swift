@@ -31,6 +31,9 @@ public enum TransferState: String, Codable, Sendable, DatabaseValueConvertible {
 }
 
 /// One download in the queue, with everything needed to resume it after the host is killed.
+///
+/// Stored as plain columns, one per field (no JSON): the engine reads and writes these rows on every state change,
+/// and decoding them by position costs a fraction of Codable's keyed decoding.
 public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "download"
 
@@ -90,6 +93,80 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         var d = download
         d.state = state.publicState
         return d
+    }
+
+    // MARK: Rows
+
+    /// Every column, in the order `init(row:)` reads them.
+    static let columns = [
+        "uniqueIdentifier", "appIdentifier", "sequence", "kind", "identifier", "url", "applicationGroupIdentifier",
+        "fileSize", "priority", "isEssential", "sha256", "httpHeaders", "host", "foreground", "state", "bytesReceived",
+        "etag", "lastModified", "attempts", "retryAt", "errorCode", "errorDomain", "errorMessage", "filePath",
+        "deliveryAttempts", "delivered",
+    ]
+    /// `columns` for SQL: `SELECT \(selection) FROM download …`.
+    static let selection = columns.joined(separator: ", ")
+    public static var databaseSelection: [any SQLSelectable] { columns.map { Column($0) } }
+
+    public init(row: Row) throws {
+        let uniqueIdentifier: String = row[0]
+        let kind: Int32 = row[3]
+        download = ExtensionDownload(
+            kind: ExtensionDownload.Kind(rawValue: kind) ?? .url, identifier: row[4], uniqueIdentifier: uniqueIdentifier,
+            url: row[5], applicationGroupIdentifier: row[6], fileSize: row[7], priority: row[8], isEssential: row[9],
+            sha256: row[10], httpHeaders: Self.headers(row[11]))
+        self.uniqueIdentifier = uniqueIdentifier
+        appIdentifier = row[1]
+        sequence = row[2]
+        identifier = download.identifier
+        priority = download.priority
+        isEssential = download.isEssential
+        host = row[12]
+        foreground = row[13]
+        state = TransferState(rawValue: row[14]) ?? .queued
+        bytesReceived = row[15]
+        etag = row[16]
+        lastModified = row[17]
+        attempts = row[18]
+        retryAt = (row[19] as Double?).map { Date(timeIntervalSince1970: $0) }
+        if let code: Int64 = row[20] {
+            error = HostError(code: code, domain: row[21] ?? "", message: row[22] ?? "")
+        }
+        filePath = row[23]
+        deliveryAttempts = row[24]
+        delivered = row[25]
+    }
+
+    /// An INSERT of every column into `table`.
+    static func insertSQL(into table: String) -> String {
+        "INSERT INTO \(table) (\(selection)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+    }
+
+    public func encode(to container: inout PersistenceContainer) throws {
+        for (column, value) in zip(Self.columns, databaseValues) { container[column] = value }
+    }
+
+    /// The row's values, in `columns` order.
+    var databaseValues: [(any DatabaseValueConvertible)?] {
+        [
+            uniqueIdentifier, appIdentifier, sequence, download.kind.rawValue, identifier, download.url,
+            download.applicationGroupIdentifier, download.fileSize, priority, isEssential, download.sha256,
+            Self.headersText(download.httpHeaders), host, foreground, state.rawValue, bytesReceived, etag, lastModified,
+            attempts, retryAt?.timeIntervalSince1970, error?.code, error?.domain, error?.message, filePath,
+            deliveryAttempts, delivered,
+        ]
+    }
+
+    /// Headers as one text: most downloads have none (NULL). A refused download may hold any text, line breaks
+    /// included, so they are kept as a JSON array rather than joined.
+    static func headersText(_ headers: [String]) -> String? {
+        guard !headers.isEmpty, let data = try? JSONEncoder().encode(headers) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func headers(_ text: String?) -> [String] {
+        guard let text, let headers = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return [] }
+        return headers
     }
 }
 

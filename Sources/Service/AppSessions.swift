@@ -1,5 +1,5 @@
 import Foundation
-import Lifecycle
+import Engine
 import Queue
 import ServiceWire
 import Synchronization

@@ -1,7 +1,7 @@
 import CBAExtension
 import ExtensionRuntime
 import Foundation
-import Lifecycle
+import Engine
 import Logging
 import Queue
 import ServiceWire
@@ -119,7 +119,7 @@ public final class BackgroundAssetsService: Sendable {
         guard let app = try? engine.store.app(appIdentifier) else {
             return .failure(WireError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the app '\(appIdentifier)' was uninstalled"))
         }
-        let services = QueueHostServices(engine: engine, appIdentifier: appIdentifier)
+        let services = engine.downloads(for: appIdentifier)
         func ownGroup(_ download: WireDownload) -> ServiceReply? {
             guard download.applicationGroupIdentifier != app.appGroupIdentifier else { return nil }
             return .failure(WireError(

@@ -1,7 +1,7 @@
 import AppConfig
 import ExtensionRuntime
 import Foundation
-import Lifecycle
+import Engine
 import Queue
 import ServiceWire
 

@@ -1,6 +1,6 @@
 import Delivery
 import Foundation
-import Lifecycle
+import Engine
 
 /// How the service runs: where it listens and keeps its data, how it downloads, and its periodic policy.
 public struct ServiceSettings: Sendable {

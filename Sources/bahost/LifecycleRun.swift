@@ -3,7 +3,7 @@ import ArgumentParser
 import Delivery
 import ExtensionRuntime
 import Foundation
-import Lifecycle
+import Engine
 import Queue
 
 /// The full life cycle of `bahost run`: install the app in the queue, run its content request, then drain its

@@ -3,7 +3,7 @@ import ArgumentParser
 import Delivery
 import ExtensionRuntime
 import Foundation
-import Lifecycle
+import Engine
 import Policy
 import Transfer
 

@@ -1,6 +1,6 @@
 import ExtensionRuntime
 import Foundation
-import Lifecycle
+import Engine
 import Queue
 import Synchronization
 

@@ -8,13 +8,14 @@ import Queue
 /// service): the durable queue, under the app's policy. A download of another app is not touched (55).
 ///
 /// Thread rule: one caller at a time (a window's thread, or an app connection's).
-public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable {
-    private let engine: HostEngine
+public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
+    private let context: EngineContext
     private let appIdentifier: String
     private let lock: ExclusiveControlLock
+    private var store: QueueStore { context.store }
 
-    public init(engine: HostEngine, appIdentifier: String) {
-        self.engine = engine
+    init(context: EngineContext, appIdentifier: String) {
+        self.context = context
         self.appIdentifier = appIdentifier
         lock = ExclusiveControlLock(path: ExclusiveControlLock.path(forApp: appIdentifier))
     }
@@ -28,11 +29,11 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
     public func startForeground(_ download: ExtensionDownload) -> Result<Void, HostError> {
         if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
-            if let promoted = try engine.store.promote(
+            if let promoted = try store.promote(
                 appIdentifier: appIdentifier, uniqueIdentifier: nil, identifier: download.identifier)
             {
-                engine.observe(.promoted(promoted))
-                engine.wake()
+                context.observe(.promoted(promoted))
+                context.signal.fire()
                 return .success(())
             }
         } catch {
@@ -44,7 +45,7 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
     private func enqueue(_ download: ExtensionDownload, foreground: Bool) -> Result<Void, HostError> {
         if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
-            let results = try engine.store.enqueue([download], for: appIdentifier, foreground: foreground) { app, download in
+            let results = try store.enqueue([download], for: appIdentifier, foreground: foreground) { app, download in
                 var policy = app.policy
                 let error = policy.admit(download, for: nil)
                 app.take(policy)
@@ -52,11 +53,11 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
             }
             switch results.first?.result {
             case .success(let queued)?:
-                engine.observe(.queued(queued))
-                engine.wake(forQueued: queued)
+                context.observe(.queued(queued))
+                context.queued(queued)
                 return .success(())
             case .failure(let error)?:
-                engine.observe(.rejected(download, error))
+                context.observe(.rejected(download, error))
                 return .failure(error)
             case nil:
                 return .success(())
@@ -69,14 +70,14 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
     public func cancel(_ download: ExtensionDownload) -> Result<Void, HostError> {
         if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
-            guard let cancelled = try engine.store.cancel(
+            guard let cancelled = try store.cancel(
                 appIdentifier: appIdentifier, uniqueIdentifier: download.uniqueIdentifier,
                 identifier: download.identifier)
             else {
                 return .failure(HostError(
                     BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download '\(download.identifier)' is scheduled"))
             }
-            engine.stopTransfer(cancelled.uniqueIdentifier)
+            context.stopTransfer(cancelled.uniqueIdentifier)
             return .success(())
         } catch {
             return .failure(Self.storeFailure(error))
@@ -85,7 +86,7 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
 
     public func currentDownloads() -> Result<[ExtensionDownload], HostError> {
         do {
-            return .success(try engine.store.activeDownloads(for: appIdentifier).map(\.described))
+            return .success(try store.activeDownloads(for: appIdentifier).map(\.described))
         } catch {
             return .failure(Self.storeFailure(error))
         }
@@ -98,7 +99,7 @@ public final class QueueHostServices: ExtensionHostServices, @unchecked Sendable
     /// 55 for a download that another app's queue holds under this unique identifier.
     private func foreignDownload(_ download: ExtensionDownload) -> HostError? {
         guard let uniqueIdentifier = download.uniqueIdentifier,
-            let owner = try? engine.store.owner(ofUniqueIdentifier: uniqueIdentifier), owner != appIdentifier
+            let owner = try? store.owner(ofUniqueIdentifier: uniqueIdentifier), owner != appIdentifier
         else { return nil }
         return HostError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the download '\(download.identifier)' belongs to another app")
     }

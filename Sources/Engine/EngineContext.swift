@@ -1,0 +1,109 @@
+import Delivery
+import ExtensionRuntime
+import Foundation
+import Queue
+import Synchronization
+import Transfer
+
+/// What every part of the engine shares: the queue, the data root, the settings, the HTTP client, the app
+/// delegates, and the observer that hears each event. Made once by `HostEngine`.
+final class EngineContext: Sendable {
+    let store: QueueStore
+    let dataRoot: DataRoot
+    let settings: HostEngine.Settings
+    let observe: LifecycleObserver
+    let client: TransferClient
+    /// Running apps' delegates, which get completions and challenges before the extension (the service's apps).
+    let delegates: AppDelegateRouter?
+    /// Wakes the engine's loop: something was queued, a transfer or a delivery ended, a deadline came.
+    let signal = WakeSignal()
+    let launchGate = LaunchGate()
+    let running = RunningTransfers()
+    let credentials = Credentials()
+
+    init(
+        store: QueueStore, dataRoot: DataRoot, settings: HostEngine.Settings, observe: @escaping LifecycleObserver,
+        client: TransferClient, delegates: AppDelegateRouter?
+    ) {
+        self.store = store
+        self.dataRoot = dataRoot
+        self.settings = settings
+        self.observe = observe
+        self.client = client
+        self.delegates = delegates
+    }
+
+    /// Wakes the engine for a newly queued download, unless it could not start now anyway (every transfer slot, or
+    /// every slot for its host, is taken): it is looked at when one frees. An app scheduling thousands one call at a
+    /// time then costs the engine nothing per call.
+    func queued(_ download: QueuedDownload) {
+        if running.couldStart(download, settings) { signal.fire() }
+    }
+
+    /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file.
+    func stopTransfer(_ uniqueIdentifier: String) {
+        running.cancel(uniqueIdentifier)
+        credentials.forget(uniqueIdentifier)
+        unlink(dataRoot.partialPath(for: uniqueIdentifier))
+    }
+
+    /// Announces `appMayLaunch` once every essential download of an app that waits for them has ended.
+    func announceLaunchIfReady(_ appIdentifier: String) throws {
+        guard launchGate.isWaiting(appIdentifier) else { return }
+        guard try !store.hasActiveDownloads(for: appIdentifier, essential: true) else { return }
+        if launchGate.open(appIdentifier) { observe(.appMayLaunch(appIdentifier: appIdentifier)) }
+    }
+}
+
+/// Apps whose install or update content request queued essential downloads that have not all ended yet.
+final class LaunchGate: Sendable {
+    private let waiting = Mutex(Set<String>())
+
+    func close(_ appIdentifier: String) { waiting.withLock { _ = $0.insert(appIdentifier) } }
+    func isWaiting(_ appIdentifier: String) -> Bool { waiting.withLock { $0.contains(appIdentifier) } }
+    /// True for the one caller that opened it.
+    func open(_ appIdentifier: String) -> Bool { waiting.withLock { $0.remove(appIdentifier) != nil } }
+}
+
+/// Wakes the engine's loop: a transfer ended, something was scheduled, or a deadline came.
+final class WakeSignal: Sendable {
+    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.fired = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait(for timeout: Duration) async {
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { self.fire() }
+        }
+        await withCheckedContinuation { continuation in
+            let fired = state.withLock { state -> Bool in
+                if state.fired {
+                    state.fired = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if fired { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}
+
+extension DataRoot {
+    /// The app group a window of `app` gets: its identifier and its container.
+    func appGroup(of app: AppRecord) -> ExtensionWindow.AppGroup {
+        ExtensionWindow.AppGroup(identifier: app.appGroupIdentifier, container: container(for: app.appGroupIdentifier).path)
+    }
+}

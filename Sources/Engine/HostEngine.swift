@@ -1,0 +1,168 @@
+import Delivery
+import ExtensionRuntime
+import Foundation
+import Queue
+import Transfer
+
+/// Runs Apple's life cycle for installed apps, in four parts that data flows through one way:
+/// `ContentRequestRunner` (manifest, window, admission) → the queue → `Scheduler` (what runs next) →
+/// `TransferJob` (one download to its outcome) → `CompletionRouter` (the app's delegate or an extension window).
+///
+/// Everything the engine decides is in the queue before it acts on it, so a host killed at any moment picks up
+/// where it was with `drain` (partial files resume, finished files are not fetched again, completions are still
+/// delivered).
+public final class HostEngine: Sendable {
+    public struct Settings: Sendable {
+        public var transfer: TransferConfiguration
+        public var retry: RetryPolicy
+        public var limits: WindowLimits
+        /// Transfers at once, over all apps.
+        public var maximumConcurrentTransfers: Int
+        /// Transfers at once to one host.
+        public var maximumTransfersPerHost: Int
+        /// How long completions may wait to be batched into one window while transfers are still running.
+        public var deliveryDelay: Duration
+
+        public init(
+            transfer: TransferConfiguration = TransferConfiguration(), retry: RetryPolicy = .default,
+            limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
+            deliveryDelay: Duration = .seconds(2)
+        ) {
+            self.transfer = transfer
+            self.retry = retry
+            self.limits = limits
+            self.maximumConcurrentTransfers = maximumConcurrentTransfers
+            self.maximumTransfersPerHost = maximumTransfersPerHost
+            self.deliveryDelay = deliveryDelay
+        }
+    }
+
+    public var store: QueueStore { context.store }
+    public var dataRoot: DataRoot { context.dataRoot }
+    let context: EngineContext
+    private let scheduler: Scheduler
+    private let completions: CompletionRouter
+    /// An exclusive `flock` on the data root, held for the engine's life (the kernel releases it if the host dies).
+    private let dataRootLock: Int32
+
+    /// - Parameter router: where completions and challenges go before the extension (the service's apps).
+    public init(
+        dataRoot: DataRoot, settings: Settings, router: AppDelegateRouter? = nil,
+        observe: @escaping LifecycleObserver
+    ) throws {
+        try dataRoot.prepare()
+        // One engine per data root: a second (a `bahost run` beside the daemon) would perform the same transfers.
+        dataRootLock = open(dataRoot.url.appendingPathComponent("lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard dataRootLock >= 0, flock(dataRootLock, LOCK_EX | LOCK_NB) == 0 else {
+            if dataRootLock >= 0 { close(dataRootLock) }
+            throw EngineError.dataRootInUse(dataRoot.url.path)
+        }
+        let store: QueueStore
+        do {
+            store = try QueueStore(path: dataRoot.queuePath)
+            // Transfers that were moving when a previous host died are queued again, to resume.
+            try store.recoverInterruptedTransfers()
+        } catch {
+            close(dataRootLock)
+            throw error
+        }
+        // Last: once made, the client and the transfer threads must be shut down, so nothing after them may throw.
+        context = EngineContext(
+            store: store, dataRoot: dataRoot, settings: settings, observe: observe,
+            client: try TransferClient(settings.transfer), delegates: router)
+        let completions = CompletionRouter(context: context) { [context] app in
+            AppDownloads(context: context, appIdentifier: app)
+        }
+        self.completions = completions
+        scheduler = Scheduler(context: context) { app in completions.recorded(app) }
+    }
+
+    deinit { close(dataRootLock) }
+
+    /// Stops running transfers, waits for each to record where it stopped (its partial file stays, to resume), and
+    /// closes the HTTP client.
+    public func shutdown() async {
+        await scheduler.shutdown()
+        await completions.shutdown()
+        try? await context.client.shutdown()
+    }
+
+    /// Wakes the engine: something was queued or promoted, or a delegate arrived.
+    public func wake() { context.signal.fire() }
+
+    /// What an app's `BADownloadManager` reaches: from its extension's windows, or from the app through the service.
+    public func downloads(for appIdentifier: String) -> AppDownloads {
+        AppDownloads(context: context, appIdentifier: appIdentifier)
+    }
+
+    // MARK: Content requests
+
+    /// Fetches the app's manifest (or takes `localManifest`), runs the extension's content request in a window, and
+    /// queues what it returns under the app's policy. Returns the window's outcome, or nil when the manifest could
+    /// not be fetched (its failure is then queued for delivery to the extension, as Apple does).
+    public func contentRequest(_ request: ContentRequest, appIdentifier: String, localManifest: String? = nil)
+        async throws -> WindowOutcome?
+    {
+        try await ContentRequestRunner(context: context).run(
+            request, appIdentifier: appIdentifier, localManifest: localManifest,
+            services: downloads(for: appIdentifier))
+    }
+
+    // MARK: Apps
+
+    /// Removes an app: its queue, its running transfers and their partial files, its undelivered files, and its
+    /// group's container when no other installed app shares the group.
+    public func uninstall(_ appIdentifier: String) throws {
+        let store = context.store
+        guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+        for download in try store.uninstall(appIdentifier) { context.stopTransfer(download.uniqueIdentifier) }
+        completions.forget(appIdentifier)
+        _ = context.launchGate.open(appIdentifier)
+        if try !store.apps().contains(where: { $0.appGroupIdentifier == app.appGroupIdentifier }) {
+            try? FileManager.default.removeItem(at: context.dataRoot.container(for: app.appGroupIdentifier))
+        }
+    }
+
+    // MARK: Draining the queue
+
+    /// Performs transfers and delivers completions for `appIdentifiers` until none of them has work left.
+    public func drain(_ appIdentifiers: [String]) async throws {
+        try await run(Set(appIdentifiers), forever: false)
+    }
+
+    /// Performs transfers and delivers completions for every installed app, as they come, until cancelled (the
+    /// service).
+    public func serve() async throws {
+        try await run(nil, forever: true)
+    }
+
+    private func run(_ only: Set<String>?, forever: Bool) async throws {
+        let store = context.store
+        while !Task.isCancelled {
+            let apps = try only ?? Set(store.apps().map(\.appIdentifier))
+            let snapshot = try scheduler.turn(apps)
+            completions.deliverDue(apps, snapshot)
+            let running = !scheduler.isIdle || !completions.isIdle
+            let work = apps.contains { snapshot.hasWork($0) }
+            if !running && !work && !forever { return }
+            if !running && work {
+                // Nothing runs in this engine, so a row still marked downloading lost its transfer (the queue failed
+                // to record how it ended): queue it again rather than wait for it forever.
+                try store.recoverInterruptedTransfers()
+            }
+            await context.signal.wait(for: completions.nextDeadline(within: scheduler.nextWake(snapshot)))
+        }
+    }
+}
+
+public enum EngineError: Error, CustomStringConvertible {
+    case dataRootInUse(String)
+
+    public var description: String {
+        switch self {
+        case .dataRootInUse(let path):
+            "another bahost (the daemon, or a run) is using the data root \(path); use its service or another --data-root"
+        }
+    }
+}
+

@@ -1,0 +1,69 @@
+import ExtensionRuntime
+import Foundation
+import Policy
+import Queue
+import Transfer
+
+/// Downloads an app's manifest (`BAManifestURL`) into a read-only file for its content request, under the app's
+/// policy: its bytes count against the download allowance (203 when none is left, 204 when it is larger than what
+/// is left), and transient failures are retried as any download's are.
+struct ManifestFetch {
+    let context: EngineContext
+
+    /// The path of the fetched manifest, or why it could not be fetched.
+    func fetch(for app: AppRecord) async -> Result<String, HostError> {
+        let policy = app.policy
+        if let refusal = policy.checkURL(app.manifestURL) { return .failure(refusal) }
+        if let refusal = policy.allowance.refusalToStart("the manifest", essential: false) { return .failure(refusal) }
+        let partial = context.dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        let limit = policy.allowance.unreservedBytesLeft(essential: false)
+        let request = TransferRequest(
+            url: app.manifestURL, expectedSize: 0, partialPath: partial, byteLimit: limit,
+            checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+        var attempt = 0
+        while true {
+            attempt += 1
+            switch await context.client.perform(request, observer: NoProgress()) {
+            case .success(let bytes):
+                context.observe(.manifestFetched(bytes: bytes))
+                do {
+                    try context.store.updateApp(app.appIdentifier) { app in
+                        var policy = app.policy
+                        if policy.allowance.restricted { policy.allowance.charge(bytes, essential: false) }
+                        app.take(policy)
+                    }
+                    chmod(partial, 0o444)
+                    return .success(partial)
+                } catch {
+                    unlink(partial)
+                    return .failure(HostError(code: -1, domain: TransferError.hostDomain, message: "\(error)"))
+                }
+            case .failure(let error):
+                if error.code == TransferError.byteLimitExceeded {
+                    return .failure(Allowance.exceeded("the manifest", limit: limit ?? 0))
+                }
+                let delay = context.settings.retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
+                guard let delay else {
+                    unlink(partial)
+                    return .failure(HostError(error))
+                }
+                context.observe(.manifestWaiting(HostError(error), retryIn: delay))
+                try? await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    /// A read-only copy of a manifest given on the command line, where the window can read it.
+    static func readOnlyCopy(of path: String, in folder: URL) throws -> String {
+        let copy = folder.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        chmod(copy, 0o444)
+        return copy
+    }
+}
+
+/// The manifest's transfer reports nothing while it runs.
+private struct NoProgress: TransferObserver {
+    func began(validator: Validator, resumingAt offset: Int64) {}
+    func progress(received: Int64, expected: Int64) {}
+}

@@ -1,0 +1,216 @@
+import Delivery
+import ExtensionRuntime
+import Foundation
+import Policy
+import Queue
+import Synchronization
+import Transfer
+
+/// One attempt at one download, from the moment the scheduler marked it moving to its outcome made durable (AOSP's
+/// DownloadThread): build the request from the row, run the transfer, then record what happened: finished (the
+/// file renamed into the app group's container), failed for good, waiting to retry or for the network, or queued
+/// again after the app's delegate gave credentials for a challenge.
+struct TransferJob {
+    let context: EngineContext
+    let queued: QueuedDownload
+    let app: AppRecord
+
+    /// How the attempt ended, as far as the scheduler cares: whether a completion now waits to be delivered.
+    enum Outcome {
+        case completed
+        case notCompleted
+    }
+
+    private var credentials: Credentials { context.credentials }
+
+    func run() async -> Outcome {
+        let uniqueIdentifier = queued.uniqueIdentifier
+        do {
+            let policy = app.policy
+            let download = queued.download
+            let limit = download.fileSize == 0 ? policy.allowance.unreservedBytesLeft(essential: download.isEssential) : nil
+            let recorder = ProgressRecorder(context: context, download: queued)
+            let request = TransferRequest(
+                url: download.url ?? "", headers: download.httpHeaders, expectedSize: download.fileSize,
+                sha256: download.sha256, partialPath: context.dataRoot.partialPath(for: uniqueIdentifier),
+                validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
+                credential: credentials.credential(for: uniqueIdentifier),
+                checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+            let result = await context.client.perform(request, observer: recorder)
+
+            // Cancelled while it ran: the row is gone, and so must the bytes be. Nothing else changes a moving row's
+            // columns that the engine saves (a promotion sets only `foreground`), so the copy here is current.
+            guard try context.store.contains(uniqueIdentifier) else {
+                unlink(request.partialPath)
+                return .notCompleted
+            }
+            var current = queued
+            current.etag = recorder.validator?.etag ?? current.etag
+            current.lastModified = recorder.validator?.lastModified ?? current.lastModified
+            let outcome: Outcome
+            switch result {
+            case .success(let size):
+                credentials.forget(uniqueIdentifier)
+                outcome = try finish(&current, size: size, partialPath: request.partialPath)
+            case .failure(let error):
+                if let challenge = error.challenge, await credentials.ask(context.delegates, challenge, for: current) {
+                    current.state = .queued
+                    try context.store.save(current)
+                    return .notCompleted
+                }
+                credentials.forget(uniqueIdentifier)
+                outcome = try fail(&current, error: error, byteLimit: limit)
+            }
+            try context.announceLaunchIfReady(current.appIdentifier)
+            return outcome
+        } catch {
+            // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
+            context.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
+            return .notCompleted
+        }
+    }
+
+    private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String) throws -> Outcome {
+        // Into the container in one rename: a finished file never appears half-written.
+        let destination = context.dataRoot.deliveries(for: app.appGroupIdentifier)
+        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
+        let path = destination.appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier)).path
+        guard rename(partialPath, path) == 0 else {
+            return try fail(
+                &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
+        }
+        if queued.download.fileSize == 0 {
+            try context.store.updateApp(app.appIdentifier) { app in
+                var policy = app.policy
+                if policy.allowance.restricted { policy.allowance.charge(size, essential: queued.isEssential) }
+                app.take(policy)
+            }
+        }
+        queued.state = .finished
+        queued.bytesReceived = size
+        queued.filePath = path
+        queued.error = nil
+        try context.store.save(queued)
+        context.observe(.finished(queued))
+        return .completed
+    }
+
+    private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws -> Outcome {
+        // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
+        let waits = !(queued.foreground && error.kind == .network)
+        let retry = context.settings.retry
+        if waits, let delay = retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
+            let until = Date(timeIntervalSinceNow: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
+            queued.retryAt = until
+            queued.error = HostError(error)
+            queued.bytesReceived = fileLength(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
+            try context.store.save(queued)
+            context.observe(.paused(queued, waitingForNetwork: error.kind == .network, until: until, error: HostError(error)))
+            return .notCompleted
+        }
+        let reason = error.code == TransferError.byteLimitExceeded
+            ? Allowance.exceeded("'\(queued.identifier)'", limit: byteLimit ?? 0) : HostError(error)
+        unlink(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
+        queued.state = .failed
+        queued.error = reason
+        try context.store.save(queued)
+        context.observe(.failed(queued, reason))
+        return .completed
+    }
+
+    private func fileLength(_ path: String) -> Int64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+}
+
+/// Credentials an app's delegate gave for a download, and how many it has given: kept in memory only, as URLSession
+/// keeps a session's credentials.
+final class Credentials: Sendable {
+    /// Credentials asked of an app for one download before its 401 is final.
+    static let maximumChallenges = 3
+
+    private let given = Mutex([String: (credential: Credential, count: Int)]())
+
+    func credential(for uniqueIdentifier: String) -> Credential? {
+        given.withLock { $0[uniqueIdentifier]?.credential }
+    }
+
+    func forget(_ uniqueIdentifier: String) {
+        given.withLock { _ = $0.removeValue(forKey: uniqueIdentifier) }
+    }
+
+    /// Asks the app's delegate for credentials; true when it gave some to try (a few times at most).
+    func ask(_ delegates: AppDelegateRouter?, _ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
+        let count = given.withLock { $0[download.uniqueIdentifier]?.count ?? 0 }
+        guard let delegates, count < Self.maximumChallenges,
+            case .useCredential(let user, let password)? = await delegates.challenge(
+                download, challenge, previousFailureCount: count)
+        else { return false }
+        given.withLock {
+            $0[download.uniqueIdentifier] = (Credential(host: challenge.host, user: user, password: password), count + 1)
+        }
+        return true
+    }
+}
+
+/// Makes a transfer's progress durable at bounded intervals and reports it.
+private final class ProgressRecorder: TransferObserver {
+    private let context: EngineContext
+    private let lock: Mutex<State>
+    private struct State {
+        var download: QueuedDownload
+        var validator: Validator?
+        var savedBytes: Int64 = 0
+        var savedAt = ContinuousClock.now
+        /// Whether the queue holds the validator of the bytes being written.
+        var validatorSaved = false
+    }
+
+    init(context: EngineContext, download: QueuedDownload) {
+        self.context = context
+        lock = Mutex(State(download: download))
+    }
+
+    var validator: Validator? { lock.withLock { $0.validator } }
+
+    func began(validator: Validator, resumingAt offset: Int64) {
+        let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
+            let stored = Validator(etag: state.download.etag, lastModified: state.download.lastModified)
+            state.validator = validator
+            state.download.etag = validator.etag
+            state.download.lastModified = validator.lastModified
+            state.download.bytesReceived = offset
+            state.savedBytes = offset
+            state.savedAt = .now
+            // A stored validator must never describe other bytes than the file's, so a new one is durable before
+            // they are written. With none stored the write waits for the first progress report (100 ms in): bytes
+            // without a validator are never resumed (the file starts over), which costs at most what arrived before
+            // it, and a small file that arrives whole before then is spared a transaction.
+            let storedAny = stored.etag != nil || stored.lastModified != nil
+            state.validatorSaved = storedAny
+            return (state.download, storedAny && stored != validator)
+        }
+        if save { try? context.store.save(download) }
+        context.observe(.began(download, resumingAt: offset))
+    }
+
+    func progress(received: Int64, expected: Int64) {
+        let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
+            state.download.bytesReceived = received
+            // The last report (the file is whole) is left to the transfer's outcome, which records the validator.
+            let unsavedValidator = !state.validatorSaved && (expected == 0 || received < expected)
+            let due = unsavedValidator || received - state.savedBytes >= 4 << 20
+                || ContinuousClock.now - state.savedAt >= .seconds(1)
+            if due {
+                state.savedBytes = received
+                state.savedAt = .now
+                state.validatorSaved = true
+            }
+            return (state.download, due)
+        }
+        if save { try? context.store.save(download) }
+        context.observe(.progress(download, received: received, expected: expected))
+    }
+}
