@@ -100,6 +100,7 @@ let package = Package(
             path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
+        .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
         .testTarget(
             name: "ExtensionRuntimeTests",

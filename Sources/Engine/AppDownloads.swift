@@ -11,13 +11,13 @@ import Queue
 public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
     private let context: EngineContext
     private let appIdentifier: String
-    private let lock: ExclusiveControlLock
+    /// Made at the first exclusive-control call: most callers never make one.
+    private lazy var lock = ExclusiveControlLock(path: ExclusiveControlLock.path(forApp: appIdentifier))
     private var store: QueueStore { context.store }
 
     init(context: EngineContext, appIdentifier: String) {
         self.context = context
         self.appIdentifier = appIdentifier
-        lock = ExclusiveControlLock(path: ExclusiveControlLock.path(forApp: appIdentifier))
     }
 
     public func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
@@ -42,10 +42,12 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
         return enqueue(download, foreground: true)
     }
 
+    /// Queues one download; the queue refuses another app's unique identifier (55) in the same transaction.
     private func enqueue(_ download: ExtensionDownload, foreground: Bool) -> Result<Void, HostError> {
-        if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
-            let results = try store.enqueue([download], for: appIdentifier, foreground: foreground) { app, download in
+            let results = try store.enqueue(
+                [download], for: appIdentifier, foreground: foreground, refusingForeign: true
+            ) { app, download in
                 var policy = app.policy
                 let error = policy.admit(download, for: nil)
                 app.take(policy)

@@ -14,10 +14,12 @@ public final class ExclusiveControlLock {
 
     /// The lock file of an app: `$XDG_RUNTIME_DIR/bahost/APP.lock`, or a per-user folder under /tmp.
     public static func path(forApp appIdentifier: String) -> String {
-        let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_RUNTIME_DIR"].map { "\($0)/bahost" } ?? "/tmp/bahost-\(getuid())"
-        return "\(base)/\(appIdentifier).lock"
+        "\(folder)/\(appIdentifier).lock"
     }
+
+    /// Read once: the environment does not change under a running process, and reading it is not cheap.
+    private static let folder = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].map { "\($0)/bahost" }
+        ?? "/tmp/bahost-\(getuid())"
 
     /// Takes the lock if it is free; false when another process (or another descriptor) holds it.
     public func tryAcquire() -> Result<Bool, HostError> {

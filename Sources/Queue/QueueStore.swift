@@ -173,14 +173,15 @@ public final class QueueStore: Sendable {
             }
             try db.drop(table: "download")
             try db.rename(table: "download_v4", to: "download")
+            // Every index costs each insert its pages, so only the engine's and the apps' questions have one: an app's
+            // identifier (admission), an app's pending or active rows, and the run order (which, read with
+            // `foreground IN (0, 1)`, also answers which apps have essential downloads active).
             try db.create(index: "download_by_app_identifier", on: "download", columns: ["appIdentifier", "identifier"])
-            try db.create(index: "download_by_sequence", on: "download", columns: ["sequence"])
             try db.create(
                 index: "download_by_app_delivered_state", on: "download", columns: ["appIdentifier", "delivered", "state"])
             try db.execute(sql: """
                 CREATE INDEX download_runnable ON download(state, foreground, isEssential DESC, priority DESC, sequence)
                 """)
-            try db.create(index: "download_essential_state", on: "download", columns: ["isEssential", "state"])
         }
         return migrator
     }
@@ -278,10 +279,11 @@ public final class QueueStore: Sendable {
 
     /// Queues downloads for an app in one transaction. `admit` decides each one given the app's record (which it may
     /// change, e.g. to count allowance) and returns an error to refuse it. An identifier already active in the
-    /// app's queue is refused with Apple's 100.
+    /// app's queue is refused with Apple's 100. A unique identifier the queue already holds gets a fresh one, or,
+    /// when `refusingForeign` and another app holds it, is refused with 55 (an app's own calls).
     public func enqueue(
         _ downloads: [ExtensionDownload], for appIdentifier: String, foreground: Bool = false,
-        admit: (inout AppRecord, ExtensionDownload) -> HostError?
+        refusingForeign: Bool = false, admit: (inout AppRecord, ExtensionDownload) -> HostError?
     ) throws -> [(download: ExtensionDownload, result: Result<QueuedDownload, HostError>)] {
         guard let before = appCache.withLock({ $0[appIdentifier] }) else { throw QueueError.unknownApp(appIdentifier) }
         var app = before
@@ -300,13 +302,20 @@ public final class QueueStore: Sendable {
                         "a download with identifier '\(download.identifier)' is already scheduled"))))
                     continue
                 }
+                let owner = try Self.owner(of: download, db)
+                if refusingForeign, let owner, owner != appIdentifier {
+                    results.append((download, .failure(HostError(
+                        BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
+                        "the download '\(download.identifier)' belongs to another app"))))
+                    continue
+                }
                 if let error = admit(&app, download) {
                     results.append((download, .failure(error)))
                     continue
                 }
                 let queued = QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: nextSequence(), download: try Self.unused(download, db),
-                    foreground: foreground)
+                    appIdentifier: appIdentifier, sequence: nextSequence(),
+                    download: owner == nil ? download : Self.renamed(download), foreground: foreground)
                 try insert.execute(arguments: StatementArguments(queued.databaseValues))
                 results.append((download, .success(queued)))
             }
@@ -329,8 +338,8 @@ public final class QueueStore: Sendable {
         try database.write { db in
             let insert = try db.cachedStatement(sql: QueuedDownload.insertSQL(into: QueuedDownload.databaseTableName))
             for (download, error) in refused {
-                var queued = QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: nextSequence(), download: try Self.unused(download, db))
+                let unused = try Self.owner(of: download, db) == nil ? download : Self.renamed(download)
+                var queued = QueuedDownload(appIdentifier: appIdentifier, sequence: nextSequence(), download: unused)
                 queued.state = .failed
                 queued.error = error
                 try insert.execute(arguments: StatementArguments(queued.databaseValues))
@@ -338,12 +347,16 @@ public final class QueueStore: Sendable {
         }
     }
 
-    /// The download with a unique identifier no row has: extension code chose it, and may have reused one (its
-    /// own, or another app's), which gets a fresh one.
-    private static func unused(_ download: ExtensionDownload, _ db: Database) throws -> ExtensionDownload {
-        guard let identifier = download.uniqueIdentifier else { return download }
-        let exists = try db.cachedStatement(sql: "SELECT 1 FROM download WHERE uniqueIdentifier = ?")
-        guard try Bool.fetchOne(exists, arguments: [identifier]) != nil else { return download }
+    /// The app whose row holds the download's unique identifier, if any: extension or app code chose it, and may
+    /// have reused one (its own, or another app's).
+    private static func owner(of download: ExtensionDownload, _ db: Database) throws -> String? {
+        guard let identifier = download.uniqueIdentifier else { return nil }
+        let statement = try db.cachedStatement(sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?")
+        return try String.fetchOne(statement, arguments: [identifier])
+    }
+
+    /// The download under a fresh unique identifier.
+    private static func renamed(_ download: ExtensionDownload) -> ExtensionDownload {
         var fresh = download
         fresh.uniqueIdentifier = ExtensionDownload.newUniqueIdentifier(group: download.applicationGroupIdentifier)
         return fresh
@@ -447,7 +460,9 @@ public final class QueueStore: Sendable {
         /// Per app, the completions waiting, counted up to `Snapshot.countLimit`.
         public var pendingCompletions: [String: Int]
         public var appsWithActiveDownloads: Set<String>
-        /// The earliest moment a waiting download becomes runnable, if any is waiting.
+        /// The next moment, after the snapshot was read, that a waiting download becomes runnable. One already due
+        /// but not started (its host is at its cap) is not counted: it starts when a transfer ends, which wakes the
+        /// engine anyway, and counting it would have the engine turn without pause until then.
         public var nextRetry: Date?
 
         /// Pending completions are counted up to this many: the engine only compares the count with a batch's size,
@@ -469,7 +484,7 @@ public final class QueueStore: Sendable {
                 runnable: try Self.runnable(
                     db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
                     backgroundLimit: backgroundLimit),
-                pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db))
+                pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db, after: now))
             let pending = try db.cachedStatement(sql: """
                 SELECT COUNT(*) FROM (SELECT 1 FROM download WHERE \(Self.pendingCondition) LIMIT \(Snapshot.countLimit))
                 """)
@@ -511,38 +526,45 @@ public final class QueueStore: Sendable {
         _ db: Database, now: Date, apps: Set<String>?, excluding: Set<String>, saturatedHosts: Set<String>,
         backgroundLimit: Int?
     ) throws -> [QueuedDownload] {
+        // Sets go in as JSON arrays read with json_each, so that each question is one cached statement whatever
+        // the sets hold (a statement text per set would grow the cache without bound).
+        func json(_ values: Set<String>?) -> String? {
+            values.map { String(decoding: try! JSONEncoder().encode(Array($0)), as: UTF8.self) }
+        }
+        let appsJSON = json(apps)
+        let excludingJSON = json(excluding) ?? "[]"
         let order = "ORDER BY isEssential DESC, priority DESC, sequence"
+        let wanted = """
+            (?1 IS NULL OR appIdentifier IN (SELECT value FROM json_each(?1)))
+            AND uniqueIdentifier NOT IN (SELECT value FROM json_each(?2))
+            """
         // Queued rows come from the front of `download_runnable`; rows waiting to retry are few.
         let queued = "state = 'queued'"
-        let due = "state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt <= \(now.timeIntervalSince1970)"
-        func wanted(_ row: QueuedDownload) -> Bool {
-            (apps?.contains(row.appIdentifier) ?? true) && !excluding.contains(row.uniqueIdentifier)
-        }
-        func keep(_ rows: [QueuedDownload]) -> [QueuedDownload] { rows.filter(wanted) }
+        let due = "state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt <= ?3"
         let foreground = Self.merged(
-            keep(try fetch(db, where: "\(queued) AND foreground \(order)")),
-            keep(try fetch(db, where: "\(due) AND foreground \(order)")), limit: nil)
+            try fetch(db, where: "\(queued) AND foreground AND \(wanted) \(order)", [appsJSON, excludingJSON]),
+            try fetch(
+                db, where: "\(due) AND foreground AND \(wanted) \(order)",
+                [appsJSON, excludingJSON, now.timeIntervalSince1970]),
+            limit: nil)
         if backgroundLimit.map({ $0 <= 0 }) == true { return foreground }
 
-        let essentialBusy = Set(try String.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT appIdentifier FROM download
-            WHERE isEssential = 1 AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
-            """)))
+        // Numbered parameters: the statement's count is its highest number, so the five arguments fit both.
         func background(_ condition: String) throws -> [QueuedDownload] {
             let statement = try db.cachedStatement(sql: """
-                SELECT \(QueuedDownload.selection) FROM download WHERE \(condition) AND NOT foreground \(order)
-                LIMIT \(scanLimit)
+                SELECT \(QueuedDownload.selection) FROM (
+                    SELECT * FROM download WHERE \(condition) AND NOT foreground \(order) LIMIT \(scanLimit))
+                WHERE \(wanted)
+                    AND host NOT IN (SELECT value FROM json_each(?4))
+                    AND (isEssential OR appIdentifier NOT IN (
+                        SELECT appIdentifier FROM download
+                        WHERE state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
+                            AND foreground IN (0, 1) AND isEssential = 1))
+                \(order) LIMIT ?5
                 """)
-            let cursor = try QueuedDownload.fetchCursor(statement)
-            var found: [QueuedDownload] = []
-            while let row = try cursor.next() {
-                guard row.isEssential || !essentialBusy.contains(row.appIdentifier),
-                    !saturatedHosts.contains(row.host), wanted(row)
-                else { continue }
-                found.append(row)
-                if let backgroundLimit, found.count >= backgroundLimit { break }
-            }
-            return found
+            return try QueuedDownload.fetchAll(
+                statement,
+                arguments: [appsJSON, excludingJSON, now.timeIntervalSince1970, json(saturatedHosts), backgroundLimit ?? -1])
         }
         return foreground + Self.merged(try background(queued), try background(due), limit: backgroundLimit)
     }
@@ -558,15 +580,16 @@ public final class QueueStore: Sendable {
         return limit.map { Array(all.prefix($0)) } ?? all
     }
 
-    /// The earliest moment a waiting download becomes runnable, if any is waiting.
-    public func nextRetry() throws -> Date? {
-        try database.read { try Self.nextRetry($0) }
+    /// The earliest moment after `now` that a waiting download becomes runnable, if any is waiting that long.
+    public func nextRetry(after now: Date = Date()) throws -> Date? {
+        try database.read { try Self.nextRetry($0, after: now) }
     }
 
-    private static func nextRetry(_ db: Database) throws -> Date? {
-        let statement = try db.cachedStatement(
-            sql: "SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork')")
-        return try Double.fetchOne(statement).map { Date(timeIntervalSince1970: $0) }
+    private static func nextRetry(_ db: Database, after now: Date) throws -> Date? {
+        let statement = try db.cachedStatement(sql: """
+            SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt > ?
+            """)
+        return try Double.fetchOne(statement, arguments: [now.timeIntervalSince1970]).map { Date(timeIntervalSince1970: $0) }
     }
 
     /// Cancels an active download (by unique identifier when given, else by identifier); false when none matched.
@@ -582,7 +605,7 @@ public final class QueueStore: Sendable {
     public func pendingCompletions(for appIdentifier: String, limit: Int? = nil) throws -> [QueuedDownload] {
         try database.read { db in
             try Self.fetch(
-                db, where: "\(Self.pendingCondition) ORDER BY sequence LIMIT \(limit ?? -1)", [appIdentifier])
+                db, where: "\(Self.pendingCondition) ORDER BY sequence LIMIT ?", [appIdentifier, limit ?? -1])
         }
     }
 

@@ -45,6 +45,7 @@ public final class BackgroundAssetsService: Sendable {
             let session = ClientSession(socket: socket, peerPID: pid)
             sessions.add(session)
             session.startReading(
+                immediate: { session, request in self.immediate(request, from: session) },
                 handle: { session, id, request in await self.handle(request, id: id, from: session) },
                 ended: { session in self.ended(session) })
         }
@@ -67,6 +68,17 @@ public final class BackgroundAssetsService: Sendable {
     }
 
     // MARK: Requests
+
+    /// An introduced app's own requests, answered at once on the connection's thread; nil for anything else.
+    func immediate(_ request: ServiceRequest, from session: ClientSession) -> ServiceReply? {
+        guard let hello = session.hello, hello.role == .app else { return nil }
+        switch request {
+        case .setDelegate, .schedule, .startForeground, .cancel, .currentDownloads:
+            return appRequest(request, from: session, app: hello.appIdentifier ?? "")
+        case .hello, .control:
+            return nil
+        }
+    }
 
     func handle(_ request: ServiceRequest, id: UInt64, from session: ClientSession) async -> ServiceReply {
         guard let hello = session.hello else {

@@ -2,8 +2,10 @@ import Foundation
 import ServiceWire
 import Synchronization
 
-/// One connection to the service: an app process, or the `bahost` command line. It is read by a thread of its own;
-/// each request is answered from a task, so that a long control command (an install waits for its essential
+/// One connection to the service: an app process, or the `bahost` command line. It is read by a thread of its own.
+/// An app's requests (schedule, cancel, fetch…) are answered on that thread, in order: they touch only the queue,
+/// and a round trip without a hop to another thread is what lets an app schedule thousands a second. Other
+/// requests are answered from a task, so that a long control command (an install waits for its essential
 /// downloads) does not hold up the connection.
 final class ClientSession: Sendable {
     let socket: FramedSocket
@@ -33,7 +35,7 @@ final class ClientSession: Sendable {
     /// Sends a message; false when the connection is gone.
     @discardableResult
     func send(_ message: ServiceMessage) -> Bool {
-        guard let data = try? ServiceProtocol.encoder.encode(message) else { return false }
+        guard let data = try? ServiceProtocol.encode(message) else { return false }
         do {
             try socket.send(data)
             return true
@@ -68,15 +70,16 @@ final class ClientSession: Sendable {
         (waiter ?? fallback)?.resume(returning: reply)
     }
 
-    /// Reads requests until the peer goes away, then calls `ended` once.
+    /// Reads requests until the peer goes away, then calls `ended` once. `immediate` answers a request on the reading
+    /// thread, or returns nil to leave it to `handle`, on a task.
     func startReading(
+        immediate: @escaping @Sendable (ClientSession, ServiceRequest) -> ServiceReply?,
         handle: @escaping @Sendable (ClientSession, UInt64, ServiceRequest) async -> ServiceReply,
         ended: @escaping @Sendable (ClientSession) -> Void
     ) {
         Thread.detachNewThread {
-            let decoder = JSONDecoder()
             while let frame = try? self.socket.receive() {
-                guard let message = try? decoder.decode(ClientMessage.self, from: frame) else {
+                guard let message = try? ServiceProtocol.decodeClientMessage(frame) else {
                     // Not our protocol: say so and end the connection rather than guess.
                     self.send(.reply(id: 0, .failure(WireError(
                         code: 56, domain: "BAErrorDomain", message: "the service could not read a message; closing"))))
@@ -84,7 +87,11 @@ final class ClientSession: Sendable {
                 }
                 switch message {
                 case .request(let id, let request):
-                    Task { self.send(.reply(id: id, await handle(self, id, request))) }
+                    if let reply = immediate(self, request) {
+                        self.send(.reply(id: id, reply))
+                    } else {
+                        Task { self.send(.reply(id: id, await handle(self, id, request))) }
+                    }
                 case .callbackReply(let id, let reply):
                     self.answer(id, reply)
                 }

@@ -22,12 +22,11 @@ struct ServiceOptions: ParsableArguments {
             throw ExitCode(69)
         }
         defer { connection.close() }
-        let decoder = JSONDecoder()
         func exchange(_ id: UInt64, _ request: ServiceRequest) throws -> ServiceReply {
             // A service that refuses the connection has said why before closing it: read that even if sending failed.
-            try? connection.send(try ServiceProtocol.encoder.encode(ClientMessage.request(id: id, request)))
+            try? connection.send(try ServiceProtocol.encode(ClientMessage.request(id: id, request)))
             while let frame = try? connection.receive() {
-                switch try decoder.decode(ServiceMessage.self, from: frame) {
+                switch try ServiceProtocol.decodeServiceMessage(frame) {
                 case .reply(let replyID, let reply) where replyID == id || replyID == 0:
                     return reply
                 case .progress(_, let line):

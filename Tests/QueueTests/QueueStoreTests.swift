@@ -124,3 +124,26 @@ import TestSupport
         #expect(try store.activeDownloads(for: "app").isEmpty)
     }
 }
+
+@Suite struct QueueTurnTests {
+    /// A download already due but held back by its host's cap does not count as a wake-up: the engine would turn
+    /// without pause until the host frees (it did, at 100% of a core, while transfers to that host failed fast).
+    @Test func aDueDownloadHeldBackByItsHostIsNoReasonToWake() throws {
+        let (store, _) = try QueueStoreTests().store()
+        let results = try store.enqueue(
+            [QueueStoreTests().download("a"), QueueStoreTests().download("b")], for: "app") { _, _ in nil }
+        var waiting = try results[0].result.get()
+        waiting.state = .waitingForNetwork
+        waiting.retryAt = Date(timeIntervalSinceNow: -1)
+        try store.save(waiting)
+        var later = try results[1].result.get()
+        later.state = .waitingToRetry
+        later.retryAt = Date(timeIntervalSinceNow: 30)
+        try store.save(later)
+        let snapshot = try store.snapshot(now: Date(), apps: ["app"], saturatedHosts: ["a.example.com"], backgroundLimit: 2)
+        #expect(snapshot.runnable.isEmpty)
+        #expect(snapshot.nextRetry.map { abs($0.timeIntervalSince(later.retryAt!)) < 0.01 } == true)
+        // The same download is runnable once its host has room.
+        #expect(try store.snapshot(now: Date(), apps: ["app"], backgroundLimit: 2).runnable.map(\.identifier) == ["a"])
+    }
+}

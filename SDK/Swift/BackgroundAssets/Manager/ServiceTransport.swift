@@ -260,7 +260,7 @@ final class ServiceTransport: HostTransport, Sendable {
                 throw ServiceTransport.invalid("the connection to the bahost service ended")
             }
             do {
-                try socket.send(try ServiceProtocol.encoder.encode(ClientMessage.request(id: id, request)))
+                try socket.send(try ServiceProtocol.encode(ClientMessage.request(id: id, request)))
             } catch {
                 waiters.withLock { _ = $0.removeValue(forKey: id) }
                 throw ServiceTransport.invalid("cannot send to the bahost service: \(error)")
@@ -273,13 +273,12 @@ final class ServiceTransport: HostTransport, Sendable {
         }
 
         func answer(_ id: UInt64, _ reply: CallbackReply) {
-            guard let data = try? ServiceProtocol.encoder.encode(ClientMessage.callbackReply(id: id, reply)) else { return }
+            guard let data = try? ServiceProtocol.encode(ClientMessage.callbackReply(id: id, reply)) else { return }
             try? socket.send(data)
         }
 
         private func read() {
-            let decoder = JSONDecoder()
-            while let frame = try? socket.receive(), let message = try? decoder.decode(ServiceMessage.self, from: frame) {
+            while let frame = try? socket.receive(), let message = try? ServiceProtocol.decodeServiceMessage(frame) {
                 switch message {
                 case .reply(let id, let reply):
                     waiters.withLock { $0.removeValue(forKey: id) }?.fulfil(reply)

@@ -1,0 +1,276 @@
+import Foundation
+
+/// The frames of the messages an app exchanges most (schedule, cancel, fetch, their replies, the delegate's events
+/// and completions) in a compact binary form; every other message is JSON. A binary frame starts with byte 0x01,
+/// which no JSON text does.
+///
+/// Why not JSON for these too: Foundation's JSON coders cost tens of microseconds for one download, which made a
+/// `scheduleDownload` round trip and a `fetchCurrentDownloads` of thousands mostly encoding (Benchmarks). The form is
+/// small enough to write by hand: fixed-width little-endian integers, strings as a 32-bit length and UTF-8 bytes,
+/// optionals behind a presence byte. The reader checks every length against what is left of the frame.
+extension ServiceProtocol {
+    static let compactTag: UInt8 = 0x01
+
+    public static func encode(_ message: ClientMessage) throws -> Data {
+        if let compact = CompactWriter.encode(message) { return compact }
+        return try encoder.encode(message)
+    }
+
+    public static func encode(_ message: ServiceMessage) throws -> Data {
+        if let compact = CompactWriter.encode(message) { return compact }
+        return try encoder.encode(message)
+    }
+
+    public static func decodeClientMessage(_ frame: Data) throws -> ClientMessage {
+        guard frame.first == compactTag else { return try JSONDecoder().decode(ClientMessage.self, from: frame) }
+        var reader = CompactReader(frame)
+        return try reader.clientMessage()
+    }
+
+    public static func decodeServiceMessage(_ frame: Data) throws -> ServiceMessage {
+        guard frame.first == compactTag else { return try JSONDecoder().decode(ServiceMessage.self, from: frame) }
+        var reader = CompactReader(frame)
+        return try reader.serviceMessage()
+    }
+}
+
+/// What a compact frame holds, after the tag.
+private enum CompactKind: UInt8 {
+    case schedule = 1, startForeground, cancel, currentDownloads, setDelegate
+    case replyOK = 16, replyDownloads, replyFailure
+    case began = 32, paused, progress
+    case finished = 48, failed
+}
+
+/// Writes a compact frame; each field method returns the writer, so that a download reads as one chain.
+private final class CompactWriter {
+    var bytes: [UInt8] = [ServiceProtocol.compactTag]
+
+    static func encode(_ message: ClientMessage) -> Data? {
+        guard case .request(let id, let request) = message else { return nil }
+        let writer = CompactWriter()
+        switch request {
+        case .schedule(let download): writer.header(.schedule, id).download(download)
+        case .startForeground(let download): writer.header(.startForeground, id).download(download)
+        case .cancel(let download): writer.header(.cancel, id).download(download)
+        case .currentDownloads: writer.header(.currentDownloads, id)
+        case .setDelegate(let set): writer.header(.setDelegate, id).bool(set)
+        case .hello, .control: return nil
+        }
+        return Data(writer.bytes)
+    }
+
+    static func encode(_ message: ServiceMessage) -> Data? {
+        let writer = CompactWriter()
+        switch message {
+        case .reply(let id, .ok): writer.header(.replyOK, id)
+        case .reply(let id, .downloads(let downloads)):
+            writer.header(.replyDownloads, id).count(downloads.count)
+            for download in downloads { writer.download(download) }
+        case .reply(let id, .failure(let error)): writer.header(.replyFailure, id).error(error)
+        case .event(.began(let download)): writer.header(.began, 0).download(download)
+        case .event(.paused(let download)): writer.header(.paused, 0).download(download)
+        case .event(.progress(let download, let written, let total, let expected)):
+            writer.header(.progress, 0).download(download).int(written).int(total).int(expected)
+        case .callback(let id, .finished(let download, let path)):
+            writer.header(.finished, id).download(download).string(path)
+        case .callback(let id, .failed(let download, let error)):
+            writer.header(.failed, id).download(download).error(error)
+        default: return nil
+        }
+        return Data(writer.bytes)
+    }
+
+    @discardableResult
+    func header(_ kind: CompactKind, _ id: UInt64) -> Self {
+        bytes.append(kind.rawValue)
+        return int(Int64(bitPattern: id))
+    }
+
+    @discardableResult
+    func int(_ value: Int64) -> Self {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        return self
+    }
+
+    @discardableResult
+    func count(_ value: Int) -> Self { int(Int64(value)) }
+
+    @discardableResult
+    func bool(_ value: Bool) -> Self {
+        bytes.append(value ? 1 : 0)
+        return self
+    }
+
+    @discardableResult
+    func string(_ value: String) -> Self {
+        var value = value
+        value.withUTF8 { utf8 in
+            count(utf8.count)
+            bytes.append(contentsOf: utf8)
+        }
+        return self
+    }
+
+    @discardableResult
+    func optional(_ value: String?) -> Self {
+        guard let value else { return bool(false) }
+        return bool(true).string(value)
+    }
+
+    @discardableResult
+    func download(_ d: WireDownload) -> Self {
+        int(Int64(d.kind)).string(d.identifier).string(d.uniqueIdentifier).optional(d.url)
+            .string(d.applicationGroupIdentifier).int(d.fileSize).int(d.priority).int(Int64(d.state))
+            .bool(d.isEssential).optional(d.sha256).count(d.httpHeaders.count)
+        for header in d.httpHeaders { string(header) }
+        return self
+    }
+
+    @discardableResult
+    func error(_ e: WireError) -> Self { int(e.code).string(e.domain).string(e.message) }
+}
+
+/// Reads a compact frame, refusing any length that runs past its end.
+private struct CompactReader {
+    private let bytes: [UInt8]
+    private var offset = 1
+
+    init(_ frame: Data) { bytes = [UInt8](frame) }
+
+    mutating func clientMessage() throws -> ClientMessage {
+        let (kind, id) = try header()
+        let request: ServiceRequest
+        switch kind {
+        case .schedule: request = .schedule(try download())
+        case .startForeground: request = .startForeground(try download())
+        case .cancel: request = .cancel(try download())
+        case .currentDownloads: request = .currentDownloads
+        case .setDelegate: request = .setDelegate(try bool())
+        default: throw ServiceWireError.protocolViolation("a compact frame of kind \(kind) is not a client message")
+        }
+        try end()
+        return .request(id: id, request)
+    }
+
+    mutating func serviceMessage() throws -> ServiceMessage {
+        let (kind, id) = try header()
+        let message: ServiceMessage
+        switch kind {
+        case .replyOK: message = .reply(id: id, .ok)
+        case .replyDownloads:
+            // Each download takes at least 40 bytes: a count beyond what the frame can hold is a lie.
+            let count = try self.count(each: 40)
+            var downloads: [WireDownload] = []
+            downloads.reserveCapacity(count)
+            for _ in 0..<count { downloads.append(try download()) }
+            message = .reply(id: id, .downloads(downloads))
+        case .replyFailure: message = .reply(id: id, .failure(try error()))
+        case .began: message = .event(.began(try download()))
+        case .paused: message = .event(.paused(try download()))
+        case .progress:
+            message = .event(.progress(
+                try download(), bytesWritten: try int(), totalBytesWritten: try int(), totalBytesExpected: try int()))
+        case .finished: message = .callback(id: id, .finished(try download(), filePath: try string()))
+        case .failed: message = .callback(id: id, .failed(try download(), try error()))
+        default: throw ServiceWireError.protocolViolation("a compact frame of kind \(kind) is not a service message")
+        }
+        try end()
+        return message
+    }
+
+    private mutating func header() throws -> (CompactKind, UInt64) {
+        let raw = try byte()
+        guard let kind = CompactKind(rawValue: raw) else {
+            throw ServiceWireError.protocolViolation("unknown compact frame kind \(raw)")
+        }
+        return (kind, UInt64(bitPattern: try int()))
+    }
+
+    private mutating func end() throws {
+        guard offset == bytes.count else {
+            throw ServiceWireError.protocolViolation("\(bytes.count - offset) bytes after the end of a compact frame")
+        }
+    }
+
+    private mutating func take(_ count: Int) throws -> ArraySlice<UInt8> {
+        guard count >= 0, count <= bytes.count - offset else {
+            throw ServiceWireError.protocolViolation("a compact frame ends inside a field")
+        }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    private mutating func byte() throws -> UInt8 {
+        let slice = try take(1)
+        return slice[slice.startIndex]
+    }
+
+    private mutating func int() throws -> Int64 {
+        var value: Int64 = 0
+        let slice = try take(8)
+        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: slice) }
+        return Int64(littleEndian: value)
+    }
+
+    private mutating func int32() throws -> Int32 {
+        let value = try int()
+        guard let narrow = Int32(exactly: value) else {
+            throw ServiceWireError.protocolViolation("\(value) does not fit a 32-bit field")
+        }
+        return narrow
+    }
+
+    /// A count of items that each take at least `each` bytes of what is left.
+    private mutating func count(each: Int) throws -> Int {
+        let value = try int()
+        guard value >= 0, value <= (bytes.count - offset) / each else {
+            throw ServiceWireError.protocolViolation("a count of \(value) does not fit the frame")
+        }
+        return Int(value)
+    }
+
+    private mutating func bool() throws -> Bool {
+        switch try byte() {
+        case 0: return false
+        case 1: return true
+        case let other: throw ServiceWireError.protocolViolation("\(other) is not a boolean")
+        }
+    }
+
+    private mutating func string() throws -> String {
+        let length = try count(each: 1)
+        guard let text = String(validating: try take(length), as: UTF8.self) else {
+            throw ServiceWireError.protocolViolation("a string is not UTF-8")
+        }
+        return text
+    }
+
+    private mutating func optional() throws -> String? {
+        try bool() ? try string() : nil
+    }
+
+    private mutating func download() throws -> WireDownload {
+        let kind = try int32()
+        let identifier = try string()
+        let uniqueIdentifier = try string()
+        let url = try optional()
+        let group = try string()
+        let fileSize = try int()
+        let priority = try int()
+        let state = try int32()
+        let isEssential = try bool()
+        let sha256 = try optional()
+        let headerCount = try count(each: 8)
+        var headers: [String] = []
+        for _ in 0..<headerCount { headers.append(try string()) }
+        return WireDownload(
+            kind: kind, identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url,
+            applicationGroupIdentifier: group, fileSize: fileSize, priority: priority, state: state,
+            isEssential: isEssential, sha256: sha256, httpHeaders: headers)
+    }
+
+    private mutating func error() throws -> WireError {
+        WireError(code: try int(), domain: try string(), message: try string())
+    }
+}

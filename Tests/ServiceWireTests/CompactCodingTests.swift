@@ -1,0 +1,58 @@
+import Foundation
+import ServiceWire
+import Testing
+
+@Suite struct CompactCodingTests {
+    let download = WireDownload(
+        kind: 0, identifier: "level-1", uniqueIdentifier: "BAURLDownload.group.x.1", url: "https://a.example.com/l1",
+        applicationGroupIdentifier: "group.x", fileSize: 1 << 40, priority: 100, state: 2, isEssential: true,
+        sha256: String(repeating: "a", count: 64), httpHeaders: ["X-A: 1", "X-B: é"])
+
+    /// The hot messages travel compact and come back equal; the rest stay JSON.
+    @Test func hotMessagesRoundTripCompactly() throws {
+        let requests: [ServiceRequest] = [
+            .schedule(download), .startForeground(download), .cancel(download), .currentDownloads, .setDelegate(true),
+        ]
+        for request in requests {
+            let frame = try ServiceProtocol.encode(ClientMessage.request(id: 7, request))
+            #expect(frame.first == 0x01)
+            guard case .request(7, let decoded) = try ServiceProtocol.decodeClientMessage(frame) else {
+                Issue.record("not a request")
+                continue
+            }
+            #expect(String(describing: decoded) == String(describing: request))
+        }
+        let error = WireError(code: 55, domain: "BAErrorDomain", message: "no")
+        let messages: [ServiceMessage] = [
+            .reply(id: 3, .ok), .reply(id: 3, .downloads([download, download])), .reply(id: 3, .failure(error)),
+            .event(.began(download)), .event(.paused(download)),
+            .event(.progress(download, bytesWritten: 1, totalBytesWritten: 2, totalBytesExpected: 3)),
+            .callback(id: 9, .finished(download, filePath: "/x/y")), .callback(id: 9, .failed(download, error)),
+        ]
+        for message in messages {
+            let frame = try ServiceProtocol.encode(message)
+            #expect(frame.first == 0x01)
+            let decoded = try ServiceProtocol.decodeServiceMessage(frame)
+            #expect(String(describing: decoded) == String(describing: message))
+        }
+        let hello = try ServiceProtocol.encode(ClientMessage.request(id: 1, .hello(Hello(role: .app, appIdentifier: "a"))))
+        #expect(hello.first == UInt8(ascii: "{"))
+    }
+
+    /// Every truncation, and every frame with bytes added, is refused with an error rather than a crash.
+    @Test func truncatedAndPaddedFramesAreRefused() throws {
+        let frame = try ServiceProtocol.encode(ServiceMessage.reply(id: 3, .downloads([download])))
+        for length in 1..<frame.count {
+            #expect(throws: ServiceWireError.self) { try ServiceProtocol.decodeServiceMessage(frame.prefix(length)) }
+        }
+        #expect(throws: ServiceWireError.self) { try ServiceProtocol.decodeServiceMessage(frame + [0]) }
+        // A count that claims more downloads than the frame could hold.
+        var lying = [UInt8](frame)
+        lying.replaceSubrange(10..<18, with: [0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0])
+        #expect(throws: ServiceWireError.self) { try ServiceProtocol.decodeServiceMessage(Data(lying)) }
+        let request = try ServiceProtocol.encode(ClientMessage.request(id: 1, .schedule(download)))
+        for length in 1..<request.count {
+            #expect(throws: ServiceWireError.self) { try ServiceProtocol.decodeClientMessage(request.prefix(length)) }
+        }
+    }
+}
