@@ -101,6 +101,7 @@ let package = Package(
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
         .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
         .testTarget(
             name: "ExtensionRuntimeTests",

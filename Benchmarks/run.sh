@@ -4,11 +4,12 @@
 #
 #   Benchmarks/run.sh                  the full suite (a release build; 1 GiB and 2 GiB files; a few minutes)
 #   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
-#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate
+#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
-# BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000).
+# BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000); BENCH_SCALE_COUNT how many one
+# content request returns in the scale figure (100,000).
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second; the host's peak RSS
 # during a large download (and whether it grows with the file); extension activation against the floor of a bare
@@ -18,14 +19,14 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 [ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
-figures=" ${*:-big small rss activation terminate queue delegate} "
+figures=" ${*:-big small rss activation terminate queue delegate scale} "
 want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
-    queue_count=200; completions=10
+    queue_count=200; completions=10; scale_count=2000
 else
     big=$((1 << 30)); huge=$((2 << 30)); small_count=2000; runs=3; windows=200; configuration=release
-    queue_count=${BENCH_QUEUE_COUNT:-10000}; completions=200
+    queue_count=${BENCH_QUEUE_COUNT:-10000}; completions=200; scale_count=${BENCH_SCALE_COUNT:-100000}
 fi
 
 scripts/install-dependencies.sh
@@ -103,6 +104,11 @@ for i in $(seq 1 "$small_count"); do echo "url = $base/small/$i.bin"; echo "outp
 for i in $(seq 1 "$small_count"); do echo "$base/small/$i.bin"; done > "$work/aria2-small.txt"
 echo "# nothing" > "$work/empty.manifest"
 cp "$work/empty.manifest" "$work/www/manifest"
+if want scale; then
+    python3 -c "import sys
+for i in range($scale_count): print(f'c{i} 65536 optional $base/slow/1.bin?c{i}')" > "$work/www/scale.manifest"
+    sed "s|$base/manifest|$base/scale.manifest|" "$work/Info.plist" > "$work/scale.plist"
+fi
 
 results="$work/results.txt"
 : > "$results"
@@ -197,14 +203,24 @@ fi
 
 # The service: a daemon with the benchmark app installed, and the app's side measured by bahost-bench-app.
 daemon_pid=""
-start_daemon() {
+start_daemon() {  # [INFO_PLIST]: the app installed (the benchmark app, with an empty manifest, by default)
     rm -rf "$work/service"; mkdir -p "$work/service/app"
-    cp "$work/Info.plist" "$work/extension.so" "$work/service/app/"
+    cp "${1:-$work/Info.plist}" "$work/service/app/Info.plist"
+    cp "$work/extension.so" "$work/service/app/"
     ${BENCH_WRAPPER:-} "$bin/bahost" daemon --socket "$work/service/sock" --data-root "$work/service/data" --allow-insecure-loopback \
         --scheduler-interval 3600 >"$work/service/daemon.log" 2>&1 &
     daemon_pid=$!
     for _ in $(seq 200); do [ -S "$work/service/sock" ] && break; sleep 0.05; done
+    local t; t=$(now)
     "$bin/bahost" install "$work/service/app" --socket "$work/service/sock" >/dev/null
+    install_microseconds=$(since "$t")
+}
+daemon_status() {  # KEY: a number from the daemon's /proc status, in KiB (VmRSS, VmHWM)
+    awk -v key="$1:" '$1 == key {print $2}' "/proc/$daemon_pid/status"
+}
+engine_turn() {  # the mean of the daemon's engine turns so far, in ms
+    "$bin/bahost" debug status --json --socket "$work/service/sock" \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["meanTurnMilliseconds"])'
 }
 stop_daemon() { kill "$daemon_pid"; wait "$daemon_pid" || true; daemon_pid=""; }
 bench_app() {  # the app, launched as `bahost launch` does; keeps only its measurement lines
@@ -218,6 +234,7 @@ for _ in $(seq "$runs"); do
     # Their URLs trickle at 1 KiB/s, so that the few transfers the daemon starts meanwhile stay out of the way.
     start_daemon
     bench_app queue --count "$queue_count" --url "$base/slow/1.bin" >> "$results"
+    record turn "$(engine_turn)"
     stop_daemon
 done
 fi
@@ -229,4 +246,18 @@ bench_app delegate-latency --count "$completions" --url "$base/small/1.bin" --si
 stop_daemon
 fi
 
-python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count"
+if want scale; then
+echo "== scale: one content request returning $scale_count downloads, then the queue at that size"
+for _ in $(seq "$runs"); do
+    # Validated, queued and durable when `bahost install` returns (the install waits for the content request).
+    start_daemon "$work/scale.plist"
+    record scale.admit "$install_microseconds $(daemon_status VmHWM)"
+    # The same calls as the queue figure, on a queue $scale_count long: a call should cost what it costs on a short one.
+    bench_app queue --count 1000 --url "$base/slow/1.bin" --fetches 5 | sed 's/^/scale./' >> "$results"
+    record scale.turn "$(engine_turn)"
+    record scale.rss "$(daemon_status VmRSS)"
+    stop_daemon
+done
+fi
+
+python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count"

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 path, big, small_count, configuration = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 queue_count = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+scale_count = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 values = defaultdict(list)
 for line in open(path):
     name, *numbers = line.split()
@@ -88,6 +89,29 @@ if schedule:
           f"| {queue_count / (median(schedule) / 1000):.0f} calls/s | ≤ 1 s |")
 if fetch:
     print(f"| fetchCurrentDownloads on that queue | bahost | {spread(fetch, 'ms', 1)} | | ≤ 50 ms |")
+turn = first("turn")
+if turn:
+    print(f"| engine turn, mean, while that queue fills | bahost | {spread(turn, 'ms', 3)} | | |")
+admit = values.get("scale.admit", [])
+if admit:
+    seconds = [row[0] / 1e6 for row in admit]
+    peak = [row[1] / 1024 for row in admit]
+    print(f"| one content request returning {scale_count} downloads (validated, queued, durable) | bahost | "
+          f"{spread(seconds, 's', 2)} | | ≤ 2 s |")
+    print(f"| daemon peak RSS during it | bahost | {spread(peak, 'MiB', 1)} | | ≤ 64 MiB |")
+scale_schedule, scale_fetch, scale_turn = first("scale.schedule"), first("scale.fetch"), first("scale.turn")
+if scale_schedule:
+    per_call = [x / 1000 * 1000 for x in scale_schedule]  # 1,000 calls: ms in all → µs a call
+    short = f"; {median(schedule) / queue_count * 1000:.0f} µs on the short queue" if schedule else ""
+    print(f"| scheduleDownload on a queue of {scale_count} | bahost | {spread(per_call, 'µs a call', 0)} | {short.lstrip('; ')} "
+          f"| no growth |")
+if scale_fetch:
+    print(f"| fetchCurrentDownloads of {scale_count} | bahost | {spread(scale_fetch, 'ms', 1)} | | linear |")
+if scale_turn:
+    print(f"| engine turn, mean, on a queue of {scale_count} | bahost | {spread(scale_turn, 'ms', 3)} | | no growth |")
+rss = first("scale.rss")
+if rss:
+    print(f"| daemon RSS with {scale_count} queued | bahost | {spread([x / 1024 for x in rss], 'MiB', 1)} | | ≤ 64 MiB |")
 delegate = first("delegate")
 if delegate:
     p99 = sorted(delegate)[int(len(delegate) * 0.99) - 1 if len(delegate) >= 100 else -1]

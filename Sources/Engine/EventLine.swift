@@ -10,11 +10,7 @@ public struct EventLine: @unchecked Sendable {
     public var text: String?
 
     /// The JSON object as one line of text.
-    public var jsonText: String {
-        guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    public var jsonText: String { EventJSON.line(json) }
 }
 
 extension LifecycleEvent {

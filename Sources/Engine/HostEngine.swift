@@ -2,6 +2,7 @@ import Delivery
 import ExtensionRuntime
 import Foundation
 import Queue
+import Synchronization
 import Transfer
 
 /// Runs Apple's life cycle for installed apps, in four parts that data flows through one way:
@@ -136,12 +137,18 @@ public final class HostEngine: Sendable {
         try await run(nil, forever: true)
     }
 
+    /// How long the engine's turns (a read of the queue, the transfers and deliveries it starts) have taken.
+    public var turns: TurnStatistics.Summary { turnStatistics.summary }
+    private let turnStatistics = TurnStatistics()
+
     private func run(_ only: Set<String>?, forever: Bool) async throws {
         let store = context.store
         while !Task.isCancelled {
+            let start = ContinuousClock.now
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
             let snapshot = try scheduler.turn(apps)
             completions.deliverDue(apps, snapshot)
+            turnStatistics.record(ContinuousClock.now - start)
             let running = !scheduler.isIdle || !completions.isIdle
             let work = apps.contains { snapshot.hasWork($0) }
             if !running && !work && !forever { return }
@@ -151,6 +158,29 @@ public final class HostEngine: Sendable {
                 try store.recoverInterruptedTransfers()
             }
             await context.signal.wait(for: completions.nextDeadline(within: scheduler.nextWake(snapshot)))
+        }
+    }
+}
+
+/// Counts the engine's turns and their durations, for `bahost debug status` and the benchmarks.
+public final class TurnStatistics: Sendable {
+    public struct Summary: Sendable {
+        public var count = 0
+        public var total = Duration.zero
+        public var longest = Duration.zero
+
+        public var mean: Duration { count == 0 ? .zero : total / count }
+    }
+
+    private let state = Mutex(Summary())
+
+    var summary: Summary { state.withLock { $0 } }
+
+    func record(_ duration: Duration) {
+        state.withLock { summary in
+            summary.count += 1
+            summary.total += duration
+            summary.longest = max(summary.longest, duration)
         }
     }
 }

@@ -111,8 +111,10 @@ public enum DownloadValidation {
 
     /// Loopback names and addresses: `localhost`, 127.0.0.0/8, ::1.
     public static func isLoopback(_ host: String) -> Bool {
-        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if host == "localhost" || host == "::1" { return true }
+        // Checked for every download an extension returns: plain comparisons, no CharacterSet.
+        var host = Substring(host)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        if host == "::1" || host.utf8.count == 9 && host.lowercased() == "localhost" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }

@@ -447,6 +447,24 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// How many scheduled and in-flight downloads an app has.
+    public func activeDownloadCount(for appIdentifier: String) throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM download WHERE \(Self.activeCondition)"),
+                arguments: [appIdentifier]) ?? 0
+        }
+    }
+
+    /// An app's essential downloads queued after `sequence` that failed, in queue order.
+    public func failedEssentialDownloads(for appIdentifier: String, after sequence: Int64) throws -> [QueuedDownload] {
+        try database.read { db in
+            try Self.fetch(
+                db, where: "appIdentifier = ? AND isEssential AND sequence > ? AND state = 'failed' ORDER BY sequence",
+                [appIdentifier, sequence])
+        }
+    }
+
     /// Every download of an app, in queue order.
     public func downloads(for appIdentifier: String) throws -> [QueuedDownload] {
         try database.read { try Self.fetch($0, where: "appIdentifier = ? ORDER BY sequence", [appIdentifier]) }

@@ -109,18 +109,18 @@ extension BackgroundAssetsService {
                 ? "\nessential downloads done" : "\n" + failures.map { "essential \($0.identifier) failed: \($0.error?.description ?? "")" }.joined(separator: "\n")
             success = success && failures.isEmpty
         }
-        json["queued"] = try engine.store.activeDownloads(for: app).count
+        json["queued"] = try engine.store.activeDownloadCount(for: app)
         return Self.report(success, text, json)
     }
 
     /// Waits until none of the app's essential downloads is active; returns those of the latest install or update
     /// that failed.
     private func essentialsDone(_ app: String) async throws -> [QueuedDownload] {
-        while try engine.store.activeDownloads(for: app).contains(where: \.isEssential) {
+        while try engine.store.hasActiveDownloads(for: app, essential: true) {
             try await Task.sleep(for: .milliseconds(50))
         }
         let since = try engine.store.schedule(app)?.contentRequestSequence ?? 0
-        return try engine.store.downloads(for: app).filter { $0.isEssential && $0.sequence > since && $0.state == .failed }
+        return try engine.store.failedEssentialDownloads(for: app, after: since)
     }
 
     private func launch(_ app: String, id: UInt64, session: ClientSession) async throws -> ServiceReply {
@@ -209,7 +209,7 @@ extension BackgroundAssetsService {
             guard let schedule = try engine.store.schedule(app.appIdentifier) else { continue }
             let usage = PeriodicPolicy.usage(schedule.launches, now: now)
             let used = policy.runtimeUsed(schedule, now: now)
-            let active = try engine.store.activeDownloads(for: app.appIdentifier).count
+            let active = try engine.store.activeDownloadCount(for: app.appIdentifier)
             text += "\(app.appIdentifier): \(app.launched ? "launched" : "not launched yet"), usage \(usage.rawValue)"
             if let cadence = policy.cadence(usage) { text += String(format: " (every %.1f h)", cadence / 3600) }
             text += ", background refresh \(schedule.backgroundRefresh ? "on" : "off")\n"
@@ -229,6 +229,11 @@ extension BackgroundAssetsService {
             if let decision = schedule.lastDecision { row["lastDecision"] = decision }
             apps.append(row)
         }
+        let turns = engine.turns
+        let milliseconds = { (duration: Duration) in duration.inSeconds * 1000 }
+        text += String(
+            format: "engine: %d turns, %.3f ms on average, %.3f ms at the longest\n", turns.count,
+            milliseconds(turns.mean), milliseconds(turns.longest))
         var conditionJSON: [String: Any] = [:]
         if let v = conditions.powerSaver { conditionJSON["powerSaver"] = v }
         if let v = conditions.batteryLow { conditionJSON["batteryLow"] = v }
@@ -237,6 +242,8 @@ extension BackgroundAssetsService {
             true, text,
             ["version": Self.version, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps,
+             "engine": ["turns": turns.count, "meanTurnMilliseconds": milliseconds(turns.mean),
+                        "longestTurnMilliseconds": milliseconds(turns.longest)],
              "policy": ["intervalSeconds": policy.interval, "dailyRuntimeSeconds": policy.dailyRuntime,
                         "lowBatteryPercent": policy.lowBatteryPercent, "skipWhenMetered": policy.skipWhenMetered,
                         "skipInPowerSaver": policy.skipInPowerSaver]])

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The frames of the messages an app exchanges most (schedule, cancel, fetch, their replies, the delegate's events
-/// and completions) in a compact binary form; every other message is JSON. A binary frame starts with byte 0x01,
+/// The frames of the messages exchanged most (an app's schedule, cancel, fetch, their replies, the delegate's events
+/// and completions; the progress lines a following command line gets) in a compact binary form; every other message is JSON. A binary frame starts with byte 0x01,
 /// which no JSON text does.
 ///
 /// Why not JSON for these too: Foundation's JSON coders cost tens of microseconds for one download, which made a
@@ -40,6 +40,7 @@ private enum CompactKind: UInt8 {
     case replyOK = 16, replyDownloads, replyFailure
     case began = 32, paused, progress
     case finished = 48, failed
+    case progressLine = 64
 }
 
 /// Writes a compact frame; each field method returns the writer, so that a download reads as one chain.
@@ -76,6 +77,7 @@ private final class CompactWriter {
             writer.header(.finished, id).download(download).string(path)
         case .callback(let id, .failed(let download, let error)):
             writer.header(.failed, id).download(download).error(error)
+        case .progress(let id, let line): writer.header(.progressLine, id).optional(line.text).string(line.json)
         default: return nil
         }
         return Data(writer.bytes)
@@ -173,6 +175,7 @@ private struct CompactReader {
                 try download(), bytesWritten: try int(), totalBytesWritten: try int(), totalBytesExpected: try int()))
         case .finished: message = .callback(id: id, .finished(try download(), filePath: try string()))
         case .failed: message = .callback(id: id, .failed(try download(), try error()))
+        case .progressLine: message = .progress(id: id, ProgressLine(text: try optional(), json: try string()))
         default: throw ServiceWireError.protocolViolation("a compact frame of kind \(kind) is not a service message")
         }
         try end()

@@ -100,9 +100,7 @@ final class EventReporter: Sendable {
 
     private func emit(_ object: [String: Any], _ text: String?) {
         if json {
-            guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-            else { return }
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            FileHandle.standardOutput.write(Data((EventJSON.line(object) + "\n").utf8))
             return
         }
         guard let text else { return }

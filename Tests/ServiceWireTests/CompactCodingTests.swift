@@ -28,6 +28,7 @@ import Testing
             .event(.began(download)), .event(.paused(download)),
             .event(.progress(download, bytesWritten: 1, totalBytesWritten: 2, totalBytesExpected: 3)),
             .callback(id: 9, .finished(download, filePath: "/x/y")), .callback(id: 9, .failed(download, error)),
+            .progress(id: 4, ProgressLine(text: "queued a", json: "{}")), .progress(id: 4, ProgressLine(text: nil, json: "{}")),
         ]
         for message in messages {
             let frame = try ServiceProtocol.encode(message)
