@@ -61,7 +61,7 @@ let package = Package(
         .target(
             name: "Engine",
             dependencies: [
-                "AppConfig", "CBAExtension", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer",
+                "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .target(
@@ -101,7 +101,9 @@ let package = Package(
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
         .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine"]),
+        .testTarget(
+            name: "EngineTests",
+            dependencies: ["Engine", "Delivery", "ExtensionRuntime", "Queue", "Transfer", "TestSupport", "ExtensionRunner"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
         .testTarget(
             name: "ExtensionRuntimeTests",

@@ -556,13 +556,15 @@ public final class QueueStore: Sendable {
             (?1 IS NULL OR appIdentifier IN (SELECT value FROM json_each(?1)))
             AND uniqueIdentifier NOT IN (SELECT value FROM json_each(?2))
             """
-        // Queued rows come from the front of `download_runnable`; rows waiting to retry are few.
+        // Queued rows come from the front of `download_runnable`, read in its order: `foreground` is compared with
+        // `=` so that the index answers the ORDER BY (`NOT foreground` made SQLite sort the whole queue at every
+        // turn). Rows waiting to retry are few.
         let queued = "state = 'queued'"
         let due = "state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt <= ?3"
         let foreground = Self.merged(
-            try fetch(db, where: "\(queued) AND foreground AND \(wanted) \(order)", [appsJSON, excludingJSON]),
+            try fetch(db, where: "\(queued) AND foreground = 1 AND \(wanted) \(order)", [appsJSON, excludingJSON]),
             try fetch(
-                db, where: "\(due) AND foreground AND \(wanted) \(order)",
+                db, where: "\(due) AND foreground = 1 AND \(wanted) \(order)",
                 [appsJSON, excludingJSON, now.timeIntervalSince1970]),
             limit: nil)
         if backgroundLimit.map({ $0 <= 0 }) == true { return foreground }
@@ -571,7 +573,7 @@ public final class QueueStore: Sendable {
         func background(_ condition: String) throws -> [QueuedDownload] {
             let statement = try db.cachedStatement(sql: """
                 SELECT \(QueuedDownload.selection) FROM (
-                    SELECT * FROM download WHERE \(condition) AND NOT foreground \(order) LIMIT \(scanLimit))
+                    SELECT * FROM download WHERE \(condition) AND foreground = 0 \(order) LIMIT \(scanLimit))
                 WHERE \(wanted)
                     AND host NOT IN (SELECT value FROM json_each(?4))
                     AND (isEssential OR appIdentifier NOT IN (

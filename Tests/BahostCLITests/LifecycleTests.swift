@@ -175,6 +175,53 @@ import TestSupport
         #expect(Set(names(resumed).filter { $0.hasPrefix("delivered") }) == ["delivered level-1", "delivered level-2"])
     }
 
+    /// Many small files moving at once when the host is killed: after the resume every file is in the container
+    /// whole and exactly as served, none half-written, and no file the killed host had finished is fetched again.
+    /// Synchronous for the same reason as the test above.
+    @Test func killedWithSIGKILLAmongManySmallFilesNothingIsLostOrFetchedTwice() throws {
+        let dir = "many-\(UUID().uuidString)"
+        let files = (0..<300).map { _ in random(8192 + Int.random(in: 0..<8192)) }
+        for (index, data) in files.enumerated() { try nginx.serve(data, at: "\(dir)/f\(index)") }
+        let manifest = files.enumerated().map { index, data in "f\(index) \(data.count) optional \(nginx.http("\(dir)/f\(index)"))" }
+        try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+
+        let running = try Bahost.start(
+            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
+             "--data-root", app.dataRoot.path, "--allow-insecure-loopback", "--max-concurrent", "8", "--max-per-host", "8",
+             "--json"])
+        // Its event lines are read as they come: a pipe left unread would fill and hold the host up.
+        let output = OutputCollector(running.out)
+        // Kill it once some files have reached the extension, and while most have not.
+        let kept = app.container.appendingPathComponent("Assets")
+        for _ in 0..<800 {
+            usleep(5_000)
+            if ((try? FileManager.default.contentsOfDirectory(atPath: kept.path))?.count ?? 0) >= 10 { break }
+        }
+        kill(running.process.processIdentifier, SIGKILL)
+        running.process.waitUntilExit()
+        let before = output.text()
+        #expect(running.process.terminationReason == .uncaughtSignal, "the run ended on its own")
+        let finishedBefore = Set(before.split(separator: "\n").compactMap { line -> String? in
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                event["event"] as? String == "finished"
+            else { return nil }
+            return event["identifier"] as? String
+        })
+        #expect(!finishedBefore.isEmpty && finishedBefore.count < files.count, "killed after \(finishedBefore.count) files")
+
+        let resumed = try Bahost.run(["resume", "--data-root", app.dataRoot.path, "--retry-delay", "0.05", "--json"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        for (index, data) in files.enumerated() {
+            #expect(FileManager.default.contents(atPath: kept.appendingPathComponent("f\(index)").path) == data, "f\(index)")
+        }
+        #expect(app.leftovers().isEmpty)
+        for identifier in finishedBefore {
+            let whole = try nginx.requests(for: "\(dir)/\(identifier)").filter { $0.contains(" 200 ") }
+            #expect(whole.count == 1, "\(identifier) was finished before the kill and fetched \(whole.count) times")
+        }
+    }
+
     @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))
     func aFullDiskIsAClearFailureWithNothingLeftBehind() throws {
         let mountPoint = TestPlugins.scratch.appendingPathComponent("tiny-\(UUID().uuidString)")
@@ -282,5 +329,24 @@ import TestSupport
         #expect(names(result).contains("finished busy"))
         #expect(((result.events("failed").first?["error"] as? [String: Any])?["code"] as? Int) == -1004)
         #expect(faults.requests(for: "busy.pack").count == 2)
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+final class OutputCollector: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var data = Data()
+
+    init(_ pipe: Pipe) {
+        Thread.detachNewThread {
+            self.data = pipe.fileHandleForReading.readDataToEndOfFile()
+            self.done.signal()
+        }
+    }
+
+    /// Everything written, once the writer has gone.
+    func text() -> String {
+        done.wait()
+        return String(decoding: data, as: UTF8.self)
     }
 }

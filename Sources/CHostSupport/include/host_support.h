@@ -45,4 +45,8 @@ int bahost_exit_code(int status);
 int bahost_signaled(int status);
 int bahost_signal(int status);
 
+/* Gives the heap's freed memory back to the system (glibc's malloc_trim, which Swift's Glibc module does not
+ * export). Any thread. */
+void bahost_release_free_memory(void);
+
 #endif

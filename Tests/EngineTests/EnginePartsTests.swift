@@ -1,0 +1,186 @@
+import Delivery
+@testable import Engine
+import ExtensionRuntime
+import Foundation
+import Queue
+import Synchronization
+import Testing
+import TestSupport
+import Transfer
+
+/// The engine's parts on their own, against a real queue, real transfers to a local server and real extension
+/// processes. Only the app side is a stand-in: the delegates an app process would answer through the service.
+@Suite(.serialized) struct EnginePartsTests {
+    /// A data root, a queue with one app whose extension is `plugin`, and the context the parts share.
+    func context(
+        plugin: String = "/nonexistent.so", settings: HostEngine.Settings = HostEngine.Settings(),
+        delegates: AppDelegateRouter? = nil, events: Events = Events()
+    ) throws -> EngineContext {
+        let root = DataRoot(TestPlugins.scratch.appendingPathComponent("engine-\(UUID().uuidString)").path)
+        try root.prepare()
+        let store = try QueueStore(path: root.queuePath)
+        try store.install(AppRecord(
+            appIdentifier: "app", appGroupIdentifier: "group.com.example.levels", pluginPath: plugin,
+            manifestURL: "http://127.0.0.1/manifest", domainAllowList: [], downloadAllowance: 1 << 40,
+            essentialDownloadAllowance: 1 << 40, allowInsecureLoopback: true))
+        _ = try store.updateApp("app") { $0.launched = true }
+        return EngineContext(
+            store: store, dataRoot: root, settings: settings, observe: { events.append($0) },
+            client: try TransferClient(settings.transfer), delegates: delegates)
+    }
+
+    func download(_ identifier: String, _ url: String) -> ExtensionDownload {
+        ExtensionDownload(identifier: identifier, url: url, applicationGroupIdentifier: "group.com.example.levels", fileSize: 0)
+    }
+
+    /// Waits until `condition` holds, for up to `seconds`.
+    func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try condition()
+    }
+
+    // MARK: The scheduler
+
+    /// No more transfers than the global limit, no more to one host than its limit, and a turn with no free slot
+    /// starts nothing.
+    @Test func theSchedulerKeepsToTheGlobalAndPerHostLimits() async throws {
+        let server = try FaultServer()
+        server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: .trickle(chunk: 1, every: .milliseconds(200)), count: 10))
+        let settings = HostEngine.Settings(maximumConcurrentTransfers: 3, maximumTransfersPerHost: 2)
+        let context = try context(settings: settings)
+        let urls = (0..<5).map { "http://127.0.0.1:\(server.port)/slow?\($0)" }
+            + (0..<3).map { "http://localhost:\(server.port)/slow?\($0)" }
+        _ = try context.store.enqueue(urls.enumerated().map { download("d\($0.offset)", $0.element) }, for: "app") { _, _ in nil }
+        let scheduler = Scheduler(context: context) { _ in }
+
+        _ = try scheduler.turn(["app"])
+        let (running, perHost) = context.running.current()
+        #expect(running.count == 3)
+        #expect(perHost == ["127.0.0.1": 2, "localhost": 1])
+        #expect(try context.store.activeDownloads(for: "app").filter { $0.state == .downloading }.count == 3)
+        // Best first: the two oldest to the first host, and the oldest to the second.
+        let moving = try context.store.activeDownloads(for: "app").filter { running.contains($0.uniqueIdentifier) }
+        #expect(Set(moving.map(\.identifier)) == ["d0", "d1", "d5"])
+
+        _ = try scheduler.turn(["app"])
+        #expect(context.running.current().0 == running)
+
+        await scheduler.shutdown()
+        try await context.client.shutdown()
+        // Stopped, not lost: what was moving is recorded as waiting again, its partial file kept to resume.
+        #expect(try context.store.activeDownloads(for: "app").count == 8)
+        #expect(try context.store.activeDownloads(for: "app").allSatisfy { $0.state != .downloading })
+    }
+
+    // MARK: The completion router
+
+    /// A running app's delegate gets each completion once, at once; one it declines (its delegate lacks the method)
+    /// wakes the extension, which gets it in a window.
+    @Test func theDelegateGetsACompletionOnceAndWhatItDeclinesGoesToTheExtension() async throws {
+        let delegates = Delegates(accepting: ["taken"])
+        let events = Events()
+        let context = try context(plugin: try TestPlugins.c("example_extension"), delegates: delegates, events: events)
+        let taken = try finished("taken", in: context)
+        let declined = try finished("declined", in: context)
+        let router = CompletionRouter(context: context) { AppDownloads(context: context, appIdentifier: $0) }
+
+        router.recorded("app")
+        #expect(try await eventually { try router.isIdle && context.store.pendingCompletionCount(for: "app") == 0 })
+        #expect(delegates.offered == ["taken", "declined"])
+        #expect(try context.store.download(taken.uniqueIdentifier)?.delivered == true)
+        #expect(!FileManager.default.fileExists(atPath: taken.filePath!))
+        #expect(events.names.contains("deliveredToApp:taken"))
+        #expect(events.names.contains("delivered:declined"))
+        #expect(!events.names.contains("delivered:taken"))
+        _ = declined
+
+        // Nothing is pending: a second look offers nothing again.
+        router.recorded("app")
+        #expect(try await eventually { router.isIdle })
+        #expect(delegates.offered == ["taken", "declined"])
+        try await context.client.shutdown()
+    }
+
+    /// A completion whose callback never returns (the extension crashes in it) is tried `maximumAttempts` times in
+    /// all, then given up: marked delivered, its file deleted, and reported as abandoned.
+    @Test func aCompletionIsGivenUpAfterTheMaximumAttempts() async throws {
+        let events = Events()
+        let context = try context(plugin: try TestPlugins.c("misbehaving/crash_on_every_finish"), events: events)
+        let completion = try finished("doomed", in: context)
+        let router = CompletionRouter(context: context) { AppDownloads(context: context, appIdentifier: $0) }
+
+        for attempt in 1...3 {
+            let snapshot = try context.store.snapshot(now: Date(), apps: ["app"])
+            #expect(snapshot.pendingCompletions["app"] == 1, "attempt \(attempt)")
+            router.deliverDue(["app"], snapshot)
+            #expect(try await eventually(30) { router.isIdle })
+            #expect(try context.store.download(completion.uniqueIdentifier)?.deliveryAttempts == attempt)
+        }
+        let given = try #require(try context.store.download(completion.uniqueIdentifier))
+        #expect(given.delivered)
+        #expect(!FileManager.default.fileExists(atPath: completion.filePath!))
+        #expect(events.names.filter { $0 == "abandoned:doomed" }.count == 1)
+        #expect(!events.names.contains("delivered:doomed"))
+        #expect(try context.store.snapshot(now: Date(), apps: ["app"]).pendingCompletions["app"] == 0)
+        try await context.client.shutdown()
+    }
+
+    /// A queued download recorded as finished, with its file in the app group's container.
+    func finished(_ identifier: String, in context: EngineContext) throws -> QueuedDownload {
+        var queued = try context.store.enqueue([download(identifier, "http://127.0.0.1/\(identifier)")], for: "app") { _, _ in nil }[0]
+            .result.get()
+        let folder = context.dataRoot.deliveries(for: "group.com.example.levels")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier)).path
+        try Data("contents of \(identifier)".utf8).write(to: URL(fileURLWithPath: path))
+        queued.state = .finished
+        queued.filePath = path
+        queued.bytesReceived = 12
+        try context.store.save(queued)
+        return queued
+    }
+}
+
+/// The events the engine reported, as `kind:identifier`.
+final class Events: Sendable {
+    private let seen = Mutex<[String]>([])
+
+    var names: [String] { seen.withLock { $0 } }
+
+    func append(_ event: LifecycleEvent) {
+        let name: String
+        switch event {
+        case .delivered(let d): name = "delivered:\(d.identifier)"
+        case .deliveredToApp(let d): name = "deliveredToApp:\(d.identifier)"
+        case .abandoned(let d): name = "abandoned:\(d.identifier)"
+        case .finished(let d): name = "finished:\(d.identifier)"
+        default: return
+        }
+        seen.withLock { $0.append(name) }
+    }
+}
+
+/// An app running with a delegate that handles the completions of `accepting` and lacks the method for the rest.
+final class Delegates: AppDelegateRouter {
+    private let accepting: Set<String>
+    private let offers = Mutex<[String]>([])
+
+    init(accepting: Set<String>) { self.accepting = accepting }
+
+    var offered: [String] { offers.withLock { $0 } }
+
+    func hasDelegate(_ appIdentifier: String) -> Bool { appIdentifier == "app" }
+
+    func offer(_ completion: QueuedDownload) async -> Bool {
+        offers.withLock { $0.append(completion.identifier) }
+        return accepting.contains(completion.identifier)
+    }
+
+    func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async
+        -> ChallengeAnswer?
+    { nil }
+}
