@@ -17,6 +17,8 @@ final class EngineContext: Sendable {
     let delegates: AppDelegateRouter?
     /// Wakes the engine's loop: something was queued, a transfer or a delivery ended, a deadline came.
     let signal = WakeSignal()
+    /// Fired whenever a transfer ends or is stopped: what `awaitEssentials` waits on.
+    let transferEnded = Broadcast()
     let launchGate = LaunchGate()
     let running = RunningTransfers()
     let credentials = Credentials()
@@ -45,6 +47,7 @@ final class EngineContext: Sendable {
         running.cancel(uniqueIdentifier)
         credentials.forget(uniqueIdentifier)
         unlink(dataRoot.partialPath(for: uniqueIdentifier))
+        transferEnded.fire()
     }
 
     /// Announces `appMayLaunch` once every essential download of an app that waits for them has ended.
@@ -63,6 +66,37 @@ final class LaunchGate: Sendable {
     func isWaiting(_ appIdentifier: String) -> Bool { waiting.withLock { $0.contains(appIdentifier) } }
     /// True for the one caller that opened it.
     func open(_ appIdentifier: String) -> Bool { waiting.withLock { $0.remove(appIdentifier) != nil } }
+}
+
+/// Wakes every task waiting at the moment it fires (a `WakeSignal` wakes one).
+final class Broadcast: Sendable {
+    private let state = Mutex<(next: UInt64, waiters: [UInt64: CheckedContinuation<Void, Never>])>((0, [:]))
+
+    func fire() {
+        let all = state.withLock { state in
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        all.forEach { $0.resume() }
+    }
+
+    /// Returns at the next `fire`, or after `timeout`, whichever comes first.
+    func wait(for timeout: Duration) async {
+        let id = state.withLock { state in
+            state.next += 1
+            return state.next
+        }
+        var timer: Task<Void, Never>?
+        await withCheckedContinuation { continuation in
+            // Registered before the timer starts, so that the one that comes first resumes it, once.
+            state.withLock { $0.waiters[id] = continuation }
+            timer = Task {
+                try? await Task.sleep(for: timeout)
+                self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+        timer?.cancel()
+    }
 }
 
 /// Wakes the engine's loop: a transfer ended, something was scheduled, or a deadline came.

@@ -59,6 +59,12 @@ public enum EventJSON {
 
     private static func writeString(_ string: String, to out: inout String) {
         out += "\""
+        // Most strings (identifiers, URLs, paths) need no escape: appended whole.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += string
+            out += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

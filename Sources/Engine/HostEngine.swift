@@ -38,7 +38,7 @@ public final class HostEngine: Sendable {
         }
     }
 
-    public var store: QueueStore { context.store }
+    var store: QueueStore { context.store }
     public var dataRoot: DataRoot { context.dataRoot }
     let context: EngineContext
     private let scheduler: Scheduler

@@ -66,6 +66,7 @@ final class Scheduler: Sendable {
                 self.running.remove(uniqueIdentifier)
                 if case .completed = outcome { self.completed(job.queued.appIdentifier) }
                 self.context.signal.fire()
+                self.context.transferEnded.fire()
             }
         }
     }

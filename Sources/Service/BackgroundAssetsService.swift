@@ -111,7 +111,7 @@ public final class BackgroundAssetsService: Sendable {
             session.introduce(hello)
             return .hello(HelloReply(serviceVersion: Self.version))
         }
-        guard let appIdentifier = hello.appIdentifier, let app = try? engine.store.app(appIdentifier) else {
+        guard let appIdentifier = hello.appIdentifier, let app = try? engine.app(appIdentifier) else {
             return .failure(WireError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "no app '\(hello.appIdentifier ?? "")' is installed: bahost install APP_DIR first"))
@@ -128,7 +128,7 @@ public final class BackgroundAssetsService: Sendable {
     private func appRequest(_ request: ServiceRequest, from session: ClientSession, app appIdentifier: String)
         -> ServiceReply
     {
-        guard let app = try? engine.store.app(appIdentifier) else {
+        guard let app = try? engine.app(appIdentifier) else {
             return .failure(WireError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the app '\(appIdentifier)' was uninstalled"))
         }
         let services = engine.downloads(for: appIdentifier)
@@ -169,7 +169,7 @@ public final class BackgroundAssetsService: Sendable {
     private func ended(_ session: ClientSession) {
         let last = sessions.remove(session)
         // Apple: a foreground download stays in the foreground until the app's download manager disconnects.
-        if last, let app = session.appIdentifier { try? engine.store.demoteForeground(appIdentifier: app) }
+        if last, let app = session.appIdentifier { try? engine.appDisconnected(app) }
     }
 
     // MARK: Events
@@ -180,7 +180,7 @@ public final class BackgroundAssetsService: Sendable {
         case .window(_, let outcome, let app):
             // Every window counts against the app's daily runtime.
             let now = clock.now
-            try? engine.store.updateSchedule(app) { settings.periodic.charge(outcome.elapsed.inSeconds, to: &$0, now: now) }
+            try? engine.updateSchedule(app) { settings.periodic.charge(outcome.elapsed.inSeconds, to: &$0, now: now) }
             logger.info("window", metadata: ["app": "\(app)", "stop": "\(outcome.stopReason.kind)", "seconds": "\(outcome.elapsed.inSeconds)"])
             for line in outcome.log {
                 logger.info("[\(line.source.rawValue)] \(line.message)", metadata: ["app": "\(app)"])

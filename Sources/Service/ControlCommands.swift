@@ -18,15 +18,15 @@ extension BackgroundAssetsService {
             case .simulate(let app, let name): return try await simulate(app, name, id: id, session: session)
             case .downloads(let app): return try downloads(app)
             case .resetBudget(let app):
-                try engine.store.updateSchedule(try installed(app).appIdentifier) { $0.budgetUsedSeconds = 0 }
+                try engine.updateSchedule(try installed(app).appIdentifier) { $0.budgetUsedSeconds = 0 }
                 return Self.report(true, "\(app): today's runtime budget is reset", ["app": app, "budgetUsedSeconds": 0])
             case .setUnlimitedRuntime(let app, let enabled):
-                try engine.store.updateSchedule(try installed(app).appIdentifier) { $0.unlimitedRuntime = enabled }
+                try engine.updateSchedule(try installed(app).appIdentifier) { $0.unlimitedRuntime = enabled }
                 return Self.report(
                     true, "\(app): the daily runtime budget \(enabled ? "no longer applies" : "applies again")",
                     ["app": app, "unlimitedRuntime": enabled])
             case .setBackgroundRefresh(let app, let enabled):
-                try engine.store.updateSchedule(try installed(app).appIdentifier) { $0.backgroundRefresh = enabled }
+                try engine.updateSchedule(try installed(app).appIdentifier) { $0.backgroundRefresh = enabled }
                 return Self.report(
                     true, "\(app): background refresh \(enabled ? "on" : "off")", ["app": app, "backgroundRefresh": enabled])
             case .status:
@@ -62,20 +62,16 @@ extension BackgroundAssetsService {
         } catch {
             throw ControlError(error.description)
         }
-        let existing = try engine.store.app(config.appIdentifier)
+        let existing = try engine.app(config.appIdentifier)
         if update && existing == nil { throw ControlError("\(config.appIdentifier) is not installed: install it first") }
         if !update && existing != nil { throw ControlError("\(config.appIdentifier) is already installed: use update") }
         let plugin = try Self.extensionPath(in: folder, config: config)
-        try engine.store.install(AppRecord(
+        try engine.install(AppRecord(
             appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier, pluginPath: plugin,
             manifestURL: config.manifestURL.absoluteString, domainAllowList: config.initialRestrictions.domainAllowList,
             downloadAllowance: config.initialRestrictions.downloadAllowance,
             essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
-            allowInsecureLoopback: settings.allowInsecureLoopback))
-        var schedule = try engine.store.schedule(config.appIdentifier)
-            ?? AppSchedule(appIdentifier: config.appIdentifier, appDirectory: folder.path)
-        schedule.appDirectory = folder.path
-        try engine.store.saveSchedule(schedule)
+            allowInsecureLoopback: settings.allowInsecureLoopback), directory: folder.path)
         return try await contentRequest(update ? .update : .install, config.appIdentifier, id: id, session: session)
     }
 
@@ -86,8 +82,7 @@ extension BackgroundAssetsService {
     {
         let essentialGate = request == .install || request == .update
         if essentialGate {
-            let sequence = try engine.store.lastSequence()
-            try engine.store.updateSchedule(app) { $0.contentRequestSequence = sequence }
+            try engine.beginEssentialContentRequest(app)
         }
         sessions.follow(app, from: session, request: id)
         defer { sessions.unfollow(session, request: id) }
@@ -103,39 +98,23 @@ extension BackgroundAssetsService {
         }
         var success = outcome?.stopReason == .returned
         if essentialGate {
-            let failures = try await essentialsDone(app)
+            let failures = try await engine.awaitEssentials(app)
             json["essentialFailures"] = failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }
             text += failures.isEmpty
                 ? "\nessential downloads done" : "\n" + failures.map { "essential \($0.identifier) failed: \($0.error?.description ?? "")" }.joined(separator: "\n")
             success = success && failures.isEmpty
         }
-        json["queued"] = try engine.store.activeDownloadCount(for: app)
+        json["queued"] = try engine.activeDownloadCount(app)
         return Self.report(success, text, json)
-    }
-
-    /// Waits until none of the app's essential downloads is active; returns those of the latest install or update
-    /// that failed.
-    private func essentialsDone(_ app: String) async throws -> [QueuedDownload] {
-        while try engine.store.hasActiveDownloads(for: app, essential: true) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let since = try engine.store.schedule(app)?.contentRequestSequence ?? 0
-        return try engine.store.failedEssentialDownloads(for: app, after: since)
     }
 
     private func launch(_ app: String, id: UInt64, session: ClientSession) async throws -> ServiceReply {
         _ = try installed(app)
         sessions.follow(app, from: session, request: id)
         defer { sessions.unfollow(session, request: id) }
-        let failures = try await essentialsDone(app)
+        let failures = try await engine.awaitEssentials(app)
         let now = clock.now
-        try engine.store.updateApp(app) { $0.launched = true }
-        try engine.store.updateSchedule(app) { schedule in
-            schedule.recordLaunch(at: now)
-            if schedule.nextPeriodic == nil { schedule.nextPeriodic = settings.periodic.next(after: now, launches: schedule.launches) }
-        }
-        // Downloads that waited for the restrictions to lift may go now.
-        engine.wake()
+        try engine.launched(app, at: now) { launches in settings.periodic.next(after: now, launches: launches) }
         var text = "\(app) launched"
         if !failures.isEmpty {
             text += "; its essential downloads that failed:\n"
@@ -165,7 +144,7 @@ extension BackgroundAssetsService {
 
     private func downloads(_ app: String) throws -> ServiceReply {
         _ = try installed(app)
-        let downloads = try engine.store.downloads(for: app)
+        let downloads = try engine.allDownloads(app)
         var text = "\(app): \(downloads.count) download\(downloads.count == 1 ? "" : "s")\n"
         var rows: [[String: Any]] = []
         for d in downloads {
@@ -205,11 +184,11 @@ extension BackgroundAssetsService {
             format: "periodic: every %.0f h for occasional use; daily runtime budget %.0f s\n", policy.interval / 3600,
             policy.dailyRuntime)
         var apps: [[String: Any]] = []
-        for app in try engine.store.apps() {
-            guard let schedule = try engine.store.schedule(app.appIdentifier) else { continue }
+        for app in try engine.installedApps() {
+            guard let schedule = try engine.schedule(app.appIdentifier) else { continue }
             let usage = PeriodicPolicy.usage(schedule.launches, now: now)
             let used = policy.runtimeUsed(schedule, now: now)
-            let active = try engine.store.activeDownloadCount(for: app.appIdentifier)
+            let active = try engine.activeDownloadCount(app.appIdentifier)
             text += "\(app.appIdentifier): \(app.launched ? "launched" : "not launched yet"), usage \(usage.rawValue)"
             if let cadence = policy.cadence(usage) { text += String(format: " (every %.1f h)", cadence / 3600) }
             text += ", background refresh \(schedule.backgroundRefresh ? "on" : "off")\n"
@@ -262,7 +241,7 @@ extension BackgroundAssetsService {
     // MARK: Helpers
 
     private func installed(_ app: String) throws -> AppRecord {
-        guard let record = try engine.store.app(app) else { throw ControlError("no app '\(app)' is installed") }
+        guard let record = try engine.app(app) else { throw ControlError("no app '\(app)' is installed") }
         return record
     }
 

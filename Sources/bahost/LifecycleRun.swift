@@ -22,7 +22,7 @@ struct LifecycleRun {
         let reporter = EventReporter(json: json)
         guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { return 70 }
         do {
-            try engine.store.install(AppRecord(
+            try engine.install(AppRecord(
                 appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier,
                 pluginPath: URL(fileURLWithPath: plugin).standardizedFileURL.path,
                 manifestURL: config.manifestURL.absoluteString,
@@ -66,7 +66,7 @@ struct Resume: AsyncParsableCommand {
         let reporter = EventReporter(json: json)
         guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { throw ExitCode(70) }
         do {
-            let apps = try engine.store.apps().map(\.appIdentifier).filter { app == nil || $0 == app }
+            let apps = try engine.installedApps().map(\.appIdentifier).filter { app == nil || $0 == app }
             try await engine.drain(apps)
             await engine.shutdown()
         } catch {

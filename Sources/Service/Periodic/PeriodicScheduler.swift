@@ -66,19 +66,19 @@ final class PeriodicScheduler: Sendable {
         await turns.run {
             var decisions: [String: String] = [:]
             let conditions = service.conditions()
-            guard let apps = try? service.engine.store.apps() else { return decisions }
+            guard let apps = try? service.engine.installedApps() else { return decisions }
             for app in apps {
-                guard let schedule = try? service.engine.store.schedule(app.appIdentifier) else { continue }
+                guard let schedule = try? service.engine.schedule(app.appIdentifier) else { continue }
                 let now = service.clock.now
                 switch policy.decide(schedule, conditions: conditions, now: now) {
                 case .notDue:
                     continue
                 case .skip(let reason):
                     decisions[app.appIdentifier] = "skipped: \(reason)"
-                    try? service.engine.store.updateSchedule(app.appIdentifier) { $0.lastDecision = "skipped: \(reason)" }
+                    try? service.engine.updateSchedule(app.appIdentifier) { $0.lastDecision = "skipped: \(reason)" }
                 case .run:
                     decisions[app.appIdentifier] = "ran"
-                    try? service.engine.store.updateSchedule(app.appIdentifier) { schedule in
+                    try? service.engine.updateSchedule(app.appIdentifier) { schedule in
                         schedule.lastPeriodic = now
                         schedule.nextPeriodic = policy.next(after: now, launches: schedule.launches)
                         schedule.lastDecision = "ran at \(ISO8601DateFormatter().string(from: now))"

@@ -1,0 +1,72 @@
+import Foundation
+import Queue
+
+/// What the service and the command line ask of the engine about installed apps. They speak in these intents and
+/// never reach the queue themselves, so that every change that could let a download start wakes the engine, and
+/// every wait is on the engine's events rather than on polling.
+extension HostEngine {
+    public func app(_ appIdentifier: String) throws -> AppRecord? { try store.app(appIdentifier) }
+
+    public func installedApps() throws -> [AppRecord] { try store.apps() }
+
+    /// Installs an app, or updates it keeping its allowance use and launch; `directory` is where the service finds
+    /// it again (its schedule is made on first install).
+    public func install(_ app: AppRecord, directory: String? = nil) throws {
+        try store.install(app)
+        guard let directory else { return }
+        var schedule = try store.schedule(app.appIdentifier)
+            ?? AppSchedule(appIdentifier: app.appIdentifier, appDirectory: directory)
+        schedule.appDirectory = directory
+        try store.saveSchedule(schedule)
+    }
+
+    /// The app launched: its initial restrictions lift (downloads that waited for them may start now) and the
+    /// launch counts toward its usage.
+    public func launched(_ appIdentifier: String, at date: Date, nextPeriodic: ([Date]) -> Date?) throws {
+        try store.updateApp(appIdentifier) { $0.launched = true }
+        try store.updateSchedule(appIdentifier) { schedule in
+            schedule.recordLaunch(at: date)
+            if schedule.nextPeriodic == nil { schedule.nextPeriodic = nextPeriodic(schedule.launches) }
+        }
+        wake()
+    }
+
+    /// The service's record of an app's use, periodic requests and runtime budget.
+    public func schedule(_ appIdentifier: String) throws -> AppSchedule? { try store.schedule(appIdentifier) }
+
+    /// Changes an app's schedule (background refresh, runtime budget, periodic decisions) in one transaction.
+    public func updateSchedule<T>(_ appIdentifier: String, _ body: (inout AppSchedule) throws -> T) throws -> T {
+        try store.updateSchedule(appIdentifier, body)
+    }
+
+    /// Marks where an install or update content request begins: its essential downloads, queued after this mark,
+    /// are the ones `essentialFailures` reports.
+    public func beginEssentialContentRequest(_ appIdentifier: String) throws {
+        let sequence = try store.lastSequence()
+        try store.updateSchedule(appIdentifier) { $0.contentRequestSequence = sequence }
+    }
+
+    /// Waits until none of the app's essential downloads is active, woken by each transfer's end; returns those of
+    /// the latest install or update that failed.
+    public func awaitEssentials(_ appIdentifier: String) async throws -> [QueuedDownload] {
+        while try store.hasActiveDownloads(for: appIdentifier, essential: true) {
+            // A transfer's end, a cancel or an uninstall fires the events; the timeout only bounds a missed one.
+            await context.transferEnded.wait(for: .seconds(1))
+        }
+        let since = try store.schedule(appIdentifier)?.contentRequestSequence ?? 0
+        return try store.failedEssentialDownloads(for: appIdentifier, after: since)
+    }
+
+    public func activeDownloadCount(_ appIdentifier: String) throws -> Int {
+        try store.activeDownloadCount(for: appIdentifier)
+    }
+
+    /// Every download of the app, in queue order (`bahost debug downloads`).
+    public func allDownloads(_ appIdentifier: String) throws -> [QueuedDownload] { try store.downloads(for: appIdentifier) }
+
+    /// The app's last connection to the service closed: its foreground downloads go back to the background (Apple:
+    /// they stay in the foreground until the app's download manager disconnects).
+    public func appDisconnected(_ appIdentifier: String) throws {
+        try store.demoteForeground(appIdentifier: appIdentifier)
+    }
+}
