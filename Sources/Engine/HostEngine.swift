@@ -59,18 +59,19 @@ public final class HostEngine: Sendable {
             throw EngineError.dataRootInUse(dataRoot.url.path)
         }
         let store: QueueStore
+        let client: TransferClient
         do {
             store = try QueueStore(path: dataRoot.queuePath)
             // Transfers that were moving when a previous host died are queued again, to resume.
             try store.recoverInterruptedTransfers()
+            // Last: once made, the client and the transfer threads must be shut down, so nothing after them may throw.
+            client = try TransferClient(settings.transfer)
         } catch {
             close(dataRootLock)
             throw error
         }
-        // Last: once made, the client and the transfer threads must be shut down, so nothing after them may throw.
         context = EngineContext(
-            store: store, dataRoot: dataRoot, settings: settings, observe: observe,
-            client: try TransferClient(settings.transfer), delegates: router)
+            store: store, dataRoot: dataRoot, settings: settings, observe: observe, client: client, delegates: router)
         let completions = CompletionRouter(context: context) { [context] app in
             AppDownloads(context: context, appIdentifier: app)
         }

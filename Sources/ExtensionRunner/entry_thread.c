@@ -36,24 +36,43 @@ static queued_t *dequeue(void) {
     return q;
 }
 
+/* The downloads of one downloads_for_request call, gathered into DOWNLOAD packets of up to BA_WIRE_BATCH_BYTES. */
 typedef struct sink_state {
     uint32_t event_id;
+    ba_wire_writer_t packet;
+    bool open;
 } sink_state_t;
 
+/* Sends the downloads gathered so far, if any. */
+static void sink_flush(sink_state_t *state) {
+    if (!state->open) return;
+    channel_send(&state->packet);
+    state->open = false;
+}
+
 static bool sink_add(const ba_download_sink_t *sink, const ba_download_t *download) {
-    const sink_state_t *state = sink->sink_data;
+    sink_state_t *state = sink->sink_data;
     const char *problem = ba_wire_download_problem(download);
     if (problem) {
+        sink_flush(state);
         char message[200];
         snprintf(message, sizeof message, "downloads_for_request added a malformed download: %s", problem);
         channel_send_text(BA_WIRE_VIOLATION, message);
         return false;
     }
-    ba_wire_writer_t w;
-    ba_wire_writer_init(&w, BA_WIRE_DOWNLOAD);
-    ba_wire_put_u32(&w, state->event_id);
-    ba_wire_put_download(&w, download);
-    channel_send(&w);
+    if (state->open) {
+        /* A download that would take the packet past the batch goes first in a packet of its own making, so that a
+         * packet is never larger than its largest download plus a batch. */
+        size_t before = state->packet.length;
+        ba_wire_put_download(&state->packet, download);
+        if (state->packet.length <= BA_WIRE_BATCH_BYTES) return true;
+        state->packet.length = before;
+        sink_flush(state);
+    }
+    ba_wire_writer_init(&state->packet, BA_WIRE_DOWNLOAD);
+    ba_wire_put_u32(&state->packet, state->event_id);
+    ba_wire_put_download(&state->packet, download);
+    state->open = true;
     return true;
 }
 
@@ -80,6 +99,7 @@ static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t le
             sink_state_t state = {.event_id = event_id};
             ba_download_sink_t sink = {.struct_size = sizeof sink, .sink_data = &state, .add = sink_add};
             ext->downloads_for_request(ext, request, text, &info, &sink);
+            sink_flush(&state); /* before EVENT_DONE: the host counts only downloads that came before it */
         }
         break;
     }

@@ -246,14 +246,14 @@ private final class WindowLoop {
             for (index, event) in events.enumerated() { send(event, id: UInt32(index + 1)) }
         case .loadFailed(let failure, let text):
             loadFailure = (failure, text)
-        case .download(let eventID, let download):
+        case .downloads(let eventID, let downloads):
             guard let index = currentEventIndex, eventID == UInt32(index + 1),
                 case .contentRequest = events[index]
             else { throw WireViolation(message: "the extension returned a download outside downloads(for:…)") }
-            guard returned.count < Self.maxReturnedDownloads else {
+            guard returned.count + downloads.count <= Self.maxReturnedDownloads else {
                 throw WireViolation(message: "the extension returned more than \(Self.maxReturnedDownloads) downloads")
             }
-            returned.append((eventID, download))
+            returned.append(contentsOf: downloads.map { (eventID, $0) })
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
                 throw WireViolation(message: "the extension reported an entry point return out of order")

@@ -24,7 +24,8 @@ enum HostCall {
 enum RunnerMessage {
     case hello(abiMajor: UInt32, abiMinor: UInt32, identifier: String?)
     case loadFailed(LoadFailure, String)
-    case download(eventID: UInt32, ExtensionDownload)
+    /// One or more elements of the set a content request returns, in the order the extension added them.
+    case downloads(eventID: UInt32, [ExtensionDownload])
     case eventDone(eventID: UInt32)
     case call(id: UInt32, HostCall)
     case log(level: Int32, String)
@@ -45,7 +46,10 @@ enum RunnerMessage {
             }
             message = .loadFailed(failure, try reader.string() ?? "")
         case BA_WIRE_DOWNLOAD.rawValue:
-            message = .download(eventID: try reader.u32(), try reader.download())
+            let eventID = try reader.u32()
+            var downloads = [try reader.download()]
+            while !reader.isAtEnd { downloads.append(try reader.download()) }
+            message = .downloads(eventID: eventID, downloads)
         case BA_WIRE_EVENT_DONE.rawValue:
             message = .eventDone(eventID: try reader.u32())
         case BA_WIRE_CALL.rawValue:

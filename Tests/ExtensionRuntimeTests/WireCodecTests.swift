@@ -67,4 +67,49 @@ import Testing
         }
         #expect(error.message == "the extension sent a packet with trailing bytes")
     }
+
+    /// A DOWNLOAD packet as the runner gathers it: an event id, then downloads to the packet's end.
+    func downloadsPacket(_ identifiers: [String]) -> [UInt8] {
+        var writer = ba_wire_writer_t()
+        ba_wire_writer_init(&writer, UInt8(BA_WIRE_DOWNLOAD.rawValue))
+        ba_wire_put_u32(&writer, 1)
+        for identifier in identifiers {
+            identifier.withCString { id in
+                "https://a.example.com/x".withCString { url in
+                    "group.g".withCString { group in
+                        var d = ba_download_t()
+                        d.struct_size = UInt32(MemoryLayout<ba_download_t>.size)
+                        d.identifier = id
+                        d.url = url
+                        d.application_group_identifier = group
+                        ba_wire_put_download(&writer, &d)
+                    }
+                }
+            }
+        }
+        defer { ba_wire_writer_free(&writer) }
+        return Array(UnsafeBufferPointer(start: writer.bytes, count: writer.length))
+    }
+
+    /// Several downloads in one packet come out in order; a packet cut anywhere, even between two downloads'
+    /// fields, is a violation, and so is one with no download at all.
+    @Test func aBatchOfDownloadsDecodesInOrderAndEveryTruncationIsAViolation() {
+        let packet = downloadsPacket(["a", "b", "c"])
+        guard case .success(.downloads(1, let downloads)) = decode(packet) else {
+            Issue.record("the packet did not decode as downloads")
+            return
+        }
+        #expect(downloads.map(\.identifier) == ["a", "b", "c"])
+        let whole = Set([downloadsPacket(["a"]).count, downloadsPacket(["a", "b"]).count, packet.count])
+        for length in 0..<packet.count where !whole.contains(length) {
+            guard case .failure = decode(Array(packet.prefix(length))) else {
+                Issue.record("a packet cut to \(length) of \(packet.count) bytes decoded")
+                continue
+            }
+        }
+        guard case .failure = decode(downloadsPacket([])) else {
+            Issue.record("a DOWNLOAD packet without a download decoded")
+            return
+        }
+    }
 }

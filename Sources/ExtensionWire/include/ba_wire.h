@@ -18,12 +18,16 @@
 #define BA_WIRE_MAX_PACKET (256u * 1024u)
 /* The most request headers one download may carry. */
 #define BA_WIRE_MAX_HEADERS 64u
+/* How many bytes of downloads the runner gathers into one DOWNLOAD packet: a packet a download made a set of
+ * 100,000 cost 100,000 sends and receives. Well under BA_WIRE_MAX_PACKET, which one download may approach alone. */
+#define BA_WIRE_BATCH_BYTES (64u * 1024u)
 
 typedef enum ba_wire_type {
     /* runner → host */
     BA_WIRE_HELLO = 1,          /* u32 major, u32 minor, str identifier */
     BA_WIRE_LOAD_FAILED = 2,    /* u8 ba_wire_load_failure, str message */
-    BA_WIRE_DOWNLOAD = 3,       /* u32 event id, download: one element of the set downloads_for_request returns */
+    BA_WIRE_DOWNLOAD = 3,       /* u32 event id, then one or more downloads to the packet's end: elements of the set
+                                   downloads_for_request returns (the runner packs up to BA_WIRE_BATCH_BYTES) */
     BA_WIRE_EVENT_DONE = 4,     /* u32 event id: the entry point returned */
     BA_WIRE_CALL = 5,           /* u32 call id, u8 ba_wire_function, arguments (see ba_wire_function) */
     BA_WIRE_LOG = 6,            /* i32 level, str message */
