@@ -11,7 +11,6 @@ import Synchronization
 /// holds up only its own app.
 final class CompletionRouter: Sendable {
     private let context: EngineContext
-    private let services: @Sendable (String) -> AppDownloads
     private let state = Mutex(State())
 
     private struct State {
@@ -21,10 +20,8 @@ final class CompletionRouter: Sendable {
         var pendingSince: [String: ContinuousClock.Instant] = [:]
     }
 
-    /// - Parameter services: what an app's extension reaches from a delivery window.
-    init(context: EngineContext, services: @escaping @Sendable (String) -> AppDownloads) {
+    init(context: EngineContext) {
         self.context = context
-        self.services = services
     }
 
     var isIdle: Bool { state.withLock { $0.deliveries.isEmpty } }
@@ -117,7 +114,7 @@ final class CompletionRouter: Sendable {
         }
         let delivery = CompletionDelivery(
             store: store, limits: context.settings.limits, appGroup: context.dataRoot.appGroup(of: app))
-        let services = services(appIdentifier)
+        let services = AppDownloads(context: context, appIdentifier: appIdentifier)
         guard let report = try await onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
         else { return }
         context.observe(.window(

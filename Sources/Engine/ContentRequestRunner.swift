@@ -14,9 +14,7 @@ struct ContentRequestRunner {
     /// Fetches the app's manifest (or takes `localManifest`), runs the content request in a window, and queues what
     /// it returns. Returns the window's outcome, or nil when the manifest could not be fetched (its failure is then
     /// queued for delivery to the extension, as Apple does).
-    func run(_ request: ContentRequest, appIdentifier: String, localManifest: String?, services: AppDownloads)
-        async throws -> WindowOutcome?
-    {
+    func run(_ request: ContentRequest, appIdentifier: String, localManifest: String?) async throws -> WindowOutcome? {
         let store = context.store
         guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
         try context.dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
@@ -38,6 +36,7 @@ struct ContentRequestRunner {
         }
         let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
         let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
+        let services = AppDownloads(context: context, appIdentifier: appIdentifier)
         let outcome = try await onWindowThread {
             try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup).run(
                 [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services)

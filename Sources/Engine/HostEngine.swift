@@ -72,9 +72,7 @@ public final class HostEngine: Sendable {
         }
         context = EngineContext(
             store: store, dataRoot: dataRoot, settings: settings, observe: observe, client: client, delegates: router)
-        let completions = CompletionRouter(context: context) { [context] app in
-            AppDownloads(context: context, appIdentifier: app)
-        }
+        let completions = CompletionRouter(context: context)
         self.completions = completions
         scheduler = Scheduler(context: context) { app in completions.recorded(app) }
     }
@@ -106,8 +104,7 @@ public final class HostEngine: Sendable {
         async throws -> WindowOutcome?
     {
         try await ContentRequestRunner(context: context).run(
-            request, appIdentifier: appIdentifier, localManifest: localManifest,
-            services: downloads(for: appIdentifier))
+            request, appIdentifier: appIdentifier, localManifest: localManifest)
     }
 
     // MARK: Apps

@@ -86,7 +86,7 @@ import Transfer
         let context = try context(plugin: try TestPlugins.c("example_extension"), delegates: delegates, events: events)
         let taken = try finished("taken", in: context)
         let declined = try finished("declined", in: context)
-        let router = CompletionRouter(context: context) { AppDownloads(context: context, appIdentifier: $0) }
+        let router = CompletionRouter(context: context)
 
         router.recorded("app")
         #expect(try await eventually { try router.isIdle && context.store.pendingCompletionCount(for: "app") == 0 })
@@ -111,7 +111,7 @@ import Transfer
         let events = Events()
         let context = try context(plugin: try TestPlugins.c("misbehaving/crash_on_every_finish"), events: events)
         let completion = try finished("doomed", in: context)
-        let router = CompletionRouter(context: context) { AppDownloads(context: context, appIdentifier: $0) }
+        let router = CompletionRouter(context: context)
 
         for attempt in 1...3 {
             let snapshot = try context.store.snapshot(now: Date(), apps: ["app"])
