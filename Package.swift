@@ -30,9 +30,14 @@ let package = Package(
     targets: [
         // The SDK: the C ABI (headers only; the .c file pins the struct layout) and Apple's Swift API over it.
         .target(name: "CBAExtension", path: "SDK/C"),
-        .target(name: "BackgroundAssets", dependencies: ["CBAExtension", "ServiceWire"], path: "SDK/Swift/BackgroundAssets"),
+        .target(
+            name: "BackgroundAssets", dependencies: ["CBAExtension", "ServiceWire", "Vocabulary"],
+            path: "SDK/Swift/BackgroundAssets"),
+        // The value types every layer shares (a download, an error, a content request, window limits, the data
+        // root's layout). It depends on nothing but the ABI's header, so that no layer needs one above it for a type.
+        .target(name: "Vocabulary", dependencies: ["CBAExtension"]),
         // The messages between the service and its clients (apps, the command line), shared by both sides.
-        .target(name: "ServiceWire"),
+        .target(name: "ServiceWire", dependencies: ["Vocabulary"]),
 
         // The window's child process and the messages it exchanges with the host.
         .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
@@ -43,12 +48,12 @@ let package = Package(
         // The host, by concept.
         .target(name: "CHostSupport"),
         .target(name: "AppConfig"),
-        .target(name: "Policy", dependencies: ["CBAExtension", "ExtensionRuntime", "AppConfig"]),
-        .target(name: "Queue", dependencies: ["CBAExtension", "ExtensionRuntime", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Policy", dependencies: ["CBAExtension", "Vocabulary", "AppConfig"]),
+        .target(name: "Queue", dependencies: ["CBAExtension", "Vocabulary", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "Transfer",
             dependencies: [
-                "CHostSupport",
+                "CHostSupport", "Vocabulary",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -56,31 +61,32 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
-        .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport"]),
-        .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue"]),
+        .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "Vocabulary"]),
+        .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue", "Vocabulary"]),
         .target(
             name: "Engine",
             dependencies: [
                 "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer",
+                "Vocabulary",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .target(
             name: "Service",
             dependencies: [
                 "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Queue", "ServiceWire",
-                "Transfer", .product(name: "Logging", package: "swift-log"),
+                "Transfer", "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "bahost",
             dependencies: [
                 "AppConfig", "Delivery", "ExtensionRuntime", "Engine", "Policy", "Queue", "Service", "ServiceWire",
-                "Transfer",
+                "Transfer", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
-        .target(name: "BackgroundAssetsTesting", dependencies: ["ExtensionRuntime", "Policy"]),
+        .target(name: "BackgroundAssetsTesting", dependencies: ["ExtensionRuntime", "Policy", "Vocabulary"]),
 
         .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
         .executableTarget(
@@ -100,18 +106,25 @@ let package = Package(
             path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
-        .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire"]),
+        .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary"]),
         .testTarget(
             name: "EngineTests",
-            dependencies: ["Engine", "Delivery", "ExtensionRuntime", "Queue", "Transfer", "TestSupport", "ExtensionRunner"]),
-        .testTarget(name: "PolicyTests", dependencies: ["Policy", "ExtensionRuntime"]),
+            dependencies: [
+                "Engine", "Delivery", "ExtensionRuntime", "Queue", "Transfer", "Vocabulary", "TestSupport", "ExtensionRunner",
+            ]),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy", "Vocabulary"]),
         .testTarget(
             name: "ExtensionRuntimeTests",
-            dependencies: ["ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "TestSupport", "ExtensionRunner"]),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "ExtensionRuntime", "TestSupport"]),
-        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
+            dependencies: [
+                "ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "Vocabulary", "TestSupport", "ExtensionRunner",
+            ]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "Vocabulary", "TestSupport"]),
+        .testTarget(
+            name: "TransferTests",
+            dependencies: ["Transfer", "Vocabulary", "TestSupport", .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
-            name: "ServiceTests", dependencies: ["Service", "Queue", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp"]),
+            name: "ServiceTests",
+            dependencies: ["Service", "Queue", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp"]),
     ]
 )

@@ -1,5 +1,6 @@
 @_exported import ExtensionRuntime
 import Foundation
+import Vocabulary
 @_exported import Policy
 
 /// Runs an extension the way bahost does, in its own process under a budget, so that its authors can assert on the
@@ -52,7 +53,7 @@ public struct ExtensionHarness: Sendable {
 
     /// Delivers a finished download whose file holds `contents`; `HarnessRun.leftFileBehind` says whether the
     /// extension failed to move it.
-    public func downloadFinished(_ download: ExtensionDownload, contents: Data) throws -> HarnessRun {
+    public func downloadFinished(_ download: Download, contents: Data) throws -> HarnessRun {
         let file = try Self.scratchDirectory().appendingPathComponent(download.identifier)
         try contents.write(to: file)
         var result = try run([.downloadFinished(download, filePath: file.path)], request: nil)
@@ -62,7 +63,7 @@ public struct ExtensionHarness: Sendable {
     }
 
     /// Delivers a failed download.
-    public func downloadFailed(_ download: ExtensionDownload, error: HostError) throws -> HarnessRun {
+    public func downloadFailed(_ download: Download, error: HostError) throws -> HarnessRun {
         try run([.downloadFailed(download, error)], request: nil)
     }
 
@@ -96,11 +97,11 @@ public struct HarnessRun: Sendable {
     /// Everything the window recorded.
     public let outcome: WindowOutcome
     /// Returned downloads that passed validation.
-    public let downloads: [ExtensionDownload]
+    public let downloads: [Download]
     /// Returned downloads that did not, with Apple's error.
     public let rejected: [RejectedDownload]
     /// Downloads the extension scheduled through `BADownloadManager`.
-    public let scheduled: [ExtensionDownload]
+    public let scheduled: [Download]
     /// The app group container the extension was given (a scratch folder), when the harness has an app group.
     public let container: URL?
     /// For `downloadFinished`: true when the file was still where the host put it after the callback.

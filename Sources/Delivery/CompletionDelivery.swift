@@ -1,6 +1,7 @@
 import ExtensionRuntime
 import Foundation
 import Queue
+import Vocabulary
 
 /// Hands finished and failed downloads back to the app's extension, woken in a fresh window for each batch.
 ///

@@ -3,6 +3,7 @@ import ExtensionRuntime
 import Foundation
 import Policy
 import Queue
+import Vocabulary
 
 /// What an app's `BADownloadManager` reaches, from its extension's windows or from the app itself (through the
 /// service): the durable queue, under the app's policy. A download of another app is not touched (55).
@@ -20,13 +21,13 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
         self.appIdentifier = appIdentifier
     }
 
-    public func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func schedule(_ download: Download) -> Result<Void, HostError> {
         enqueue(download, foreground: false)
     }
 
     /// Apple's startForegroundDownload(_:) for the app: promotes the download when it is queued (a running
     /// transfer carries on, a waiting one starts now), else queues it in the foreground.
-    public func startForeground(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func startForeground(_ download: Download) -> Result<Void, HostError> {
         if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
             if let promoted = try store.promote(
@@ -43,7 +44,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
     }
 
     /// Queues one download; the queue refuses another app's unique identifier (55) in the same transaction.
-    private func enqueue(_ download: ExtensionDownload, foreground: Bool) -> Result<Void, HostError> {
+    private func enqueue(_ download: Download, foreground: Bool) -> Result<Void, HostError> {
         do {
             let results = try store.enqueue(
                 [download], for: appIdentifier, foreground: foreground, refusingForeign: true
@@ -69,7 +70,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
         }
     }
 
-    public func cancel(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func cancel(_ download: Download) -> Result<Void, HostError> {
         if let refusal = foreignDownload(download) { return .failure(refusal) }
         do {
             guard let cancelled = try store.cancel(
@@ -86,7 +87,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
         }
     }
 
-    public func currentDownloads() -> Result<[ExtensionDownload], HostError> {
+    public func currentDownloads() -> Result<[Download], HostError> {
         do {
             return .success(try store.activeDownloads(for: appIdentifier).map(\.described))
         } catch {
@@ -99,7 +100,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
     public func releaseExclusiveControl() { lock.release() }
 
     /// 55 for a download that another app's queue holds under this unique identifier.
-    private func foreignDownload(_ download: ExtensionDownload) -> HostError? {
+    private func foreignDownload(_ download: Download) -> HostError? {
         guard let uniqueIdentifier = download.uniqueIdentifier,
             let owner = try? store.owner(ofUniqueIdentifier: uniqueIdentifier), owner != appIdentifier
         else { return nil }

@@ -2,6 +2,7 @@ import ExtensionRuntime
 import Policy
 import Queue
 import Transfer
+import Vocabulary
 
 extension AppRecord {
     /// The app's policy as its record stands now.
@@ -19,18 +20,5 @@ extension AppRecord {
     mutating func take(_ policy: AppPolicy) {
         usedBytes = policy.allowance.usedBytes
         usedEssentialBytes = policy.allowance.usedEssentialBytes
-    }
-}
-
-extension HostError {
-    init(_ error: TransferError) {
-        self.init(code: error.code, domain: error.domain, message: error.message)
-    }
-}
-
-extension TransferError {
-    /// A policy refusal met during a transfer (a redirect hop): permanent.
-    init(refusal: HostError) {
-        self.init(.permanent, code: refusal.code, domain: refusal.domain, message: refusal.message)
     }
 }

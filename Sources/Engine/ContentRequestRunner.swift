@@ -3,6 +3,7 @@ import ExtensionRuntime
 import Foundation
 import Policy
 import Queue
+import Vocabulary
 
 /// One content request: the manifest, the extension's window, and admission of what it returned. Only what a
 /// content request returned counts (Apple drops the result of a call that never returned); each returned download
@@ -27,7 +28,7 @@ struct ContentRequestRunner {
                 manifestPath = path
             case .failure(let error):
                 context.observe(.manifestFailed(error))
-                let manifest = ExtensionDownload(
+                let manifest = Download(
                     kind: .manifest, identifier: "BAManifestURL", url: app.manifestURL,
                     applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
                 try store.recordRefused(manifest, for: appIdentifier, error: error)
@@ -54,7 +55,7 @@ struct ContentRequestRunner {
     }
 
     /// Queues what a content request returned, in one transaction; records what policy refused.
-    private func admit(_ downloads: [ExtensionDownload], for request: ContentRequest, appIdentifier: String) throws {
+    private func admit(_ downloads: [Download], for request: ContentRequest, appIdentifier: String) throws {
         guard let app = try context.store.app(appIdentifier) else { return }
         let (valid, invalid) = DownloadValidation.validate(downloads, for: request, rules: app.policy.rules)
         var refused = invalid.map { ($0.download, $0.error) }

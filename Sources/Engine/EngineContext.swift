@@ -4,6 +4,7 @@ import Foundation
 import Queue
 import Synchronization
 import Transfer
+import Vocabulary
 
 /// What every part of the engine shares: the queue, the data root, the settings, the HTTP client, the app
 /// delegates, and the observer that hears each event. Made once by `HostEngine`.
@@ -16,9 +17,9 @@ final class EngineContext: Sendable {
     /// Running apps' delegates, which get completions and challenges before the extension (the service's apps).
     let delegates: AppDelegateRouter?
     /// Wakes the engine's loop: something was queued, a transfer or a delivery ended, a deadline came.
-    let signal = WakeSignal()
+    let signal = Signal()
     /// Fired whenever a transfer ends or is stopped: what `awaitEssentials` waits on.
-    let transferEnded = Broadcast()
+    let transferEnded = Signal()
     let launchGate = LaunchGate()
     let running = RunningTransfers()
     let credentials = Credentials()
@@ -66,73 +67,6 @@ final class LaunchGate: Sendable {
     func isWaiting(_ appIdentifier: String) -> Bool { waiting.withLock { $0.contains(appIdentifier) } }
     /// True for the one caller that opened it.
     func open(_ appIdentifier: String) -> Bool { waiting.withLock { $0.remove(appIdentifier) != nil } }
-}
-
-/// Wakes every task waiting at the moment it fires (a `WakeSignal` wakes one).
-final class Broadcast: Sendable {
-    private let state = Mutex<(next: UInt64, waiters: [UInt64: CheckedContinuation<Void, Never>])>((0, [:]))
-
-    func fire() {
-        let all = state.withLock { state in
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
-        }
-        all.forEach { $0.resume() }
-    }
-
-    /// Returns at the next `fire`, or after `timeout`, whichever comes first.
-    func wait(for timeout: Duration) async {
-        let id = state.withLock { state in
-            state.next += 1
-            return state.next
-        }
-        var timer: Task<Void, Never>?
-        await withCheckedContinuation { continuation in
-            // Registered before the timer starts, so that the one that comes first resumes it, once.
-            state.withLock { $0.waiters[id] = continuation }
-            timer = Task {
-                try? await Task.sleep(for: timeout)
-                self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-            }
-        }
-        timer?.cancel()
-    }
-}
-
-/// Wakes the engine's loop: a transfer ended, something was scheduled, or a deadline came.
-final class WakeSignal: Sendable {
-    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-    func fire() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.fired = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    func wait(for timeout: Duration) async {
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            if !Task.isCancelled { self.fire() }
-        }
-        await withCheckedContinuation { continuation in
-            let fired = state.withLock { state -> Bool in
-                if state.fired {
-                    state.fired = false
-                    return true
-                }
-                state.waiter = continuation
-                return false
-            }
-            if fired { continuation.resume() }
-        }
-        timer.cancel()
-    }
 }
 
 extension DataRoot {

@@ -1,6 +1,7 @@
 import ExtensionRuntime
 import Foundation
 import Queue
+import Vocabulary
 
 /// A life-cycle event as the command line shows it: a JSON object for scripts (`--json`, one per line) and a line
 /// of text for people (nil for events that only move a progress bar). `bahost run` prints them; the service sends

@@ -4,6 +4,7 @@ import Foundation
 import Queue
 import Synchronization
 import Transfer
+import Vocabulary
 
 /// Runs Apple's life cycle for installed apps, in four parts that data flows through one way:
 /// `ContentRequestRunner` (manifest, window, admission) → the queue → `Scheduler` (what runs next) →

@@ -1,6 +1,7 @@
 import ExtensionRuntime
 import Foundation
 import Queue
+import Vocabulary
 
 /// Why a window was opened.
 public enum WindowPurpose: Sendable {
@@ -17,7 +18,7 @@ public enum LifecycleEvent: Sendable {
     case manifestFailed(HostError)
     case window(WindowPurpose, WindowOutcome, appIdentifier: String)
     /// A download the extension returned or scheduled that policy refused before any byte was fetched.
-    case rejected(ExtensionDownload, HostError)
+    case rejected(Download, HostError)
     case queued(QueuedDownload)
     /// The app started the download in the foreground, or promoted it there.
     case promoted(QueuedDownload)

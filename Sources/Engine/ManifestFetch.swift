@@ -3,6 +3,7 @@ import Foundation
 import Policy
 import Queue
 import Transfer
+import Vocabulary
 
 /// Downloads an app's manifest (`BAManifestURL`) into a read-only file for its content request, under the app's
 /// policy: its bytes count against the download allowance (203 when none is left, 204 when it is larger than what
@@ -45,9 +46,9 @@ struct ManifestFetch {
                 let delay = context.settings.retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
                 guard let delay else {
                     unlink(partial)
-                    return .failure(HostError(error))
+                    return .failure(error.error)
                 }
-                context.observe(.manifestWaiting(HostError(error), retryIn: delay))
+                context.observe(.manifestWaiting(error.error, retryIn: delay))
                 try? await Task.sleep(for: delay)
             }
         }

@@ -5,6 +5,7 @@ import Policy
 import Queue
 import Synchronization
 import Transfer
+import Vocabulary
 
 /// One attempt at one download, from the moment the scheduler marked it moving to its outcome made durable (AOSP's
 /// DownloadThread): build the request from the row, run the transfer, then record what happened: finished (the
@@ -103,14 +104,14 @@ struct TransferJob {
             let until = Date(timeIntervalSinceNow: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
             queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
             queued.retryAt = until
-            queued.error = HostError(error)
+            queued.error = error.error
             queued.bytesReceived = fileLength(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
             try context.store.save(queued)
-            context.observe(.paused(queued, waitingForNetwork: error.kind == .network, until: until, error: HostError(error)))
+            context.observe(.paused(queued, waitingForNetwork: error.kind == .network, until: until, error: error.error))
             return .notCompleted
         }
         let reason = error.code == TransferError.byteLimitExceeded
-            ? Allowance.exceeded("'\(queued.identifier)'", limit: byteLimit ?? 0) : HostError(error)
+            ? Allowance.exceeded("'\(queued.identifier)'", limit: byteLimit ?? 0) : error.error
         unlink(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
         queued.state = .failed
         queued.error = reason

@@ -1,4 +1,5 @@
 import Foundation
+import Vocabulary
 
 /// Apple's exclusive control between an app and its extension: an advisory `flock` on a file both can reach, so
 /// it holds between any two processes of the same user and is released by the kernel if the holder dies.

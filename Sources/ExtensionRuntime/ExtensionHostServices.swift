@@ -1,3 +1,4 @@
+import Vocabulary
 /// What an extension's host function calls reach, once the window has applied its own rules (no scheduling while
 /// a content request runs; no foreground downloads from an extension). `bahost run` answers from the downloads of
 /// this run; the service answers from its durable queue.
@@ -6,11 +7,11 @@
 /// window's deadlines are enforced on that thread.
 public protocol ExtensionHostServices: AnyObject {
     /// Apple's scheduleDownload(_:): validate and queue, or say why not.
-    func schedule(_ download: ExtensionDownload) -> Result<Void, HostError>
+    func schedule(_ download: Download) -> Result<Void, HostError>
     /// Apple's cancel(_:): `downloadNotScheduled` (101) when nothing matches.
-    func cancel(_ download: ExtensionDownload) -> Result<Void, HostError>
+    func cancel(_ download: Download) -> Result<Void, HostError>
     /// Apple's fetchCurrentDownloads(): the app's scheduled and in-flight downloads.
-    func currentDownloads() -> Result<[ExtensionDownload], HostError>
+    func currentDownloads() -> Result<[Download], HostError>
     /// Tries once to take the app's exclusive-control lock; false when another process holds it.
     func tryAcquireExclusiveControl() -> Result<Bool, HostError>
     func releaseExclusiveControl()

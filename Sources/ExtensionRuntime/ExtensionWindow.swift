@@ -2,6 +2,7 @@ import CBAExtension
 import CHostSupport
 import ExtensionWire
 import Foundation
+import Vocabulary
 
 /// One time-boxed run of an extension in a child process of its own.
 ///
@@ -75,7 +76,7 @@ private final class WindowLoop {
     var abiVersion: String?
     var completedEvents = 0
     /// What content requests added, with the event that added them.
-    var returned: [(eventID: UInt32, download: ExtensionDownload)] = []
+    var returned: [(eventID: UInt32, download: Download)] = []
     var refused: [RefusedCall] = []
     var log: [WindowLogLine] = []
     var peakResident: Int64 = 0
@@ -385,7 +386,7 @@ private final class WindowLoop {
         }
     }
 
-    func reply(_ id: UInt32, _ function: String, _ download: ExtensionDownload?, _ result: Result<Void, HostError>) {
+    func reply(_ id: UInt32, _ function: String, _ download: Download?, _ result: Result<Void, HostError>) {
         var packet = WirePacket(BA_WIRE_REPLY)
         packet.u32(id)
         switch result {

@@ -1,26 +1,27 @@
 import CBAExtension
 import Foundation
+import Vocabulary
 
 /// Host services that keep the downloads an extension schedules in memory, for one run: what `bahost run` and the
 /// testing harness give a window. `validate` is the policy check (see the Policy module).
 public final class InMemoryHostServices: ExtensionHostServices {
     /// Downloads scheduled through the manager, in order.
-    public private(set) var scheduled: [ExtensionDownload] = []
-    private let validate: (ExtensionDownload) -> HostError?
+    public private(set) var scheduled: [Download] = []
+    private let validate: (Download) -> HostError?
     private let lock: ExclusiveControlLock
 
-    public init(lockPath: String, validate: @escaping (ExtensionDownload) -> HostError?) {
+    public init(lockPath: String, validate: @escaping (Download) -> HostError?) {
         self.validate = validate
         lock = ExclusiveControlLock(path: lockPath)
     }
 
     /// Downloads that already count as queued (what the content request returned and was accepted), so that
     /// scheduling the same identifier again is refused with Apple's code 100.
-    public func adopt(_ downloads: [ExtensionDownload]) {
+    public func adopt(_ downloads: [Download]) {
         scheduled += downloads.map { $0.withUniqueIdentifier() }
     }
 
-    public func schedule(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func schedule(_ download: Download) -> Result<Void, HostError> {
         if let error = validate(download) { return .failure(error) }
         guard !scheduled.contains(where: { $0.identifier == download.identifier }) else {
             return .failure(HostError(
@@ -32,7 +33,7 @@ public final class InMemoryHostServices: ExtensionHostServices {
         return .success(())
     }
 
-    public func cancel(_ download: ExtensionDownload) -> Result<Void, HostError> {
+    public func cancel(_ download: Download) -> Result<Void, HostError> {
         let index = scheduled.firstIndex { candidate in
             download.uniqueIdentifier.map { $0 == candidate.uniqueIdentifier } ?? (candidate.identifier == download.identifier)
         }
@@ -44,7 +45,7 @@ public final class InMemoryHostServices: ExtensionHostServices {
         return .success(())
     }
 
-    public func currentDownloads() -> Result<[ExtensionDownload], HostError> { .success(scheduled) }
+    public func currentDownloads() -> Result<[Download], HostError> { .success(scheduled) }
 
     public func tryAcquireExclusiveControl() -> Result<Bool, HostError> { lock.tryAcquire() }
 

@@ -1,64 +1,5 @@
 import CBAExtension
-
-/// How long and how large one extension window may get.
-public struct WindowLimits: Sendable, Hashable {
-    /// Wall time from spawning the window's process to `extensionWillTerminate`. Loading counts: a constructor that
-    /// hangs is as stuck as an entry point that hangs.
-    public var budget: Duration
-    /// Time `extensionWillTerminate` (or a clean exit) gets before the process is killed.
-    public var grace: Duration
-    /// Resident memory above which the process is killed.
-    public var memoryBytes: Int64
-
-    /// Apple runs an extension for seconds, not minutes, per wake-up, and warns that it "may be terminated" past "a
-    /// few megabytes". A Swift extension needs about 20 MiB just to load its runtime and Foundation, so the default
-    /// memory limit is 128 MiB; 30 s and 2 s give an extension time to parse a large manifest and save its state.
-    public static let `default` = WindowLimits(budget: .seconds(30), grace: .seconds(2), memoryBytes: 128 << 20)
-
-    public init(budget: Duration, grace: Duration, memoryBytes: Int64) {
-        self.budget = budget
-        self.grace = grace
-        self.memoryBytes = memoryBytes
-    }
-}
-
-/// Apple's BAContentRequest, by raw value.
-public enum ContentRequest: Int32, Sendable, Codable, CaseIterable {
-    case install = 1
-    case update = 2
-    case periodic = 3
-    case languageChange = 4
-
-    /// The name `bahost run --event` takes.
-    public var name: String {
-        switch self {
-        case .install: "install"
-        case .update: "update"
-        case .periodic: "periodic"
-        case .languageChange: "language-change"
-        }
-    }
-
-    public init?(name: String) {
-        guard let match = Self.allCases.first(where: { $0.name == name }) else { return nil }
-        self = match
-    }
-}
-
-/// Apple's BAAppExtensionInfo: bytes the extension may still schedule before the app's first launch; nil when
-/// unrestricted.
-public struct AppExtensionInfo: Sendable, Hashable, Codable {
-    public var restrictedDownloadSizeRemaining: Int64?
-    public var restrictedEssentialDownloadSizeRemaining: Int64?
-
-    public init(restrictedDownloadSizeRemaining: Int64?, restrictedEssentialDownloadSizeRemaining: Int64?) {
-        self.restrictedDownloadSizeRemaining = restrictedDownloadSizeRemaining
-        self.restrictedEssentialDownloadSizeRemaining = restrictedEssentialDownloadSizeRemaining
-    }
-
-    public static let unrestricted = AppExtensionInfo(
-        restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
-}
+import Vocabulary
 
 /// One entry-point call the host asks the window to make, in order.
 public enum WindowEvent: Sendable {
@@ -66,9 +7,9 @@ public enum WindowEvent: Sendable {
     /// returns (Apple's rule), or when the window ends: hand it a copy the extension may lose.
     case contentRequest(ContentRequest, manifestPath: String, info: AppExtensionInfo)
     /// `backgroundDownload(_:failedWithError:)`.
-    case downloadFailed(ExtensionDownload, HostError)
+    case downloadFailed(Download, HostError)
     /// `backgroundDownload(_:finishedWithFileURL:)`.
-    case downloadFinished(ExtensionDownload, filePath: String)
+    case downloadFinished(Download, filePath: String)
 }
 
 /// How a window ended. Every window ends with exactly one.
@@ -166,7 +107,7 @@ public struct WindowOutcome: Sendable {
     public var abiVersion: String?
     /// What content requests returned, in the order the extension added them: only from requests whose entry point
     /// returned, and nothing after a protocol violation.
-    public var returnedDownloads: [ExtensionDownload]
+    public var returnedDownloads: [Download]
     /// Entry points that returned.
     public var completedEvents: Int
     /// Seconds after opening at which `extensionWillTerminate` was sent, if it was.
@@ -177,9 +118,4 @@ public struct WindowOutcome: Sendable {
     public var log: [WindowLogLine]
     /// Peak resident memory of the window's process.
     public var peakResidentBytes: Int64
-}
-
-extension Duration {
-    /// The duration in seconds, for reports and JSON.
-    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -3,6 +3,7 @@ import ExtensionWire
 
 #if canImport(Glibc)
 import Glibc
+import Vocabulary
 #endif
 
 /// A packet from the runner that cannot be what the protocol says: the extension wrote garbage.
@@ -12,9 +13,9 @@ struct WireViolation: Error {
 
 /// What one host function call from the extension asks for.
 enum HostCall {
-    case schedule(ExtensionDownload)
-    case startForeground(ExtensionDownload)
-    case cancel(ExtensionDownload)
+    case schedule(Download)
+    case startForeground(Download)
+    case cancel(Download)
     case fetchCurrentDownloads
     case acquireExclusiveControl(timeoutMilliseconds: Int64)
     case releaseExclusiveControl
@@ -25,7 +26,7 @@ enum RunnerMessage {
     case hello(abiMajor: UInt32, abiMinor: UInt32, identifier: String?)
     case loadFailed(LoadFailure, String)
     /// One or more elements of the set a content request returns, in the order the extension added them.
-    case downloads(eventID: UInt32, [ExtensionDownload])
+    case downloads(eventID: UInt32, [Download])
     case eventDone(eventID: UInt32)
     case call(id: UInt32, HostCall)
     case log(level: Int32, String)
@@ -154,16 +155,16 @@ private struct WireReader {
         return text
     }
 
-    mutating func download() throws(WireViolation) -> ExtensionDownload {
+    mutating func download() throws(WireViolation) -> Download {
         var d = ba_download_t()
         var headers = [UnsafePointer<CChar>?](repeating: nil, count: Int(BA_WIRE_MAX_HEADERS))
         let ok = headers.withUnsafeMutableBufferPointer { ba_wire_get_download(&reader, &d, $0.baseAddress) }
         guard ok else { throw short() }
-        return try ExtensionDownload(wire: d)
+        return try Download(wire: d)
     }
 }
 
-extension ExtensionDownload {
+extension Download {
     /// Checks a decoded `ba_download_t` whose strings point into a packet.
     fileprivate init(wire d: ba_download_t) throws(WireViolation) {
         func text(_ p: UnsafePointer<CChar>?) throws(WireViolation) -> String? {
@@ -203,7 +204,7 @@ struct WirePacket: ~Copyable {
         }
     }
 
-    mutating func download(_ d: ExtensionDownload) {
+    mutating func download(_ d: Download) {
         var owned: [UnsafeMutablePointer<CChar>] = []
         defer { owned.forEach { free($0) } }
         func c(_ s: String?) -> UnsafePointer<CChar>? {

@@ -1,6 +1,6 @@
 import CBAExtension
-import ExtensionRuntime
 import Foundation
+import Vocabulary
 
 /// Apple's initial download restrictions for one app, in on-the-wire bytes, and what has been used of them.
 /// They apply until the app's first launch (`restricted == false` afterwards).
@@ -36,7 +36,7 @@ public struct Allowance: Sendable, Hashable, Codable {
 
     /// Admits a download whose declared size counts against the allowance now (Apple's 112 when it would not fit).
     /// Downloads of unknown size are admitted while anything is left and count as their bytes arrive.
-    public mutating func admit(_ download: ExtensionDownload) -> HostError? {
+    public mutating func admit(_ download: Download) -> HostError? {
         guard restricted else { return nil }
         let (allowance, used) = download.isEssential
             ? (essentialDownloadAllowance, usedEssentialBytes) : (downloadAllowance, usedBytes)
@@ -111,7 +111,7 @@ public struct AppPolicy: Sendable {
     }
 
     /// Admits one download for `request` (nil: scheduled through the manager): shape, URL and allowance.
-    public mutating func admit(_ download: ExtensionDownload, for request: ContentRequest?) -> HostError? {
+    public mutating func admit(_ download: Download, for request: ContentRequest?) -> HostError? {
         if let error = DownloadValidation.check(download, for: request, rules: rules) { return error }
         if let url = download.url, let error = checkURL(url) { return error }
         return allowance.admit(download)

@@ -1,6 +1,6 @@
 import CBAExtension
-import ExtensionRuntime
 import Foundation
+import Vocabulary
 
 /// The rules every download an extension returns or schedules must meet before anything else happens to it.
 /// Pure: the same download, request and rules always give the same answer.
@@ -18,7 +18,7 @@ public struct DownloadRules: Sendable {
 
 /// A download the rules refused, and Apple's error for it.
 public struct RejectedDownload: Sendable, Hashable {
-    public var download: ExtensionDownload
+    public var download: Download
     public var error: HostError
 }
 
@@ -26,9 +26,9 @@ public enum DownloadValidation {
     /// Splits what a content request returned into what may proceed and what may not, in order. Identifiers must be
     /// unique within the set: a repeated one is refused with `downloadAlreadyScheduled` (100).
     public static func validate(
-        _ downloads: [ExtensionDownload], for request: ContentRequest, rules: DownloadRules
-    ) -> (accepted: [ExtensionDownload], rejected: [RejectedDownload]) {
-        var accepted: [ExtensionDownload] = []
+        _ downloads: [Download], for request: ContentRequest, rules: DownloadRules
+    ) -> (accepted: [Download], rejected: [RejectedDownload]) {
+        var accepted: [Download] = []
         var rejected: [RejectedDownload] = []
         var seen = Set<String>()
         for download in downloads {
@@ -47,7 +47,7 @@ public enum DownloadValidation {
 
     /// Why one download may not proceed, or nil. `request` is nil for a download scheduled through the manager,
     /// which may never be essential (Apple: essential downloads are only returned for install and update).
-    public static func check(_ download: ExtensionDownload, for request: ContentRequest?, rules: DownloadRules)
+    public static func check(_ download: Download, for request: ContentRequest?, rules: DownloadRules)
         -> HostError?
     {
         func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }

@@ -1,8 +1,8 @@
 import CBAExtension
-import ExtensionRuntime
 import Foundation
 import GRDB
 import Synchronization
+import Vocabulary
 
 /// The durable queue: every app and every download, in one SQLite database (WAL mode), written in a transaction
 /// at every state change, so that a host killed at any moment restarts with nothing lost.
@@ -107,7 +107,7 @@ public final class QueueStore: Sendable {
             let rows = try Row.fetchAll(db, sql: "SELECT uniqueIdentifier, download FROM download")
             for row in rows {
                 let json = Data((row["download"] as String).utf8)
-                let download = try JSONDecoder().decode(ExtensionDownload.self, from: json)
+                let download = try JSONDecoder().decode(Download.self, from: json)
                 try db.execute(
                     sql: "UPDATE download SET host = ? WHERE uniqueIdentifier = ?",
                     arguments: [QueuedDownload.host(of: download), row["uniqueIdentifier"] as String])
@@ -155,7 +155,7 @@ public final class QueueStore: Sendable {
             let insert = try db.makeStatement(sql: QueuedDownload.insertSQL(into: "download_v4"))
             while let row = try rows.next() {
                 let decoder = JSONDecoder()
-                let download = try decoder.decode(ExtensionDownload.self, from: Data((row["download"] as String).utf8))
+                let download = try decoder.decode(Download.self, from: Data((row["download"] as String).utf8))
                 var queued = QueuedDownload(
                     appIdentifier: row["appIdentifier"], sequence: row["sequence"], download: download,
                     foreground: row["foreground"])
@@ -282,13 +282,13 @@ public final class QueueStore: Sendable {
     /// app's queue is refused with Apple's 100. A unique identifier the queue already holds gets a fresh one, or,
     /// when `refusingForeign` and another app holds it, is refused with 55 (an app's own calls).
     public func enqueue(
-        _ downloads: [ExtensionDownload], for appIdentifier: String, foreground: Bool = false,
-        refusingForeign: Bool = false, admit: (inout AppRecord, ExtensionDownload) -> HostError?
-    ) throws -> [(download: ExtensionDownload, result: Result<QueuedDownload, HostError>)] {
+        _ downloads: [Download], for appIdentifier: String, foreground: Bool = false,
+        refusingForeign: Bool = false, admit: (inout AppRecord, Download) -> HostError?
+    ) throws -> [(download: Download, result: Result<QueuedDownload, HostError>)] {
         guard let before = appCache.withLock({ $0[appIdentifier] }) else { throw QueueError.unknownApp(appIdentifier) }
         var app = before
         let results = try database.write { db in
-            var results: [(ExtensionDownload, Result<QueuedDownload, HostError>)] = []
+            var results: [(Download, Result<QueuedDownload, HostError>)] = []
             results.reserveCapacity(downloads.count)
             let active = try db.cachedStatement(sql: """
                 SELECT 1 FROM download WHERE appIdentifier = ? AND identifier = ?
@@ -328,12 +328,12 @@ public final class QueueStore: Sendable {
 
     /// Records a download that failed before it could be queued (refused by policy), so that its failure is
     /// delivered like any other.
-    public func recordRefused(_ download: ExtensionDownload, for appIdentifier: String, error: HostError) throws {
+    public func recordRefused(_ download: Download, for appIdentifier: String, error: HostError) throws {
         try recordRefused([(download, error)], for: appIdentifier)
     }
 
     /// Records several refused downloads in one transaction.
-    public func recordRefused(_ refused: [(ExtensionDownload, HostError)], for appIdentifier: String) throws {
+    public func recordRefused(_ refused: [(Download, HostError)], for appIdentifier: String) throws {
         guard !refused.isEmpty else { return }
         try database.write { db in
             let insert = try db.cachedStatement(sql: QueuedDownload.insertSQL(into: QueuedDownload.databaseTableName))
@@ -349,16 +349,16 @@ public final class QueueStore: Sendable {
 
     /// The app whose row holds the download's unique identifier, if any: extension or app code chose it, and may
     /// have reused one (its own, or another app's).
-    private static func owner(of download: ExtensionDownload, _ db: Database) throws -> String? {
+    private static func owner(of download: Download, _ db: Database) throws -> String? {
         guard let identifier = download.uniqueIdentifier else { return nil }
         let statement = try db.cachedStatement(sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?")
         return try String.fetchOne(statement, arguments: [identifier])
     }
 
     /// The download under a fresh unique identifier.
-    private static func renamed(_ download: ExtensionDownload) -> ExtensionDownload {
+    private static func renamed(_ download: Download) -> Download {
         var fresh = download
-        fresh.uniqueIdentifier = ExtensionDownload.newUniqueIdentifier(group: download.applicationGroupIdentifier)
+        fresh.uniqueIdentifier = Download.newUniqueIdentifier(group: download.applicationGroupIdentifier)
         return fresh
     }
 
@@ -630,7 +630,7 @@ public final class QueueStore: Sendable {
     }
 
     /// How many completions of an app wait to be delivered.
-    public func pendingCompletionCount(for appIdentifier: String) throws -> Int {
+    func pendingCompletionCount(for appIdentifier: String) throws -> Int {
         try database.read { db in
             try Int.fetchOne(
                 db.cachedStatement(sql: "SELECT COUNT(*) FROM download WHERE \(Self.pendingCondition)"),

@@ -1,6 +1,6 @@
-import ExtensionRuntime
 import Foundation
 import GRDB
+import Vocabulary
 
 /// Where a download stands in the host's queue. Terminal states keep the row until its completion is delivered.
 public enum TransferState: String, Codable, Sendable, DatabaseValueConvertible {
@@ -47,7 +47,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     public var isEssential: Bool
     /// The URL's host, for the per-host limit.
     public var host: String
-    public var download: ExtensionDownload
+    public var download: Download
     public var state: TransferState
     /// Bytes of the file on disk when last saved (the partial file's length is the truth when resuming).
     public var bytesReceived: Int64
@@ -66,7 +66,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     /// network.
     public var foreground: Bool
 
-    public init(appIdentifier: String, sequence: Int64, download: ExtensionDownload, foreground: Bool = false) {
+    public init(appIdentifier: String, sequence: Int64, download: Download, foreground: Bool = false) {
         let download = download.withUniqueIdentifier()
         uniqueIdentifier = download.uniqueIdentifier!
         self.appIdentifier = appIdentifier
@@ -84,12 +84,12 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         self.foreground = foreground
     }
 
-    static func host(of download: ExtensionDownload) -> String {
+    static func host(of download: Download) -> String {
         URLComponents(string: download.url ?? "")?.host ?? ""
     }
 
     /// The download as the ABI describes it, with its current public state.
-    public var described: ExtensionDownload {
+    public var described: Download {
         var d = download
         d.state = state.publicState
         return d
@@ -111,8 +111,8 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     public init(row: Row) throws {
         let uniqueIdentifier: String = row[0]
         let kind: Int32 = row[3]
-        download = ExtensionDownload(
-            kind: ExtensionDownload.Kind(rawValue: kind) ?? .url, identifier: row[4], uniqueIdentifier: uniqueIdentifier,
+        download = Download(
+            kind: Download.Kind(rawValue: kind) ?? .url, identifier: row[4], uniqueIdentifier: uniqueIdentifier,
             url: row[5], applicationGroupIdentifier: row[6], fileSize: row[7], priority: row[8], isEssential: row[9],
             sha256: row[10], httpHeaders: Self.headers(row[11]))
         self.uniqueIdentifier = uniqueIdentifier

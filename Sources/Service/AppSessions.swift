@@ -4,6 +4,7 @@ import Queue
 import ServiceWire
 import Synchronization
 import Transfer
+import Vocabulary
 
 /// The connected clients: which apps run with a delegate (they get their completions and challenges first), the
 /// events their delegates hear (begin, pause, throttled progress), and the command lines following an app's
@@ -60,11 +61,11 @@ final class AppSessions: AppDelegateRouter {
         guard let session = delegateSession(completion.appIdentifier) else { return false }
         let callback: AppCallback
         if completion.state == .finished, let path = completion.filePath {
-            callback = .finished(WireDownload(completion), filePath: path)
+            callback = .finished(completion.described, filePath: path)
         } else {
-            let error = completion.error.map(WireError.init)
-                ?? WireError(code: -1, domain: "BAHostErrorDomain", message: "the download failed")
-            callback = .failed(WireDownload(completion), error)
+            let error = completion.error
+                ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed")
+            callback = .failed(completion.described, error)
         }
         return await session.call(callback, timeout: callbackTimeout)?.handled ?? false
     }
@@ -76,7 +77,7 @@ final class AppSessions: AppDelegateRouter {
         let wire = WireChallenge(
             host: challenge.host, port: challenge.port, scheme: challenge.scheme, realm: challenge.realm,
             authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount)
-        guard let reply = await session.call(.challenge(WireDownload(download), wire), timeout: callbackTimeout),
+        guard let reply = await session.call(.challenge(download.described, wire), timeout: callbackTimeout),
             reply.handled
         else { return nil }
         switch reply.disposition {
@@ -114,11 +115,11 @@ final class AppSessions: AppDelegateRouter {
         switch event {
         case .began(let download, let offset):
             state.withLock { $0.progress[download.uniqueIdentifier] = (offset, .now) }
-            var wire = WireDownload(download)
+            var wire = download.described
             wire.state = 2
             return .began(wire)
         case .paused(let download, _, _, _):
-            return .paused(WireDownload(download))
+            return .paused(download.described)
         case .progress(let download, let received, let expected):
             let written = state.withLock { state -> Int64? in
                 let last = state.progress[download.uniqueIdentifier] ?? (0, .now - progressInterval)
@@ -127,7 +128,7 @@ final class AppSessions: AppDelegateRouter {
                 return received - last.total
             }
             guard let written else { return nil }
-            var wire = WireDownload(download)
+            var wire = download.described
             wire.state = 2
             return .progress(wire, bytesWritten: written, totalBytesWritten: received, totalBytesExpected: expected)
         case .finished(let download), .failed(let download, _):

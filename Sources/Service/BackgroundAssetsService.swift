@@ -6,6 +6,7 @@ import Logging
 import Queue
 import ServiceWire
 import Synchronization
+import Vocabulary
 
 /// The per-user service behind `bahost daemon`: it owns the durable queue of every installed app, performs their
 /// transfers, routes completions to a running app's delegate or to the extension, runs periodic content requests,
@@ -17,7 +18,7 @@ public final class BackgroundAssetsService: Sendable {
     let clock = ServiceClock()
     let logger: Logger
     private let listener: ServiceListener
-    let overrides = Mutex(ConditionOverrides())
+    let overrides = Mutex(SystemConditions())
     let scheduler: PeriodicScheduler
 
     public init(settings: ServiceSettings, logger: Logger) throws {
@@ -83,16 +84,16 @@ public final class BackgroundAssetsService: Sendable {
     func handle(_ request: ServiceRequest, id: UInt64, from session: ClientSession) async -> ServiceReply {
         guard let hello = session.hello else {
             guard case .hello(let hello) = request else {
-                return .failure(WireError(BA_ERROR_CALLER_CONNECTION_INVALID, "the first message must be hello"))
+                return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "the first message must be hello"))
             }
             return introduce(session, hello)
         }
         switch (hello.role, request) {
         case (_, .hello):
-            return .failure(WireError(BA_ERROR_CALLER_CONNECTION_INVALID, "hello was already said"))
+            return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "hello was already said"))
         case (.app, .control), (.control, .setDelegate), (.control, .schedule), (.control, .startForeground),
             (.control, .cancel), (.control, .currentDownloads):
-            return .failure(WireError(
+            return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "a \(hello.role.rawValue) connection cannot make that request"))
         case (.control, .control(let command)):
             return await control(command, id: id, from: session)
@@ -103,7 +104,7 @@ public final class BackgroundAssetsService: Sendable {
 
     private func introduce(_ session: ClientSession, _ hello: Hello) -> ServiceReply {
         guard hello.protocolVersion == ServiceProtocol.version else {
-            return .failure(WireError(
+            return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "the client speaks protocol \(hello.protocolVersion); this service speaks \(ServiceProtocol.version)"))
         }
@@ -112,7 +113,7 @@ public final class BackgroundAssetsService: Sendable {
             return .hello(HelloReply(serviceVersion: Self.version))
         }
         guard let appIdentifier = hello.appIdentifier, let app = try? engine.app(appIdentifier) else {
-            return .failure(WireError(
+            return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "no app '\(hello.appIdentifier ?? "")' is installed: bahost install APP_DIR first"))
         }
@@ -129,19 +130,19 @@ public final class BackgroundAssetsService: Sendable {
         -> ServiceReply
     {
         guard let app = try? engine.app(appIdentifier) else {
-            return .failure(WireError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the app '\(appIdentifier)' was uninstalled"))
+            return .failure(HostError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the app '\(appIdentifier)' was uninstalled"))
         }
         let services = engine.downloads(for: appIdentifier)
-        func ownGroup(_ download: WireDownload) -> ServiceReply? {
+        func ownGroup(_ download: Download) -> ServiceReply? {
             guard download.applicationGroupIdentifier != app.appGroupIdentifier else { return nil }
-            return .failure(WireError(
+            return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "the app group '\(download.applicationGroupIdentifier)' is not this app's ('\(app.appGroupIdentifier)')"))
         }
         func reply(_ result: Result<Void, HostError>) -> ServiceReply {
             switch result {
             case .success: .ok
-            case .failure(let error): .failure(WireError(error))
+            case .failure(let error): .failure(error)
             }
         }
         switch request {
@@ -151,18 +152,18 @@ public final class BackgroundAssetsService: Sendable {
             if set { engine.wake() }
             return .ok
         case .schedule(let download):
-            return ownGroup(download) ?? reply(services.schedule(ExtensionDownload(download)))
+            return ownGroup(download) ?? reply(services.schedule(download))
         case .startForeground(let download):
-            return ownGroup(download) ?? reply(services.startForeground(ExtensionDownload(download)))
+            return ownGroup(download) ?? reply(services.startForeground(download))
         case .cancel(let download):
-            return ownGroup(download) ?? reply(services.cancel(ExtensionDownload(download)))
+            return ownGroup(download) ?? reply(services.cancel(download))
         case .currentDownloads:
             switch services.currentDownloads() {
-            case .success(let downloads): return .downloads(downloads.map(WireDownload.init))
-            case .failure(let error): return .failure(WireError(error))
+            case .success(let downloads): return .downloads(downloads)
+            case .failure(let error): return .failure(error)
             }
         case .hello, .control:
-            return .failure(WireError(BA_ERROR_CALLER_CONNECTION_INVALID, "not an app request"))
+            return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "not an app request"))
         }
     }
 
@@ -203,11 +204,5 @@ private final class EngineObserverBox: Sendable {
 
     func observe(_ event: LifecycleEvent) {
         service.withLock { $0 }?.observe(event)
-    }
-}
-
-extension WireError {
-    init(_ code: ba_error_code_t, _ message: String) {
-        self.init(code: Int64(code.rawValue), domain: BA_ERROR_DOMAIN, message: message)
     }
 }

@@ -2,6 +2,7 @@ import CHostSupport
 import Foundation
 import ServiceWire
 import Synchronization
+import Vocabulary
 
 /// One connection to the service: an app process, or the `bahost` command line. It is read by a thread of its own.
 /// An app's requests (schedule, cancel, fetch…) are answered on that thread, in order: they touch only the queue,
@@ -85,7 +86,7 @@ final class ClientSession: Sendable {
             while let frame = try? self.socket.receive() {
                 guard let message = try? ServiceProtocol.decodeClientMessage(frame) else {
                     // Not our protocol: say so and end the connection rather than guess.
-                    self.send(.reply(id: 0, .failure(WireError(
+                    self.send(.reply(id: 0, .failure(HostError(
                         code: 56, domain: "BAErrorDomain", message: "the service could not read a message; closing"))))
                     break
                 }

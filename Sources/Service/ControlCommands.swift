@@ -4,6 +4,7 @@ import Foundation
 import Engine
 import Queue
 import ServiceWire
+import Vocabulary
 
 /// The `bahost` commands the service carries out: install, update, uninstall, launch, and the debug commands
 /// (Apple's `backgroundassets-debug`). Each answers with a report for people and one JSON object for scripts.
@@ -230,12 +231,8 @@ extension BackgroundAssetsService {
 
     /// The machine's signals, with the development overrides on top.
     func conditions() -> SystemConditions {
-        var read = SystemConditionReader(sysfsRoot: settings.sysfsRoot, lowBatteryPercent: settings.periodic.lowBatteryPercent).read()
-        let overrides = self.overrides.withLock { $0 }
-        if let value = overrides.powerSaver { read.powerSaver = value }
-        if let value = overrides.batteryLow { read.batteryLow = value }
-        if let value = overrides.metered { read.metered = value }
-        return read
+        SystemConditionReader(sysfsRoot: settings.sysfsRoot, lowBatteryPercent: settings.periodic.lowBatteryPercent)
+            .read().overridden(by: overrides.withLock { $0 })
     }
 
     // MARK: Helpers

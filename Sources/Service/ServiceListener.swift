@@ -1,6 +1,7 @@
 import CHostSupport
 import Foundation
 import ServiceWire
+import Vocabulary
 
 /// The service's Unix socket: private to the user (a 0700 folder, a 0600 socket), and every connection's peer
 /// checked with `SO_PEERCRED` before a byte is read from it.
@@ -69,7 +70,7 @@ final class ServiceListener: Sendable {
                     // Another user: told why, then dropped, before anything it sent is read.
                     let refusal = ServiceMessage.reply(
                         id: 0,
-                        .failure(WireError(
+                        .failure(HostError(
                             code: 55, domain: "BAErrorDomain",
                             message: "the bahost service of user \(getuid()) does not accept connections from user \(uid)")))
                     if let data = try? ServiceProtocol.encoder.encode(refusal) { try? socket.send(data) }

@@ -1,6 +1,7 @@
 import Delivery
 import Foundation
 import Engine
+import Vocabulary
 
 /// How the service runs: where it listens and keeps its data, how it downloads, and its periodic policy.
 public struct ServiceSettings: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import Vocabulary
 
 /// The frames of the messages exchanged most (an app's schedule, cancel, fetch, their replies, the delegate's events
 /// and completions; the progress lines a following command line gets) in a compact binary form; every other message is JSON. A binary frame starts with byte 0x01,
@@ -121,8 +122,8 @@ private final class CompactWriter {
     }
 
     @discardableResult
-    func download(_ d: WireDownload) -> Self {
-        int(Int64(d.kind)).string(d.identifier).string(d.uniqueIdentifier).optional(d.url)
+    func download(_ d: Download) -> Self {
+        int(Int64(d.kind.rawValue)).string(d.identifier).optional(d.uniqueIdentifier).optional(d.url)
             .string(d.applicationGroupIdentifier).int(d.fileSize).int(d.priority).int(Int64(d.state))
             .bool(d.isEssential).optional(d.sha256).count(d.httpHeaders.count)
         for header in d.httpHeaders { string(header) }
@@ -130,7 +131,7 @@ private final class CompactWriter {
     }
 
     @discardableResult
-    func error(_ e: WireError) -> Self { int(e.code).string(e.domain).string(e.message) }
+    func error(_ e: HostError) -> Self { int(e.code).string(e.domain).string(e.message) }
 }
 
 /// Reads a compact frame, refusing any length that runs past its end.
@@ -163,7 +164,7 @@ private struct CompactReader {
         case .replyDownloads:
             // Each download takes at least 40 bytes: a count beyond what the frame can hold is a lie.
             let count = try self.count(each: 40)
-            var downloads: [WireDownload] = []
+            var downloads: [Download] = []
             downloads.reserveCapacity(count)
             for _ in 0..<count { downloads.append(try download()) }
             message = .reply(id: id, .downloads(downloads))
@@ -253,10 +254,10 @@ private struct CompactReader {
         try bool() ? try string() : nil
     }
 
-    private mutating func download() throws -> WireDownload {
-        let kind = try int32()
+    private mutating func download() throws -> Download {
+        guard let kind = Download.Kind(rawValue: try int32()) else { throw ServiceWireError.protocolViolation("compact frame: unknown download kind") }
         let identifier = try string()
-        let uniqueIdentifier = try string()
+        let uniqueIdentifier = try optional()
         let url = try optional()
         let group = try string()
         let fileSize = try int()
@@ -267,13 +268,13 @@ private struct CompactReader {
         let headerCount = try count(each: 8)
         var headers: [String] = []
         for _ in 0..<headerCount { headers.append(try string()) }
-        return WireDownload(
+        return Download(
             kind: kind, identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url,
             applicationGroupIdentifier: group, fileSize: fileSize, priority: priority, state: state,
             isEssential: isEssential, sha256: sha256, httpHeaders: headers)
     }
 
-    private mutating func error() throws -> WireError {
-        WireError(code: try int(), domain: try string(), message: try string())
+    private mutating func error() throws -> HostError {
+        HostError(code: try int(), domain: try string(), message: try string())
     }
 }

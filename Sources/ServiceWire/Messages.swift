@@ -1,4 +1,5 @@
 import Foundation
+import Vocabulary
 
 /// The messages between the bahost service and its clients: apps (through the SDK's `BADownloadManager`) and the
 /// `bahost` command line (control commands). Each is one JSON frame on a `FramedSocket`.
@@ -26,56 +27,6 @@ public enum ServiceProtocol {
     }()
 }
 
-/// A download as it crosses the socket: the fields of the C ABI's `ba_download_t`.
-public struct WireDownload: Codable, Sendable, Hashable {
-    /// 0: an asset URL; 1: the app's manifest.
-    public var kind: Int32
-    public var identifier: String
-    public var uniqueIdentifier: String
-    public var url: String?
-    public var applicationGroupIdentifier: String
-    public var fileSize: Int64
-    public var priority: Int64
-    /// Apple's `BADownload.State` raw value.
-    public var state: Int32
-    public var isEssential: Bool
-    public var sha256: String?
-    /// `Name: value` request headers.
-    public var httpHeaders: [String]
-
-    public init(
-        kind: Int32, identifier: String, uniqueIdentifier: String, url: String?, applicationGroupIdentifier: String,
-        fileSize: Int64, priority: Int64, state: Int32, isEssential: Bool, sha256: String?, httpHeaders: [String]
-    ) {
-        self.kind = kind
-        self.identifier = identifier
-        self.uniqueIdentifier = uniqueIdentifier
-        self.url = url
-        self.applicationGroupIdentifier = applicationGroupIdentifier
-        self.fileSize = fileSize
-        self.priority = priority
-        self.state = state
-        self.isEssential = isEssential
-        self.sha256 = sha256
-        self.httpHeaders = httpHeaders
-    }
-}
-
-/// An error as it crosses the socket: Apple's `BAErrorDomain` codes, or another layer's domain.
-public struct WireError: Error, Codable, Sendable, Hashable, CustomStringConvertible {
-    public var code: Int64
-    public var domain: String
-    public var message: String
-
-    public init(code: Int64, domain: String, message: String) {
-        self.code = code
-        self.domain = domain
-        self.message = message
-    }
-
-    public var description: String { "\(domain) \(code): \(message)" }
-}
-
 // MARK: Client to service
 
 public enum ClientMessage: Codable, Sendable {
@@ -89,9 +40,9 @@ public enum ServiceRequest: Codable, Sendable {
     case hello(Hello)
     /// The app set (true) or cleared (false) `BADownloadManager.shared.delegate`.
     case setDelegate(Bool)
-    case schedule(WireDownload)
-    case startForeground(WireDownload)
-    case cancel(WireDownload)
+    case schedule(Download)
+    case startForeground(Download)
+    case cancel(Download)
     case currentDownloads
     /// A `bahost` command: install, launch, debug…
     case control(ControlCommand)
@@ -132,22 +83,9 @@ public enum ControlCommand: Codable, Sendable {
     case setBackgroundRefresh(appIdentifier: String, enabled: Bool)
     case status
     /// Development: override what the machine's power and network signals say (nil: read them again).
-    case setConditions(ConditionOverrides)
+    case setConditions(SystemConditions)
     /// Development: move the service's clock forward, then run the periodic scheduler.
     case advanceClock(seconds: Double)
-}
-
-/// Development overrides of the machine's signals; nil keeps reading the real one.
-public struct ConditionOverrides: Codable, Sendable, Hashable {
-    public var powerSaver: Bool?
-    public var batteryLow: Bool?
-    public var metered: Bool?
-
-    public init(powerSaver: Bool? = nil, batteryLow: Bool? = nil, metered: Bool? = nil) {
-        self.powerSaver = powerSaver
-        self.batteryLow = batteryLow
-        self.metered = metered
-    }
 }
 
 /// An app's answer to a callback.
@@ -181,8 +119,8 @@ public enum ServiceMessage: Codable, Sendable {
 public enum ServiceReply: Codable, Sendable {
     case ok
     case hello(HelloReply)
-    case downloads([WireDownload])
-    case failure(WireError)
+    case downloads([Download])
+    case failure(HostError)
     /// A control command's result: for people, and as one JSON object for scripts. `success` false makes the
     /// command line exit non-zero.
     case report(ControlReport)
@@ -233,9 +171,9 @@ public struct ProgressLine: Codable, Sendable {
 
 /// Callbacks that go to the app's delegate when it has one.
 public enum AppCallback: Codable, Sendable {
-    case finished(WireDownload, filePath: String)
-    case failed(WireDownload, WireError)
-    case challenge(WireDownload, WireChallenge)
+    case finished(Download, filePath: String)
+    case failed(Download, HostError)
+    case challenge(Download, WireChallenge)
 }
 
 /// A server's request for credentials (Apple's `URLAuthenticationChallenge`, with its protection space).
@@ -261,7 +199,7 @@ public struct WireChallenge: Codable, Sendable, Hashable {
 
 /// One-way events for the app's delegate.
 public enum AppEvent: Codable, Sendable {
-    case began(WireDownload)
-    case paused(WireDownload)
-    case progress(WireDownload, bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
+    case began(Download)
+    case paused(Download)
+    case progress(Download, bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
 }

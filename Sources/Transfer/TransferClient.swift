@@ -150,101 +150,38 @@ public final class TransferClient: Sendable {
         var restarts = 0
         while true {
             if let refusal = request.checkURL(url) { return .failure(refusal) }
-            var http = HTTPClientRequest(url: url)
-            http.headers.add(name: "User-Agent", value: "bahost/0.1")
-            http.headers.add(name: "Accept-Encoding", value: "identity")
-            for header in request.headers {
-                guard let colon = header.firstIndex(of: ":") else { continue }
-                http.headers.add(
-                    name: String(header[..<colon]),
-                    value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-            }
-            if let credential = request.credential, URLComponents(string: url)?.host == credential.host {
-                let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
-                http.headers.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
-            }
             let offset = file.length
-            if offset > 0, let ifRange = request.validator?.ifRange {
-                http.headers.add(name: "Range", value: "bytes=\(offset)-")
-                http.headers.add(name: "If-Range", value: ifRange)
-            }
-
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(http, deadline: .distantFuture)
+                response = try await client.execute(request.httpRequest(url: url, offset: offset), deadline: .distantFuture)
             } catch {
                 return .failure(Self.classify(error))
             }
-
-            let status = Int(response.status.code)
-            switch status {
-            case 301, 302, 303, 307, 308:
+            switch ResponseVerdict.of(
+                status: Int(response.status.code), headers: response.headers, url: url, offset: offset, request: request)
+            {
+            case .redirect(let next):
                 redirects += 1
-                guard redirects <= configuration.maximumRedirects,
-                    let location = response.headers.first(name: "Location"),
-                    let next = URL(string: location, relativeTo: URL(string: url))?.absoluteString
-                else {
+                guard redirects <= configuration.maximumRedirects else {
                     return .failure(.permanent(
-                        TransferError.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects, or one without a usable Location"))
+                        TransferError.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects"))
                 }
                 url = next
-                continue
-            case 200, 206:
-                break
-            case 412, 416:
-                // The bytes on disk no longer match what the server has: start the file again, once.
+            case .restart(let giveUp):
+                // Start the file again, twice at most.
                 restarts += 1
-                guard restarts <= 2, offset > 0 else {
-                    return .failure(.permanent(Int64(status), "the server answered \(status) to a request for the whole file"))
-                }
+                guard restarts <= 2 else { return .failure(giveUp) }
                 if let error = file.truncate() { return .failure(error) }
-                continue
-            case 401:
-                var error = TransferError.permanent(401, "the server answered 401 (authentication required) for \(url)")
-                error.challenge = ServerChallenge(wwwAuthenticate: response.headers["WWW-Authenticate"], url: url)
+            case .fail(let error):
                 return .failure(error)
-            case 408, 429, 500...599:
-                return .failure(TransferError(
-                    .transient, code: Int64(status), domain: TransferError.hostDomain,
-                    message: "the server answered \(status)", retryAfter: Self.retryAfter(response.headers)))
-            default:
-                return .failure(.permanent(Int64(status), "the server answered \(status) for \(url)"))
-            }
-
-            let validator = Validator(
-                etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
-            var start: Int64 = 0
-            if status == 206 {
-                guard let range = ContentRange(response.headers.first(name: "Content-Range")), range.start == offset,
-                    request.validator?.etag == nil || validator.etag == nil || validator.etag == request.validator?.etag
-                else {
-                    // A range we did not ask for, or a different version of the file: start again, once.
-                    restarts += 1
-                    guard restarts <= 2 else { return .failure(.permanent(206, "the server keeps answering a range that does not fit")) }
-                    if let error = file.truncate() { return .failure(error) }
-                    continue
+            case .body(let start, let validator):
+                if start == 0 && file.length > 0, let error = file.truncate() { return .failure(error) }
+                observer.began(validator: validator, resumingAt: start)
+                if let failure = await receive(response, into: &file, request: request, observer: observer) {
+                    return .failure(failure)
                 }
-                if request.expectedSize > 0, let total = range.total, total != request.expectedSize {
-                    return .failure(.permanent(
-                        TransferError.sizeMismatch, "the file is \(total) bytes, not the declared \(request.expectedSize)"))
-                }
-                start = offset
-            } else if offset > 0 {
-                // 200 to a range request: the server sends the whole file (it changed, or ignores ranges).
-                if let error = file.truncate() { return .failure(error) }
+                return verify(request, file: &file)
             }
-            if request.expectedSize > 0, let length = response.headers.first(name: "Content-Length").flatMap(Int64.init),
-                start + length != request.expectedSize
-            {
-                return .failure(.permanent(
-                    TransferError.sizeMismatch,
-                    "the server sends \(start + length) bytes, not the declared \(request.expectedSize)"))
-            }
-            observer.began(validator: status == 206 ? (request.validator ?? validator) : validator, resumingAt: start)
-            if let failure = await receive(response, into: &file, request: request, observer: observer) {
-                return .failure(failure)
-            }
-            return verify(request, file: &file)
         }
     }
 
@@ -345,37 +282,6 @@ public final class TransferClient: Sendable {
             return url(.network, -1001, "the connection timed out")
         }
         return url(.transient, -1, "\(error)")
-    }
-
-    /// `Retry-After` in seconds or as an HTTP date.
-    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
-        guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let seconds = Int64(value) { return .seconds(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
-    }
-}
-
-/// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
-struct ContentRange {
-    var start: Int64
-    var end: Int64
-    var total: Int64?
-
-    init?(_ header: String?) {
-        guard let header, header.hasPrefix("bytes ") else { return nil }
-        let parts = header.dropFirst(6).split(separator: "/", maxSplits: 1)
-        let bounds = parts.first?.split(separator: "-", maxSplits: 1) ?? []
-        guard parts.count == 2, bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]),
-            start <= end
-        else { return nil }
-        self.start = start
-        self.end = end
-        total = Int64(parts[1])
     }
 }
 

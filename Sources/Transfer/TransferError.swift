@@ -1,6 +1,8 @@
 import Foundation
+import Vocabulary
 
-/// Why a transfer attempt did not produce a verified file, and what to do about it.
+/// Why a transfer attempt did not produce a verified file (the `error` that the app or extension will see), and what
+/// the engine should do about it (`kind`).
 public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// Worth retrying later: a reset, a timeout, a truncated body, 408, 429 or 5xx.
@@ -12,9 +14,8 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     public var kind: Kind
-    public var code: Int64
-    public var domain: String
-    public var message: String
+    /// What the download's completion reports.
+    public var error: HostError
     /// What the server asked for in `Retry-After`, when it did.
     public var retryAfter: Duration?
     /// A 401 that named a scheme the host can answer: ask the app for credentials and try again.
@@ -22,13 +23,19 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public init(_ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil) {
         self.kind = kind
-        self.code = code
-        self.domain = domain
-        self.message = message
+        error = HostError(code: code, domain: domain, message: message)
         self.retryAfter = retryAfter
     }
 
-    public var description: String { "\(domain) \(code): \(message)" }
+    /// A refusal from another layer (a policy check on a redirect hop) met during a transfer: retrying cannot help.
+    public init(refusal: HostError) {
+        kind = .permanent
+        error = refusal
+    }
+
+    public var code: Int64 { error.code }
+    public var message: String { error.message }
+    public var description: String { error.description }
 
     /// The domain of bahost's own transfer errors; an HTTP status failure uses the status as its code.
     public static let hostDomain = "BAHostErrorDomain"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ServiceWire
+import Vocabulary
 
 /// `bahost debug`: Apple's `backgroundassets-debug`, against the running service.
 struct Debug: ParsableCommand {
@@ -67,7 +68,7 @@ struct Debug: ParsableCommand {
         @Option(help: "on, off, or auto (read the machine).") var metered: Tristate = .auto
         @OptionGroup var service: ServiceOptions
         func run() throws {
-            try service.run(.setConditions(ConditionOverrides(
+            try service.run(.setConditions(SystemConditions(
                 powerSaver: powerSaver.value, batteryLow: batteryLow.value, metered: metered.value)))
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Engine
 import Queue
 import Synchronization
+import Vocabulary
 
 /// Shows a life cycle as it happens: for people, a line per event and a progress bar on a terminal; for scripts
 /// (`--json`), one JSON object per line: window, queued, rejected, began, progress, paused, finished, failed,

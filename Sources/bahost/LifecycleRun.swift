@@ -5,6 +5,7 @@ import ExtensionRuntime
 import Foundation
 import Engine
 import Queue
+import Vocabulary
 
 /// The full life cycle of `bahost run`: install the app in the queue, run its content request, then drain its
 /// transfers and deliveries.

@@ -1,15 +1,16 @@
 import ExtensionRuntime
 import Foundation
 import Policy
+import Vocabulary
 
 /// What `bahost run` prints: a report for people, or one JSON object for scripts.
 struct Report {
     let plugin: String
     let request: ContentRequest
     let outcome: WindowOutcome
-    let returned: [ExtensionDownload]
+    let returned: [Download]
     let rejected: [RejectedDownload]
-    let scheduled: [ExtensionDownload]
+    let scheduled: [Download]
 
     var exitCode: Int32 { Self.exitCode(for: outcome.stopReason, rejected: !rejected.isEmpty) }
 
@@ -83,7 +84,7 @@ private struct JSONReport: Encodable {
         var willTerminateReturned: Bool?
     }
 
-    struct Download: Encodable {
+    struct DownloadLine: Encodable {
         var identifier: String
         var uniqueIdentifier: String?
         var url: String?
@@ -111,7 +112,7 @@ private struct JSONReport: Encodable {
     var killSentAtSeconds: Double?
     var peakResidentBytes: Int64
     var completedEntryPoints: Int
-    var downloads: [Download]
+    var downloads: [DownloadLine]
     var rejected: [Rejected]
     var refusedCalls: [RefusedCall]
     var log: [WindowLogLine]
@@ -127,8 +128,8 @@ private struct JSONReport: Encodable {
         case .budgetExceeded(let returned): stop.willTerminateReturned = returned
         default: break
         }
-        func download(_ d: ExtensionDownload, _ origin: String) -> Download {
-            Download(
+        func download(_ d: Download, _ origin: String) -> DownloadLine {
+            DownloadLine(
                 identifier: d.identifier, uniqueIdentifier: d.uniqueIdentifier, url: d.url, fileSize: d.fileSize,
                 essential: d.isEssential, priority: d.priority, sha256: d.sha256, origin: origin)
         }

@@ -6,6 +6,7 @@ import Foundation
 import Engine
 import Policy
 import Transfer
+import Vocabulary
 
 /// `bahost run`: Apple's life cycle for one app and one content request.
 struct Run: AsyncParsableCommand {

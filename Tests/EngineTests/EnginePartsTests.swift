@@ -2,11 +2,12 @@ import Delivery
 @testable import Engine
 import ExtensionRuntime
 import Foundation
-import Queue
+@testable import Queue
 import Synchronization
 import Testing
 import TestSupport
 import Transfer
+import Vocabulary
 
 /// The engine's parts on their own, against a real queue, real transfers to a local server and real extension
 /// processes. Only the app side is a stand-in: the delegates an app process would answer through the service.
@@ -29,8 +30,8 @@ import Transfer
             client: try TransferClient(settings.transfer), delegates: delegates)
     }
 
-    func download(_ identifier: String, _ url: String) -> ExtensionDownload {
-        ExtensionDownload(identifier: identifier, url: url, applicationGroupIdentifier: "group.com.example.levels", fileSize: 0)
+    func download(_ identifier: String, _ url: String) -> Download {
+        Download(identifier: identifier, url: url, applicationGroupIdentifier: "group.com.example.levels", fileSize: 0)
     }
 
     /// Waits until `condition` holds, for up to `seconds`.

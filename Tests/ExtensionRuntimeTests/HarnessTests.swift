@@ -2,6 +2,7 @@ import BackgroundAssetsTesting
 import Foundation
 import Testing
 import TestSupport
+import Vocabulary
 
 /// The harness as an extension author uses it, on the Swift example.
 @Suite struct HarnessTests {
@@ -21,7 +22,7 @@ import TestSupport
     }
 
     @Test func failedEssentialDownloadIsRescheduledAsNonEssential() throws {
-        let download = ExtensionDownload(
+        let download = Download(
             identifier: "level-1", uniqueIdentifier: "BAURLDownload.group.com.example.levels.1",
             url: "https://assets.example.com/l1", applicationGroupIdentifier: "group.com.example.levels",
             fileSize: 100, isEssential: true)
@@ -34,7 +35,7 @@ import TestSupport
     }
 
     @Test func manifestFailureIsNotABAURLDownload() throws {
-        let manifest = ExtensionDownload(
+        let manifest = Download(
             kind: .manifest, identifier: "manifest", url: nil, applicationGroupIdentifier: "group.com.example.levels",
             fileSize: 0)
         let run = try harness.downloadFailed(
@@ -45,7 +46,7 @@ import TestSupport
     }
 
     @Test func finishedFileIsMovedBeforeTheCallbackReturns() throws {
-        let download = ExtensionDownload(
+        let download = Download(
             identifier: "level-\(UUID().uuidString)", url: "https://assets.example.com/l1",
             applicationGroupIdentifier: "group.com.example.levels", fileSize: 5)
         let run = try harness.downloadFinished(download, contents: Data("hello".utf8))

@@ -2,6 +2,7 @@ import ExtensionRuntime
 import Foundation
 import Testing
 import TestSupport
+import Vocabulary
 
 /// Each misbehaving extension in Plugins/C/misbehaving ends with its exact stop reason, and the host carries on.
 @Suite struct MisbehavingExtensionTests {

@@ -2,6 +2,7 @@ import ExtensionRuntime
 import Foundation
 import Policy
 import TestSupport
+import Vocabulary
 
 /// Runs one content request against `plugin` with a fresh manifest file.
 func runContentRequest(

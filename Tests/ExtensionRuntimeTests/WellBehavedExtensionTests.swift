@@ -2,6 +2,7 @@ import ExtensionRuntime
 import Foundation
 import Testing
 import TestSupport
+import Vocabulary
 
 @Suite struct WellBehavedExtensionTests {
     @Test func cExtensionReturnsItsDownloads() throws {
@@ -63,7 +64,7 @@ import TestSupport
 
     @Test func everyHostFunctionAnswersThroughTheTable() throws {
         let services = inMemoryServices()
-        let failed = ExtensionDownload(
+        let failed = Download(
             identifier: "level-9", uniqueIdentifier: "BAURLDownload.g.1", url: "https://a.example.com/9",
             applicationGroupIdentifier: "g", fileSize: 10, isEssential: true)
         let outcome = try ExtensionWindow(pluginPath: try TestPlugins.c("probes/manager_calls")).run(

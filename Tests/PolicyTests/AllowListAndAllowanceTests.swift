@@ -1,6 +1,6 @@
-import ExtensionRuntime
 import Policy
 import Testing
+import Vocabulary
 
 @Suite struct DomainAllowListTests {
     let list = DomainAllowList(["assets.example.com", "*.cdn.example.net", "Bücher.example", "127.0.0.1"])
@@ -37,8 +37,8 @@ import Testing
 }
 
 @Suite struct AllowanceTests {
-    func download(_ size: Int64, essential: Bool = false) -> ExtensionDownload {
-        ExtensionDownload(identifier: "d\(size)", url: "https://a.example.com/x", applicationGroupIdentifier: "g", fileSize: size, isEssential: essential)
+    func download(_ size: Int64, essential: Bool = false) -> Download {
+        Download(identifier: "d\(size)", url: "https://a.example.com/x", applicationGroupIdentifier: "g", fileSize: size, isEssential: essential)
     }
 
     @Test func declaredSizesCountAndWhatDoesNotFitIs112() {

@@ -1,6 +1,6 @@
-import ExtensionRuntime
-import Policy
+@testable import Policy
 import Testing
+import Vocabulary
 
 @Suite struct DownloadValidationTests {
     let rules = DownloadRules(appGroupIdentifier: "group.g", allowInsecureLoopback: false)
@@ -9,14 +9,14 @@ import Testing
     func download(
         _ identifier: String = "a", url: String? = "https://assets.example.com/a", group: String = "group.g",
         size: Int64 = 100, essential: Bool = false, priority: Int64 = 50, sha256: String? = nil,
-        headers: [String] = [], kind: ExtensionDownload.Kind = .url
-    ) -> ExtensionDownload {
-        ExtensionDownload(
+        headers: [String] = [], kind: Download.Kind = .url
+    ) -> Download {
+        Download(
             kind: kind, identifier: identifier, url: url, applicationGroupIdentifier: group, fileSize: size,
             priority: priority, isEssential: essential, sha256: sha256, httpHeaders: headers)
     }
 
-    func code(_ d: ExtensionDownload, _ request: ContentRequest? = .install, rules: DownloadRules? = nil) -> Int64? {
+    func code(_ d: Download, _ request: ContentRequest? = .install, rules: DownloadRules? = nil) -> Int64? {
         DownloadValidation.check(d, for: request, rules: rules ?? self.rules)?.code
     }
 

@@ -1,8 +1,8 @@
-import ExtensionRuntime
 import Foundation
 import Queue
 import Testing
 import TestSupport
+import Vocabulary
 
 @Suite struct QueueStoreTests {
     func store() throws -> (QueueStore, String) {
@@ -15,8 +15,8 @@ import TestSupport
         return (store, path)
     }
 
-    func download(_ id: String, priority: Int64 = 50, essential: Bool = false) -> ExtensionDownload {
-        ExtensionDownload(
+    func download(_ id: String, priority: Int64 = 50, essential: Bool = false) -> Download {
+        Download(
             identifier: id, url: "https://a.example.com/\(id)", applicationGroupIdentifier: "g", fileSize: 10,
             priority: priority, isEssential: essential)
     }
@@ -24,7 +24,7 @@ import TestSupport
     /// The engine asks only for what it can start: the free slots' worth, none to a host at its cap, none twice.
     @Test func runnableGivesOnlyWhatCanStart() throws {
         let (store, _) = try store()
-        let elsewhere = ExtensionDownload(
+        let elsewhere = Download(
             identifier: "elsewhere", url: "https://b.example.com/x", applicationGroupIdentifier: "g", fileSize: 10,
             priority: 50, isEssential: false)
         _ = try store.enqueue((1...10).map { download("d\($0)") } + [elsewhere], for: "app") { _, _ in nil }

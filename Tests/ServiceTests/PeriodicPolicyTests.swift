@@ -3,6 +3,7 @@ import Queue
 @testable import Service
 import Testing
 import TestSupport
+import Vocabulary
 
 /// The periodic policy's decisions, and the reading of the machine's signals, as pure functions.
 @Suite struct PeriodicPolicyTests {

@@ -1,10 +1,11 @@
 import Foundation
 import ServiceWire
 import Testing
+import Vocabulary
 
 @Suite struct CompactCodingTests {
-    let download = WireDownload(
-        kind: 0, identifier: "level-1", uniqueIdentifier: "BAURLDownload.group.x.1", url: "https://a.example.com/l1",
+    let download = Download(
+        kind: .url, identifier: "level-1", uniqueIdentifier: "BAURLDownload.group.x.1", url: "https://a.example.com/l1",
         applicationGroupIdentifier: "group.x", fileSize: 1 << 40, priority: 100, state: 2, isEssential: true,
         sha256: String(repeating: "a", count: 64), httpHeaders: ["X-A: 1", "X-B: é"])
 
@@ -22,7 +23,7 @@ import Testing
             }
             #expect(String(describing: decoded) == String(describing: request))
         }
-        let error = WireError(code: 55, domain: "BAErrorDomain", message: "no")
+        let error = HostError(code: 55, domain: "BAErrorDomain", message: "no")
         let messages: [ServiceMessage] = [
             .reply(id: 3, .ok), .reply(id: 3, .downloads([download, download])), .reply(id: 3, .failure(error)),
             .event(.began(download)), .event(.paused(download)),

@@ -204,7 +204,7 @@ import TestSupport
             let refused = await client.perform(
                 request(Self.faults.url(offList), size: body.count, path: partial(), check: onlyLoopbackIP), observer: Recorder())
             guard case .failure(let error) = refused else { Issue.record("a redirect off the list was followed"); return }
-            #expect(error.code == 202 && error.domain == "BAErrorDomain" && error.kind == .permanent)
+            #expect(error.code == 202 && error.error.domain == "BAErrorDomain" && error.kind == .permanent)
         }
     }
 

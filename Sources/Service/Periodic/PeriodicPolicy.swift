@@ -1,5 +1,6 @@
 import Foundation
 import Queue
+import Vocabulary
 
 /// When an app gets a `.periodic` content request, and how much extension runtime it may use in a day. Pure:
 /// every decision is a function of the app's schedule, the machine's conditions and the time.
@@ -84,7 +85,7 @@ public struct PeriodicPolicy: Sendable, Hashable, Codable {
     }
 
     /// Seconds of runtime the app has used on `now`'s day.
-    public func runtimeUsed(_ schedule: AppSchedule, now: Date) -> TimeInterval {
+    func runtimeUsed(_ schedule: AppSchedule, now: Date) -> TimeInterval {
         schedule.budgetDay == Self.day(now) ? schedule.budgetUsedSeconds : 0
     }
 

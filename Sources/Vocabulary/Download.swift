@@ -1,9 +1,10 @@
 import CBAExtension
 import Foundation
 
-/// A download as it crosses the C ABI (`ba_download_t`), in the host's terms. The host never sees the
-/// extension's `BADownload` objects: only these fields, decoded and checked from the wire.
-public struct ExtensionDownload: Sendable, Hashable, Codable {
+/// A download in the host's terms: the fields of the C ABI's `ba_download_t`, whoever described it (an extension
+/// through the runner, an app through the service's socket, the queue from its row). The host never sees a
+/// `BADownload` object: only these fields, decoded and checked.
+public struct Download: Sendable, Hashable, Codable {
     /// What the download fetches: an asset URL, or the app's manifest (which reaches an extension only as a failure).
     public enum Kind: Int32, Sendable, Codable {
         case url = 0
@@ -45,9 +46,9 @@ public struct ExtensionDownload: Sendable, Hashable, Codable {
     }
 }
 
-extension ExtensionDownload {
+extension Download {
     /// The download with Apple's system-provided identifier, "<ClassName>.<appGroupID>.<UUID>", when it has none.
-    public func withUniqueIdentifier() -> ExtensionDownload {
+    public func withUniqueIdentifier() -> Download {
         guard uniqueIdentifier == nil else { return self }
         var copy = self
         copy.uniqueIdentifier = Self.newUniqueIdentifier(group: applicationGroupIdentifier)
@@ -55,24 +56,4 @@ extension ExtensionDownload {
     }
 
     public static func newUniqueIdentifier(group: String) -> String { "BAURLDownload.\(group).\(UUID().uuidString)" }
-}
-
-/// An error as the ABI carries it: Apple's `BAErrorDomain` codes, or another layer's domain.
-public struct HostError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
-    public var code: Int64
-    public var domain: String
-    public var message: String
-
-    public init(code: Int64, domain: String, message: String) {
-        self.code = code
-        self.domain = domain
-        self.message = message
-    }
-
-    /// An error in Apple's `BAErrorDomain`.
-    public init(_ code: ba_error_code_t, _ message: String) {
-        self.init(code: Int64(code.rawValue), domain: BA_ERROR_DOMAIN, message: message)
-    }
-
-    public var description: String { "\(domain) \(code): \(message)" }
 }

@@ -1,20 +1,5 @@
 import Foundation
-
-/// What the machine says about power and network, each signal optional: nil when this machine does not tell.
-public struct SystemConditions: Sendable, Hashable, Codable {
-    /// power-profiles-daemon's active profile is `power-saver` (or the firmware's platform profile `low-power`).
-    public var powerSaver: Bool?
-    /// Running on battery below the policy's threshold, with no mains or USB supply online.
-    public var batteryLow: Bool?
-    /// NetworkManager says the connection is metered (`yes` or `guess-yes`).
-    public var metered: Bool?
-
-    public init(powerSaver: Bool? = nil, batteryLow: Bool? = nil, metered: Bool? = nil) {
-        self.powerSaver = powerSaver
-        self.batteryLow = batteryLow
-        self.metered = metered
-    }
-}
+import Vocabulary
 
 /// Reads the real Linux signals: power-profiles-daemon and NetworkManager over the system D-Bus (through
 /// `busctl`, when both it and the services are there), the firmware's platform profile and the power supplies

@@ -1,0 +1,22 @@
+import CBAExtension
+
+/// An error as every layer carries it (the C ABI, the service's socket, the queue's rows, reports): Apple's
+/// `BAErrorDomain` codes, `NSURLErrorDomain` codes for transfers, or bahost's own `BAHostErrorDomain`.
+public struct HostError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var code: Int64
+    public var domain: String
+    public var message: String
+
+    public init(code: Int64, domain: String, message: String) {
+        self.code = code
+        self.domain = domain
+        self.message = message
+    }
+
+    /// An error in Apple's `BAErrorDomain`.
+    public init(_ code: ba_error_code_t, _ message: String) {
+        self.init(code: Int64(code.rawValue), domain: BA_ERROR_DOMAIN, message: message)
+    }
+
+    public var description: String { "\(domain) \(code): \(message)" }
+}

@@ -1,0 +1,26 @@
+/// How long and how large one extension window may get.
+public struct WindowLimits: Sendable, Hashable {
+    /// Wall time from spawning the window's process to `extensionWillTerminate`. Loading counts: a constructor that
+    /// hangs is as stuck as an entry point that hangs.
+    public var budget: Duration
+    /// Time `extensionWillTerminate` (or a clean exit) gets before the process is killed.
+    public var grace: Duration
+    /// Resident memory above which the process is killed.
+    public var memoryBytes: Int64
+
+    /// Apple runs an extension for seconds, not minutes, per wake-up, and warns that it "may be terminated" past "a
+    /// few megabytes". A Swift extension needs about 20 MiB just to load its runtime and Foundation, so the default
+    /// memory limit is 128 MiB; 30 s and 2 s give an extension time to parse a large manifest and save its state.
+    public static let `default` = WindowLimits(budget: .seconds(30), grace: .seconds(2), memoryBytes: 128 << 20)
+
+    public init(budget: Duration, grace: Duration, memoryBytes: Int64) {
+        self.budget = budget
+        self.grace = grace
+        self.memoryBytes = memoryBytes
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for reports and JSON.
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
