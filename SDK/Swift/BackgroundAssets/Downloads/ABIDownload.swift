@@ -12,14 +12,13 @@ enum ABIDownload {
             return UnsafePointer(p)
         }
         let urlDownload = download as? BAURLDownload
-        let headers = (urlDownload?.request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
-            .map { c("\($0.key): \($0.value)") }
+        let headers = (urlDownload?.headerLines ?? []).map { c($0) }
         return headers.withUnsafeBufferPointer { h in
             var d = ba_download_t(
                 struct_size: UInt32(MemoryLayout<ba_download_t>.size),
                 kind: Int32(urlDownload == nil ? BA_DOWNLOAD_KIND_MANIFEST.rawValue : BA_DOWNLOAD_KIND_URL.rawValue),
                 identifier: c(download.identifier), unique_identifier: c(download.uniqueIdentifier),
-                url: c(urlDownload?.request.url?.absoluteString),
+                url: c(urlDownload?.urlString),
                 application_group_identifier: c(download.applicationGroupIdentifier),
                 file_size: Int64(download.fileSize), priority: Int64(download.priority.rawValue),
                 state: Int32(download.state.rawValue), essential: download.isEssential,
@@ -36,21 +35,16 @@ enum ABIDownload {
         let group = text(d.application_group_identifier) ?? ""
         let state = BADownload.State(rawValue: Int(d.state)) ?? .failed
         let priority = BADownload.Priority(Int(d.priority))
-        guard d.kind == Int32(BA_DOWNLOAD_KIND_URL.rawValue), let url = text(d.url).flatMap(URL.init(string:)) else {
+        // The host checked the URL when the download was returned or scheduled; it is parsed only if asked for.
+        guard d.kind == Int32(BA_DOWNLOAD_KIND_URL.rawValue), let url = text(d.url) else {
             return BAManifestDownload(
                 identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, priority: priority,
                 isEssential: d.essential, applicationGroupIdentifier: group, fileSize: Int(d.file_size))
         }
-        var request = URLRequest(url: url)
-        for i in 0..<Int(d.http_header_count) {
-            guard let header = text(d.http_headers[i]), let colon = header.firstIndex(of: ":") else { continue }
-            request.setValue(
-                header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces),
-                forHTTPHeaderField: String(header[..<colon]))
-        }
+        let headerLines = (0..<Int(d.http_header_count)).compactMap { text(d.http_headers[$0]) }
         return BAURLDownload(
-            identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, request: request,
-            essential: d.essential, fileSize: Int(d.file_size), applicationGroupIdentifier: group,
-            priority: priority, sha256: text(d.sha256))
+            identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, url: url,
+            headerLines: headerLines, essential: d.essential, fileSize: Int(d.file_size),
+            applicationGroupIdentifier: group, priority: priority, sha256: text(d.sha256))
     }
 }

@@ -1,5 +1,6 @@
 import ServiceWire
 import Synchronization
+import Vocabulary
 
 /// An app's side of `BADownloadManager`: requests to the bahost service over its Unix socket, and the delegate's
 /// callbacks from it.
@@ -36,11 +37,11 @@ final class ServiceTransport: HostTransport, Sendable {
 
     // MARK: Calls
 
-    func schedule(_ download: BADownload) throws { try expectOK(.schedule(WireDownload(download))) }
+    func schedule(_ download: BADownload) throws { try expectOK(.schedule(Download(download))) }
 
-    func startForeground(_ download: BADownload) throws { try expectOK(.startForeground(WireDownload(download))) }
+    func startForeground(_ download: BADownload) throws { try expectOK(.startForeground(Download(download))) }
 
-    func cancel(_ download: BADownload) throws { try expectOK(.cancel(WireDownload(download))) }
+    func cancel(_ download: BADownload) throws { try expectOK(.cancel(Download(download))) }
 
     func currentDownloads() throws -> [BADownload] {
         guard case .downloads(let downloads) = try connection().request(.currentDownloads) else {
