@@ -255,6 +255,9 @@ for _ in $(seq "$runs"); do
     # The same calls as the queue figure, on a queue $scale_count long: a call should cost what it costs on a short one.
     bench_app queue --count 1000 --url "$base/slow/1.bin" --fetches 5 | sed 's/^/scale./' >> "$results"
     record scale.turn "$(engine_turn)"
+    # The daemon at rest with that queue: the heap it freed after the last large reply is given back just after the
+    # reply is sent, which can race the reading of its RSS.
+    sleep 1
     record scale.rss "$(daemon_status VmRSS)"
     stop_daemon
 done

@@ -33,7 +33,14 @@ public final class QueueStore: Sendable {
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        // Two readers and 1 MiB of page cache per connection: the file's pages stay in the kernel's cache anyway, and
+        // with GRDB's defaults (five readers, 2 MiB each) a daemon that answered a few fetches of a long queue held
+        // 12 MiB of copies of them.
+        configuration.maximumReaderCount = 2
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA cache_size = -1024")
+        }
         database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
         let (apps, sequence) = try database.read { db in
