@@ -48,6 +48,17 @@ let package = Package(
         // The host, by concept.
         .target(name: "CHostSupport"),
         .target(name: "AppConfig"),
+        // Managed asset packs: the author's manifest, the archive (libarchive), the download manifest.
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        .target(
+            name: "Packs", dependencies: ["CArchive", .product(name: "Crypto", package: "swift-crypto")]),
+        // `bahost serve`: the packs' mock HTTPS server.
+        .target(
+            name: "PackServer",
+            dependencies: [
+                "Packs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .target(name: "Policy", dependencies: ["CBAExtension", "Vocabulary", "AppConfig"]),
         .target(name: "Queue", dependencies: ["CBAExtension", "Vocabulary", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
@@ -79,8 +90,8 @@ let package = Package(
         .executableTarget(
             name: "bahost",
             dependencies: [
-                "AppConfig", "Delivery", "ExtensionRuntime", "Engine", "Policy", "Queue", "Service", "ServiceWire",
-                "Transfer", "Vocabulary",
+                "AppConfig", "Delivery", "ExtensionRuntime", "Engine", "Packs", "PackServer", "Policy", "Queue", "Service",
+                "ServiceWire", "Transfer", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -106,6 +117,12 @@ let package = Package(
             path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
+        .testTarget(
+            name: "PacksTests",
+            dependencies: [
+                "Packs", "PackServer", "CArchive", "TestSupport", "Transfer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary"]),
         .testTarget(
             name: "EngineTests",

@@ -1,0 +1,123 @@
+import Crypto
+import Foundation
+
+/// What a server offers: every pack with its version, policy, archive and files. `bahost pack download-manifest
+/// create` writes it; an app's `BAManifestURL` names it; the service reads it to install, update and remove packs.
+///
+/// Each pack's archive is served at the base URL followed by the pack's ID, as Apple's tools do.
+public struct DownloadManifest: Sendable, Hashable, Codable {
+    public static let currentFormat = 1
+    /// Largest download manifest accepted.
+    public static let maximumBytes = 64 << 20
+
+    public var formatVersion: Int
+    public var assetPacks: [Entry]
+
+    public struct Entry: Sendable, Hashable, Codable {
+        public var id: String
+        /// Raised each time the pack's archive changes.
+        public var version: Int
+        public var downloadPolicy: DownloadPolicy
+        public var platforms: [String]
+        public var userInfo: JSONValue?
+        public var url: String
+        /// The archive's size on the wire.
+        public var downloadSize: Int64
+        public var sha256: String
+        public var files: [PackFile]
+
+        /// The index the archive must match.
+        public var index: PackIndex {
+            PackIndex(
+                manifest: PackManifest(
+                    assetPackID: id, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
+                    userInfo: userInfo),
+                files: files)
+        }
+    }
+
+    public init(assetPacks: [Entry]) {
+        formatVersion = Self.currentFormat
+        self.assetPacks = assetPacks
+    }
+
+    /// Decodes and checks a download manifest from a server: a format this bahost reads, valid IDs, each pack once,
+    /// sane sizes and paths, URLs over http(s).
+    public init(data: Data) throws(PackError) {
+        guard data.count <= Self.maximumBytes else {
+            throw .invalidManifest("the download manifest is larger than \(Self.maximumBytes) bytes")
+        }
+        do {
+            self = try JSONDecoder().decode(Self.self, from: data)
+        } catch {
+            throw .invalidManifest("the download manifest cannot be read: \(PackArchive.describe(error))")
+        }
+        try validate()
+    }
+
+    public func validate() throws(PackError) {
+        guard formatVersion == Self.currentFormat else {
+            throw .invalidManifest("download manifest format \(formatVersion); this bahost reads \(Self.currentFormat)")
+        }
+        var seen = Set<String>()
+        for pack in assetPacks {
+            try PackManifest.validate(id: pack.id)
+            guard seen.insert(pack.id).inserted else {
+                throw .invalidManifest("the download manifest names the pack '\(pack.id)' twice")
+            }
+            try pack.downloadPolicy.validate()
+            guard pack.version >= 1, pack.downloadSize > 0, pack.sha256.count == 64,
+                pack.url.hasPrefix("https://") || pack.url.hasPrefix("http://")
+            else {
+                throw .invalidManifest("the pack '\(pack.id)' needs a version ≥ 1, a size, a SHA-256 and an http(s) URL")
+            }
+            var paths = Set<String>()
+            for file in pack.files {
+                let path = try PackPath(file.path)
+                guard path.description == file.path, file.size >= 0, paths.insert(file.path).inserted else {
+                    throw .invalidManifest("the pack '\(pack.id)' lists \(PackError.quoted(file.path)) twice or unnormalized")
+                }
+            }
+        }
+    }
+
+    /// The download manifest for `archives`, each served at `baseURL` + its pack ID. A pack also in `previous`
+    /// keeps its version when its archive is the same and gets the next one when it changed; a new pack starts at 1.
+    public static func create(archives: [String], baseURL: String, previous: DownloadManifest?) throws(PackError)
+        -> DownloadManifest
+    {
+        guard let base = URL(string: baseURL), base.scheme == "https" || base.scheme == "http", base.host != nil else {
+            throw .invalidManifest("--download-base-url must be an http(s) URL, not \(PackError.quoted(baseURL))")
+        }
+        let prefix = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+        var entries: [Entry] = []
+        var sources: [String: String] = [:]
+        for archive in archives {
+            let index = try PackArchive.readIndex(archive)
+            let id = index.manifest.assetPackID
+            if let other = sources.updateValue(archive, forKey: id) {
+                throw .invalidManifest("the pack '\(id)' is named twice: \(other) and \(archive)")
+            }
+            let (size, hash) = try PackArchive.hashFile(URL(fileURLWithPath: archive))
+            let before = previous?.assetPacks.first { $0.id == id }
+            let version = before.map { $0.sha256 == hash ? $0.version : $0.version + 1 } ?? 1
+            entries.append(Entry(
+                id: id, version: version, downloadPolicy: index.manifest.downloadPolicy,
+                platforms: index.manifest.platforms, userInfo: index.manifest.userInfo, url: prefix + id,
+                downloadSize: size, sha256: hash, files: index.files))
+        }
+        let manifest = DownloadManifest(assetPacks: entries.sorted { $0.id < $1.id })
+        try manifest.validate()
+        return manifest
+    }
+
+    public func encoded() throws(PackError) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        do {
+            return try encoder.encode(self)
+        } catch {
+            throw .io("cannot encode the download manifest: \(error)")
+        }
+    }
+}

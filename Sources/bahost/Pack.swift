@@ -1,0 +1,117 @@
+import ArgumentParser
+import Foundation
+import Packs
+import Vocabulary
+
+/// `bahost pack`: Apple's `ba-package`, for managed asset packs.
+struct Pack: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Describe, package and list managed asset packs (ba-package).",
+        subcommands: [Template.self, Package.self, DownloadManifestCommand.self])
+
+    struct Template: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a pack manifest to start from (or write it with -o).")
+        @Option(name: .shortAndLong, help: "Write it here instead of standard output; an existing file is kept.")
+        var output: String?
+
+        func run() throws {
+            let template = """
+                {
+                  "assetPackID": "level-1",
+                  "downloadPolicy": {
+                    "essential": { "installationEventTypes": ["firstInstallation", "subsequentUpdate"] }
+                  },
+                  "fileSelectors": [
+                    { "file": "levels/1.json" },
+                    { "directory": "textures/1" }
+                  ],
+                  "platforms": [],
+                  "userInfo": {}
+                }
+
+                """
+            guard let output else { return print(template, terminator: "") }
+            guard !FileManager.default.fileExists(atPath: output) else {
+                throw ValidationError("\(output) exists; choose another path or remove it first")
+            }
+            try Data(template.utf8).write(to: URL(fileURLWithPath: output))
+        }
+    }
+
+    struct Package: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Package the files a pack manifest selects (relative to its folder) into a pack archive.",
+            discussion: """
+                downloadPolicy is one of {"essential":{"installationEventTypes":[...]}}, {"prefetch":{...}} or \
+                {"onDemand":{}}, with the events firstInstallation and subsequentUpdate. The archive is a tar \
+                compressed with zstd (tar --zstd -tf lists it) whose first entry indexes every file with its size \
+                and SHA-256; the same files always make the same archive.
+                """)
+        @Argument(help: "The pack manifest (JSON).") var manifest: String
+        @Option(name: .shortAndLong, help: "The archive to write (default: ASSET-PACK-ID.tar.zst beside the manifest).")
+        var output: String?
+        @Flag(help: "Print the result as one JSON object.") var json = false
+
+        func run() throws {
+            let destination = try output ?? URL(fileURLWithPath: manifest).deletingLastPathComponent()
+                .appendingPathComponent("\(PackArchive.loadManifest(manifest).assetPackID).tar.zst").path
+            let start = ContinuousClock.now
+            var lastReport = start
+            let index = try PackArchive.package(manifestPath: manifest, output: destination) { files, bytes in
+                guard !json, ContinuousClock.now - lastReport >= .milliseconds(500) else { return }
+                lastReport = .now
+                FileHandle.standardError.write(Data("packed \(files) files, \(bytes) bytes\n".utf8))
+            }
+            let size = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int64) ?? 0
+            if json {
+                let object: [String: Any] = [
+                    "assetPackID": index.manifest.assetPackID, "archive": destination, "files": index.files.count,
+                    "installedSize": index.installedSize, "archiveSize": size,
+                    "seconds": (ContinuousClock.now - start).inSeconds,
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                print("\(index.manifest.assetPackID): \(index.files.count) files, \(index.installedSize) bytes → \(destination) (\(size) bytes)")
+            }
+        }
+    }
+
+    struct DownloadManifestCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "download-manifest", abstract: "Make the download manifest a server offers.",
+            subcommands: [Create.self])
+
+        struct Create: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List pack archives in a download manifest, each served at the base URL + its pack ID.",
+                discussion: """
+                    When the output file already exists, a pack whose archive changed gets the next version and an \
+                    unchanged one keeps its version; a new pack starts at 1. Name the file in the app's \
+                    BAManifestURL.
+                    """)
+            @Argument(help: "The pack archives (from bahost pack package).") var archives: [String]
+            @Option(help: "Where the archives are served: https://HOST/PATH/ (each pack at its URL + ID).")
+            var downloadBaseURL: String
+            @Option(help: "The download manifest to write.") var outputPath: String
+
+            func validate() throws {
+                guard !archives.isEmpty else { throw ValidationError("name at least one pack archive") }
+            }
+
+            func run() throws {
+                let previous = FileManager.default.contents(atPath: outputPath).flatMap { try? DownloadManifest(data: $0) }
+                let manifest = try DownloadManifest.create(archives: archives, baseURL: downloadBaseURL, previous: previous)
+                let temporary = outputPath + ".partial"
+                try manifest.encoded().write(to: URL(fileURLWithPath: temporary))
+                guard rename(temporary, outputPath) == 0 else {
+                    throw ValidationError("cannot write \(outputPath): \(String(cString: strerror(errno)))")
+                }
+                for pack in manifest.assetPacks {
+                    print("\(pack.id) version \(pack.version): \(pack.files.count) files, \(pack.downloadSize) bytes at \(pack.url)")
+                }
+            }
+        }
+    }
+}
