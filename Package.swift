@@ -51,7 +51,7 @@ let package = Package(
         // Managed asset packs: the author's manifest, the archive (libarchive), the download manifest.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .target(
-            name: "Packs", dependencies: ["CArchive", .product(name: "Crypto", package: "swift-crypto")]),
+            name: "Packs", dependencies: ["CArchive", "CHostSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // `bahost serve`: the packs' mock HTTPS server.
         .target(
             name: "PackServer",

@@ -111,3 +111,9 @@ int bahost_start_writeback(int fd, int64_t offset, int64_t length) {
 }
 
 void bahost_release_free_memory(void) { malloc_trim(0); }
+
+int bahost_exchange(const char *a, const char *b) {
+    return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0 ? 0 : errno;
+}
+
+int bahost_sync_file_system(int fd) { return syncfs(fd) == 0 ? 0 : errno; }

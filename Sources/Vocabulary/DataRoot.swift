@@ -6,6 +6,8 @@ import Foundation
 ///     transfers/UNIQUE-ID.part                       bytes still arriving
 ///     containers/APP-GROUP/Library/Caches/BackgroundAssets/UNIQUE-ID
 ///                                                    finished files, handed to the app or extension to move
+///     containers/APP-GROUP/Library/Application Support/BackgroundAssets/AssetPacks/PACK-ID/…
+///                                                    a managed app's installed asset packs
 ///
 /// The default is `$XDG_DATA_HOME/bahost` (`~/.local/share/bahost`): an app group container is per-user data.
 public struct DataRoot: Sendable, Hashable {
@@ -53,6 +55,11 @@ public struct DataRoot: Sendable, Hashable {
     /// Where finished files wait for their completion to be delivered.
     public func deliveries(for appGroupIdentifier: String) -> URL {
         container(for: appGroupIdentifier).appendingPathComponent("Library/Caches/BackgroundAssets", isDirectory: true)
+    }
+
+    /// Where a managed app's asset packs live, one folder per pack: the namespace `AssetPackManager` reads.
+    public func assetPacks(for appGroupIdentifier: String) -> URL {
+        container(for: appGroupIdentifier).appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks", isDirectory: true)
     }
 
     /// Creates the folders; private to the user.

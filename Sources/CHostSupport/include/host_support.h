@@ -49,4 +49,11 @@ int bahost_signal(int status);
  * export). Any thread. */
 void bahost_release_free_memory(void);
 
+/* Swaps two paths on one file system in one step (renameat2 with RENAME_EXCHANGE, which Swift cannot import): a
+ * reader sees one or the other, never neither. Returns 0, or an errno value. */
+int bahost_exchange(const char *a, const char *b);
+
+/* Writes every dirty page of the file system holding `fd` to disk (syncfs). Returns 0, or an errno value. */
+int bahost_sync_file_system(int fd);
+
 #endif

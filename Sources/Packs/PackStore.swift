@@ -1,0 +1,134 @@
+import CHostSupport
+import Foundation
+
+/// A managed app's installed asset packs on disk: one folder per pack under `root`, each holding the pack's files and,
+/// in `.bapack/installed.json`, the version and index it was installed from. All packs together form the one
+/// namespace that `AssetPackManager` reads.
+///
+/// A pack is installed whole or not at all: it is unpacked and checked in `.staging/`, synced, then swapped with its
+/// installed folder in one `renameat2(RENAME_EXCHANGE)`, so that a reader (or a kill at any moment) sees the old
+/// version or the new one, never a mix. What a kill leaves in `.staging/` (an unfinished unpacking, or the previous
+/// version swapped out) is removed by `removeLeftovers()` at the next start.
+public struct PackStore: Sendable {
+    public let root: URL
+
+    /// An installed pack.
+    public struct Installed: Sendable, Hashable, Codable {
+        public var id: String
+        public var version: Int
+        public var files: [PackFile]
+
+        public var size: Int64 { files.reduce(0) { $0 + $1.size } }
+    }
+
+    public init(root: URL) {
+        self.root = root
+    }
+
+    private var staging: URL { root.appendingPathComponent(".staging", isDirectory: true) }
+
+    public func folder(of id: String) -> URL { root.appendingPathComponent(id, isDirectory: true) }
+
+    /// Unpacks `archive` (the download of `entry`, already checked against its size and hash), checks every file
+    /// against the entry's index, and swaps it in as the pack's installed version.
+    @discardableResult
+    public func install(archive: String, entry: DownloadManifest.Entry) throws(PackError) -> Installed {
+        try PackManifest.validate(id: entry.id)
+        try makeFolder(staging)
+        let unpacked = staging.appendingPathComponent("\(entry.id).\(entry.version).\(UUID().uuidString)")
+        do throws(PackError) {
+            try PackArchive.extract(archive, expected: entry.index, into: unpacked)
+            let installed = Installed(id: entry.id, version: entry.version, files: entry.files)
+            try makeFolder(unpacked.appendingPathComponent(".bapack"))
+            let record: Data
+            do {
+                record = try JSONEncoder().encode(installed)
+            } catch {
+                throw PackError.io("cannot record the installed pack: \(error)")
+            }
+            guard FileManager.default.createFile(
+                atPath: unpacked.appendingPathComponent(".bapack/installed.json").path, contents: record)
+            else { throw PackError.io("cannot record the installed pack in \(unpacked.path)") }
+            try sync(unpacked)
+            try swapIn(unpacked, as: folder(of: entry.id))
+            return installed
+        } catch {
+            try? FileManager.default.removeItem(at: unpacked)
+            throw error
+        }
+    }
+
+    /// Every installed pack, by ID.
+    public func installed() -> [String: Installed] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        var packs: [String: Installed] = [:]
+        for name in names where !name.hasPrefix(".") {
+            if let pack = installed(name) { packs[name] = pack }
+        }
+        return packs
+    }
+
+    /// The installed pack `id`, or nil.
+    public func installed(_ id: String) -> Installed? {
+        let record = folder(of: id).appendingPathComponent(".bapack/installed.json")
+        guard let data = FileManager.default.contents(atPath: record.path) else { return nil }
+        return try? JSONDecoder().decode(Installed.self, from: data)
+    }
+
+    /// Removes a pack: it leaves the namespace in one rename, then its files are deleted.
+    public func remove(_ id: String) throws(PackError) {
+        try PackManifest.validate(id: id)
+        let current = folder(of: id)
+        guard FileManager.default.fileExists(atPath: current.path) else { return }
+        try makeFolder(staging)
+        let doomed = staging.appendingPathComponent("\(id).removed.\(UUID().uuidString)")
+        guard rename(current.path, doomed.path) == 0 else {
+            throw .io("cannot remove the pack '\(id)': \(String(cString: strerror(errno)))")
+        }
+        try? FileManager.default.removeItem(at: doomed)
+    }
+
+    /// Deletes what a killed install or removal left in `.staging/`.
+    public func removeLeftovers() {
+        try? FileManager.default.removeItem(at: staging)
+    }
+
+    // MARK: Steps
+
+    private func makeFolder(_ url: URL) throws(PackError) {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw .io("cannot make \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Writes what was unpacked to disk before it becomes visible: one `syncfs` rather than an `fsync` a file.
+    private func sync(_ folder: URL) throws(PackError) {
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io("cannot open \(folder.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let status = bahost_sync_file_system(fd)
+        guard status == 0 else { throw .io("cannot sync \(folder.path): \(String(cString: strerror(status)))") }
+    }
+
+    /// Makes `unpacked` the pack's folder in one step; a previous version ends up at `unpacked`'s path and is deleted.
+    private func swapIn(_ unpacked: URL, as current: URL) throws(PackError) {
+        let status: Int32
+        if FileManager.default.fileExists(atPath: current.path) {
+            status = bahost_exchange(unpacked.path, current.path)
+        } else {
+            status = rename(unpacked.path, current.path) == 0 ? 0 : errno
+        }
+        guard status == 0 else {
+            throw .io("cannot swap in \(current.lastPathComponent): \(String(cString: strerror(status)))")
+        }
+        // The rename is durable once the folder holding it is synced.
+        let fd = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+        try? FileManager.default.removeItem(at: unpacked)
+    }
+}

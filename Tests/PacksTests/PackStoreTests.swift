@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import Packs
+
+/// Installing, updating and removing packs in an app group's namespace.
+@Suite struct PackStoreTests {
+    let root = TestPlugins.scratch.appendingPathComponent("store-\(UUID().uuidString)")
+
+    /// A version of the pack `level-1`: `sky` holds `text`.
+    func version(_ number: Int, sky text: String, previous: DownloadManifest? = nil) throws -> (String, DownloadManifest.Entry, DownloadManifest) {
+        let source = root.appendingPathComponent("source-\(number)")
+        try FileManager.default.createDirectory(at: source.appendingPathComponent("textures"), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: source.appendingPathComponent("textures/sky.ktx"))
+        if number == 1 { try Data("old".utf8).write(to: source.appendingPathComponent("textures/old.ktx")) }
+        try Data(#"{"assetPackID":"level-1","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"textures"}]}"#.utf8)
+            .write(to: source.appendingPathComponent("Manifest.json"))
+        let archive = source.appendingPathComponent("level-1.tar.zst").path
+        try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
+        let manifest = try DownloadManifest.create(archives: [archive], baseURL: "https://cdn.example.com", previous: previous)
+        return (archive, manifest.assetPacks[0], manifest)
+    }
+
+    func read(_ store: PackStore, _ path: String) -> String? {
+        FileManager.default.contents(atPath: store.folder(of: "level-1").appendingPathComponent(path).path)
+            .map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func staged(_ store: PackStore) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: store.root.appendingPathComponent(".staging").path)) ?? []
+    }
+
+    @Test func anUpdateReplacesThePackWhole() throws {
+        let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
+        let (archive1, entry1, manifest1) = try version(1, sky: "blue")
+        try store.install(archive: archive1, entry: entry1)
+        #expect(read(store, "textures/sky.ktx") == "blue" && read(store, "textures/old.ktx") == "old")
+        #expect(store.installed("level-1")?.version == 1)
+
+        let (archive2, entry2, _) = try version(2, sky: "red", previous: manifest1)
+        #expect(entry2.version == 2)
+        try store.install(archive: archive2, entry: entry2)
+        #expect(read(store, "textures/sky.ktx") == "red")
+        #expect(read(store, "textures/old.ktx") == nil, "a file of the old version survived the update")
+        #expect(store.installed().mapValues(\.version) == ["level-1": 2])
+        #expect(staged(store).isEmpty)
+    }
+
+    @Test func aRefusedArchiveLeavesTheInstalledVersionAsItWas() throws {
+        let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
+        let (archive1, entry1, manifest1) = try version(1, sky: "blue")
+        try store.install(archive: archive1, entry: entry1)
+        let (archive2, promised, _) = try version(2, sky: "red", previous: manifest1)
+        var entry2 = promised
+        // The server's archive does not match what its download manifest promised.
+        entry2.files[0].sha256 = String(repeating: "0", count: 64)
+        #expect(throws: PackError.self) { try store.install(archive: archive2, entry: entry2) }
+        #expect(read(store, "textures/sky.ktx") == "blue" && store.installed("level-1")?.version == 1)
+        #expect(staged(store).isEmpty)
+    }
+
+    @Test func aRemovedPackLeavesTheNamespaceAndLeftoversAreCleanedUp() throws {
+        let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
+        let (archive, entry, _) = try version(1, sky: "blue")
+        try store.install(archive: archive, entry: entry)
+        try store.remove("level-1")
+        #expect(store.installed().isEmpty && read(store, "textures/sky.ktx") == nil)
+
+        // What a kill leaves in the middle of an install.
+        let leftover = store.root.appendingPathComponent(".staging/level-1.3.x/textures")
+        try FileManager.default.createDirectory(at: leftover, withIntermediateDirectories: true)
+        store.removeLeftovers()
+        #expect(staged(store).isEmpty)
+    }
+}
