@@ -77,14 +77,13 @@ let package = Package(
         .target(
             name: "Engine",
             dependencies: [
-                "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Policy", "Queue", "Transfer",
-                "Vocabulary",
-                .product(name: "NIOPosix", package: "swift-nio"),
+                "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Packs", "Policy", "Queue",
+                "Transfer", "Vocabulary", .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .target(
             name: "Service",
             dependencies: [
-                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Queue", "ServiceWire",
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "Queue", "ServiceWire",
                 "Transfer", "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -142,6 +141,8 @@ let package = Package(
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
             name: "ServiceTests",
-            dependencies: ["Service", "Queue", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp"]),
+            dependencies: [
+                "Service", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp",
+            ]),
     ]
 )

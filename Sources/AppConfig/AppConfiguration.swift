@@ -14,6 +14,9 @@ public struct AppConfiguration: Sendable, Hashable {
     public var maxInstallSize: Int64
     /// `BAEssentialMaxInstallSize`: uncompressed bytes of essential assets; nil when the app declares none.
     public var essentialMaxInstallSize: Int64?
+    /// `BAHasManagedAssetPacks`: the host downloads and updates the app's asset packs; `manifestURL` then names a
+    /// download manifest (`bahost pack download-manifest create`).
+    public var hasManagedAssetPacks: Bool
     /// `BAHostExtension` (a bahost key): the extension's shared object, relative to the app's folder. When absent,
     /// `bahost install` takes the one `.so` in the folder.
     public var extensionPath: String?
@@ -84,6 +87,11 @@ public struct AppConfiguration: Sendable, Hashable {
             throw fail("BAHostExtension must be a path inside the app's folder, not '\(path)'")
         }
         extensionPath = plist.BAHostExtension
+        hasManagedAssetPacks = plist.BAHasManagedAssetPacks ?? false
+        if plist.BAUsesAppleHosting == true {
+            throw fail(
+                "BAUsesAppleHosting needs Apple's servers; on bahost, host the packs yourself: set BAUsesAppleHosting to false and BAManifestURL to a download manifest (bahost pack download-manifest create)")
+        }
     }
 
     static func isReverseDNS(_ name: String) -> Bool {
@@ -135,6 +143,8 @@ private struct InfoPlist: Decodable {
     var BAMaxInstallSize: Int64
     var BAEssentialMaxInstallSize: Int64?
     var BAHostExtension: String?
+    var BAHasManagedAssetPacks: Bool?
+    var BAUsesAppleHosting: Bool?
 
     struct Restrictions: Decodable {
         var BADownloadAllowance: Int64

@@ -4,8 +4,9 @@ import Foundation
 import Queue
 import Synchronization
 
-/// Delivers each finished or failed download exactly once: to the running app's delegate when it has one (at
-/// once, each counted delivered when the method returned), else to the extension, woken in a window for a batch.
+/// Delivers each finished or failed download exactly once: a managed app's asset packs to the host's own installer
+/// (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each counted delivered
+/// when the method returned), else to the extension, woken in a window for a batch.
 /// For the extension, completions go out when the app's transfers are done, when a batch is full, or when the
 /// oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
 /// holds up only its own app.
@@ -32,7 +33,12 @@ final class CompletionRouter: Sendable {
         state.withLock { state in
             if state.pendingSince[appIdentifier] == nil { state.pendingSince[appIdentifier] = .now }
         }
-        if context.delegates?.hasDelegate(appIdentifier) == true { start(appIdentifier) }
+        if context.delegates?.hasDelegate(appIdentifier) == true || isManaged(appIdentifier) { start(appIdentifier) }
+    }
+
+    /// A managed app's completions are its packs, installed by the host at once.
+    private func isManaged(_ appIdentifier: String) -> Bool {
+        (try? context.store.app(appIdentifier))??.hasManagedAssetPacks == true
     }
 
     /// Starts the deliveries that are due, given the queue as the scheduler read it.
@@ -63,7 +69,7 @@ final class CompletionRouter: Sendable {
             forget(appIdentifier)
             return false
         }
-        if context.delegates?.hasDelegate(appIdentifier) == true { return true }
+        if context.delegates?.hasDelegate(appIdentifier) == true || isManaged(appIdentifier) { return true }
         if pending >= CompletionDelivery.defaultBatchSize || !snapshot.appsWithActiveDownloads.contains(appIdentifier) {
             return true
         }
@@ -95,6 +101,13 @@ final class CompletionRouter: Sendable {
         let store = context.store
         guard let app = try store.app(appIdentifier) else { return }
         forget(appIdentifier)
+        if app.hasManagedAssetPacks {
+            let packs = ManagedPacks(context: context)
+            try await onWindowThread { try packs.installFinished(appIdentifier) }
+            // An essential pack counts for launch once installed.
+            context.transferEnded.fire()
+            try context.announceLaunchIfReady(appIdentifier)
+        }
         if let delegates = context.delegates, delegates.hasDelegate(appIdentifier) {
             var declined = false
             for var completion in try store.pendingCompletions(for: appIdentifier) {

@@ -54,7 +54,9 @@ final class EngineContext: Sendable {
     /// Announces `appMayLaunch` once every essential download of an app that waits for them has ended.
     func announceLaunchIfReady(_ appIdentifier: String) throws {
         guard launchGate.isWaiting(appIdentifier) else { return }
-        guard try !store.hasActiveDownloads(for: appIdentifier, essential: true) else { return }
+        guard try !store.hasActiveDownloads(for: appIdentifier, essential: true),
+            try !store.hasPendingPackCompletions(for: appIdentifier, essential: true)
+        else { return }
         if launchGate.open(appIdentifier) { observe(.appMayLaunch(appIdentifier: appIdentifier)) }
     }
 }

@@ -39,6 +39,14 @@ extension LifecycleEvent {
             var text = "extension window (\(name)): \(outcome.stopReason.summary) [\(ms)]"
             for line in outcome.log { text += "\n    [\(line.source.rawValue)] \(line.message)" }
             return EventLine(json: object, text: text)
+        case .packInstalled(let app, let id, let version):
+            return EventLine(
+                json: ["event": "packInstalled", "app": app, "assetPackID": id, "version": version],
+                text: "asset pack \(id) version \(version) installed")
+        case .packFailed(let app, let id, let error):
+            return EventLine(
+                json: ["event": "packFailed", "app": app, "assetPackID": id, "error": Self.json(error)],
+                text: "asset pack \(id) failed: \(error)")
         case .rejected(let download, let error):
             return EventLine(
                 json: ["event": "rejected", "identifier": download.identifier, "url": download.url ?? "", "error": Self.json(error)],
@@ -97,7 +105,7 @@ extension LifecycleEvent {
     /// The app the event is about, where it names one.
     public var appIdentifier: String? {
         switch self {
-        case .window(_, _, let app), .appMayLaunch(let app): app
+        case .window(_, _, let app), .appMayLaunch(let app), .packInstalled(let app, _, _), .packFailed(let app, _, _): app
         case .queued(let d), .promoted(let d), .began(let d, _), .progress(let d, _, _), .paused(let d, _, _, _),
             .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):
             d.appIdentifier

@@ -34,6 +34,10 @@ public enum LifecycleEvent: Sendable {
     case deliveredToApp(QueuedDownload)
     /// A completion whose entry point never returned, given up after its attempts.
     case abandoned(QueuedDownload)
+    /// A managed app's pack was installed (or updated) whole.
+    case packInstalled(appIdentifier: String, id: String, version: Int)
+    /// A managed app's pack could not be downloaded or installed; what was installed before stays.
+    case packFailed(appIdentifier: String, id: String, error: HostError)
     /// Every essential download of the app has ended: it may launch.
     case appMayLaunch(appIdentifier: String)
     /// The queue could not record something; the download stays as it was, to be resumed.

@@ -170,7 +170,10 @@ extension Download {
         func text(_ p: UnsafePointer<CChar>?) throws(WireViolation) -> String? {
             try p.map { p throws(WireViolation) in try WireReader.text(p, strlen(p)) }
         }
-        guard let kind = Kind(rawValue: d.kind) else { throw WireViolation(message: "the extension sent a download of unknown kind") }
+        // Only the ABI's kinds: an asset pack's download is the host's own.
+        guard let kind = Kind(rawValue: d.kind), kind != .assetPack else {
+            throw WireViolation(message: "the extension sent a download of unknown kind")
+        }
         guard let identifier = try text(d.identifier), let group = try text(d.application_group_identifier) else {
             throw WireViolation(message: "the extension sent a download without identifier or application group")
         }

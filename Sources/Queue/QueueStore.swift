@@ -190,6 +190,11 @@ public final class QueueStore: Sendable {
                 CREATE INDEX download_runnable ON download(state, foreground, isEssential DESC, priority DESC, sequence)
                 """)
         }
+        migrator.registerMigration("v5: managed asset packs") { db in
+            try db.alter(table: AppRecord.databaseTableName) { t in
+                t.add(column: "hasManagedAssetPacks", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 
@@ -629,10 +634,16 @@ public final class QueueStore: Sendable {
     }
 
     /// Finished and failed downloads whose completion has not been delivered, oldest first (at most `limit`).
-    public func pendingCompletions(for appIdentifier: String, limit: Int? = nil) throws -> [QueuedDownload] {
-        try database.read { db in
+    ///
+    /// Asset-pack downloads are left out unless `assetPacks`: the host installs them itself, and they never reach an
+    /// app's delegate or an extension.
+    public func pendingCompletions(for appIdentifier: String, limit: Int? = nil, assetPacks: Bool = false) throws
+        -> [QueuedDownload]
+    {
+        let kind = "kind \(assetPacks ? "=" : "!=") \(Download.Kind.assetPack.rawValue)"
+        return try database.read { db in
             try Self.fetch(
-                db, where: "\(Self.pendingCondition) ORDER BY sequence LIMIT ?", [appIdentifier, limit ?? -1])
+                db, where: "\(Self.pendingCondition) AND \(kind) ORDER BY sequence LIMIT ?", [appIdentifier, limit ?? -1])
         }
     }
 
@@ -658,6 +669,19 @@ public final class QueueStore: Sendable {
         try database.read { db in
             let statement = try db.cachedStatement(
                 sql: "SELECT 1 FROM download WHERE \(Self.activeCondition)\(essential ? " AND isEssential" : "") LIMIT 1")
+            return try Bool.fetchOne(statement, arguments: [appIdentifier]) != nil
+        }
+    }
+
+    /// Whether an app has finished or failed asset-pack downloads not yet installed (or reported), essential ones only
+    /// when `essential`: an essential pack counts as done for launch once it is installed, not once it is downloaded.
+    public func hasPendingPackCompletions(for appIdentifier: String, essential: Bool) throws -> Bool {
+        try database.read { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT 1 FROM download WHERE \(Self.pendingCondition) AND kind = \(Download.Kind.assetPack.rawValue)
+                    \(essential ? " AND isEssential" : "") LIMIT 1
+                    """)
             return try Bool.fetchOne(statement, arguments: [appIdentifier]) != nil
         }
     }

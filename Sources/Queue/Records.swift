@@ -188,11 +188,13 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     /// Restrictions apply until the app's first launch.
     public var launched: Bool
     public var allowInsecureLoopback: Bool
+    /// `BAHasManagedAssetPacks`: `manifestURL` names a download manifest, and the host manages the app's packs.
+    public var hasManagedAssetPacks: Bool
 
     public init(
         appIdentifier: String, appGroupIdentifier: String, pluginPath: String, manifestURL: String,
         domainAllowList: [String], downloadAllowance: Int64, essentialDownloadAllowance: Int64,
-        allowInsecureLoopback: Bool
+        allowInsecureLoopback: Bool, hasManagedAssetPacks: Bool = false
     ) {
         self.appIdentifier = appIdentifier
         self.appGroupIdentifier = appGroupIdentifier
@@ -205,5 +207,6 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
         usedEssentialBytes = 0
         launched = false
         self.allowInsecureLoopback = allowInsecureLoopback
+        self.hasManagedAssetPacks = hasManagedAssetPacks
     }
 }

@@ -1,7 +1,8 @@
 import AppConfig
 import ExtensionRuntime
-import Foundation
 import Engine
+import Foundation
+import Packs
 import Queue
 import ServiceWire
 import Vocabulary
@@ -18,6 +19,7 @@ extension BackgroundAssetsService {
             case .launch(let app): return try await launch(app, id: id, session: session)
             case .simulate(let app, let name): return try await simulate(app, name, id: id, session: session)
             case .downloads(let app): return try downloads(app)
+            case .packs(let app): return try packs(app)
             case .resetBudget(let app):
                 try engine.updateSchedule(try installed(app).appIdentifier) { $0.budgetUsedSeconds = 0 }
                 return Self.report(true, "\(app): today's runtime budget is reset", ["app": app, "budgetUsedSeconds": 0])
@@ -72,7 +74,8 @@ extension BackgroundAssetsService {
             manifestURL: config.manifestURL.absoluteString, domainAllowList: config.initialRestrictions.domainAllowList,
             downloadAllowance: config.initialRestrictions.downloadAllowance,
             essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
-            allowInsecureLoopback: settings.allowInsecureLoopback), directory: folder.path)
+            allowInsecureLoopback: settings.allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks),
+            directory: folder.path)
         return try await contentRequest(update ? .update : .install, config.appIdentifier, id: id, session: session)
     }
 
@@ -87,17 +90,24 @@ extension BackgroundAssetsService {
         }
         sessions.follow(app, from: session, request: id)
         defer { sessions.unfollow(session, request: id) }
-        let outcome = try await engine.contentRequest(request, appIdentifier: app)
         var json: [String: Any] = ["app": app, "request": request.name]
         var text = "\(app): \(request.name) content request: "
-        if let outcome {
-            json["stopReason"] = outcome.stopReason.kind
-            text += outcome.stopReason.summary
+        var success: Bool
+        if try installed(app).hasManagedAssetPacks {
+            let result = try await engine.packRequest(request, appIdentifier: app)
+            if let result {
+                json["assetPacksOffered"] = result.offered
+                json["assetPacksQueued"] = result.queued
+                text += "\(result.offered) asset packs offered, \(result.queued) queued"
+            } else {
+                json["stopReason"] = "manifestFailed"
+                text += "the download manifest could not be fetched"
+            }
+            success = result != nil
         } else {
-            json["stopReason"] = "manifestFailed"
-            text += "the manifest could not be fetched"
+            let outcome = try await engine.contentRequest(request, appIdentifier: app)
+            success = describe(outcome, text: &text, json: &json)
         }
-        var success = outcome?.stopReason == .returned
         if essentialGate {
             let failures = try await engine.awaitEssentials(app)
             json["essentialFailures"] = failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }
@@ -107,6 +117,18 @@ extension BackgroundAssetsService {
         }
         json["queued"] = try engine.activeDownloadCount(app)
         return Self.report(success, text, json)
+    }
+
+    /// An unmanaged content request's window, for the report.
+    private func describe(_ outcome: WindowOutcome?, text: inout String, json: inout [String: Any]) -> Bool {
+        guard let outcome else {
+            json["stopReason"] = "manifestFailed"
+            text += "the manifest could not be fetched"
+            return false
+        }
+        json["stopReason"] = outcome.stopReason.kind
+        text += outcome.stopReason.summary
+        return outcome.stopReason == .returned
     }
 
     private func launch(_ app: String, id: UInt64, session: ClientSession) async throws -> ServiceReply {
@@ -169,6 +191,43 @@ extension BackgroundAssetsService {
             rows.append(row)
         }
         return Self.report(true, text, ["app": app, "downloads": rows])
+    }
+
+    private func packs(_ app: String) throws -> ServiceReply {
+        guard try installed(app).hasManagedAssetPacks else {
+            throw ControlError("\(app) does not manage asset packs (BAHasManagedAssetPacks is not set)")
+        }
+        let packs = try engine.packs(app)
+        var text = "\(app): \(packs.count) asset pack\(packs.count == 1 ? "" : "s")\n"
+        var rows: [[String: Any]] = []
+        for pack in packs {
+            let policy = pack.policy.map(Self.describe) ?? "no longer offered"
+            var state = pack.installed.map { "installed version \($0.version), \(LifecycleEvent.size($0.size)) on disk" }
+                ?? "not installed"
+            if pack.downloading { state += ", downloading" }
+            if let available = pack.availableVersion, let installed = pack.installed, installed.version < available {
+                state += ", version \(available) available"
+            }
+            text += "  \(pack.id)  \(policy)  \(state)\n"
+            var row: [String: Any] = [
+                "assetPackID": pack.id, "policy": policy, "downloading": pack.downloading, "downloadSize": pack.downloadSize,
+            ]
+            if let version = pack.availableVersion { row["availableVersion"] = version }
+            if let installed = pack.installed {
+                row["installedVersion"] = installed.version
+                row["installedSize"] = installed.size
+            }
+            rows.append(row)
+        }
+        return Self.report(true, text, ["app": app, "assetPacks": rows])
+    }
+
+    private static func describe(_ policy: DownloadPolicy) -> String {
+        switch policy {
+        case .essential(let events): "essential (\(events.map(\.rawValue).sorted().joined(separator: ", ")))"
+        case .prefetch(let events): "prefetch (\(events.map(\.rawValue).sorted().joined(separator: ", ")))"
+        case .onDemand: "on demand"
+        }
     }
 
     private func status() throws -> ServiceReply {

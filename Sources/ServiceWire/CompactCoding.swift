@@ -255,7 +255,9 @@ private struct CompactReader {
     }
 
     private mutating func download() throws -> Download {
-        guard let kind = Download.Kind(rawValue: try int32()) else { throw ServiceWireError.protocolViolation("compact frame: unknown download kind") }
+        guard let kind = Download.Kind(rawValue: try int32()) else {
+            throw ServiceWireError.protocolViolation("compact frame: unknown download kind")
+        }
         let identifier = try string()
         let uniqueIdentifier = try optional()
         let url = try optional()

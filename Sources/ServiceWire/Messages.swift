@@ -78,6 +78,8 @@ public enum ControlCommand: Codable, Sendable {
     /// A content request now, as the system would send it: install, update, periodic or language-change.
     case simulate(appIdentifier: String, request: String)
     case downloads(appIdentifier: String)
+    /// A managed app's asset packs: catalogue, installed versions, policies.
+    case packs(appIdentifier: String)
     case resetBudget(appIdentifier: String)
     case setUnlimitedRuntime(appIdentifier: String, enabled: Bool)
     case setBackgroundRefresh(appIdentifier: String, enabled: Bool)

@@ -62,6 +62,11 @@ public struct DataRoot: Sendable, Hashable {
         container(for: appGroupIdentifier).appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks", isDirectory: true)
     }
 
+    /// A managed app's catalogue: the download manifest last fetched for it.
+    public func packCatalogue(for appIdentifier: String) -> URL {
+        url.appendingPathComponent("packs", isDirectory: true).appendingPathComponent("\(appIdentifier).json")
+    }
+
     /// Creates the folders; private to the user.
     public func prepare(appGroupIdentifier: String? = nil) throws {
         var folders = [url, transfers]

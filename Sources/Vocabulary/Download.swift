@@ -5,10 +5,13 @@ import Foundation
 /// through the runner, an app through the service's socket, the queue from its row). The host never sees a
 /// `BADownload` object: only these fields, decoded and checked.
 public struct Download: Sendable, Hashable, Codable {
-    /// What the download fetches: an asset URL, or the app's manifest (which reaches an extension only as a failure).
+    /// What the download fetches: an asset URL, or the app's manifest (which reaches an extension only as a failure),
+    /// as the ABI numbers them; or a managed asset pack's archive, which the host installs itself and which never
+    /// crosses the ABI.
     public enum Kind: Int32, Sendable, Codable {
         case url = 0
         case manifest = 1
+        case assetPack = 2
     }
 
     public var kind: Kind

@@ -8,8 +8,8 @@ struct Debug: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Simulate events, inspect downloads and the scheduler, and adjust budgets (backgroundassets-debug).",
         subcommands: [
-            Simulate.self, Downloads.self, Status.self, ResetBudget.self, Budget.self, BackgroundRefresh.self,
-            Conditions.self, Clock.self,
+            Simulate.self, Downloads.self, Packs.self, Status.self, ResetBudget.self, Budget.self,
+            BackgroundRefresh.self, Conditions.self, Clock.self,
         ])
 
     struct Simulate: ParsableCommand {
@@ -26,6 +26,14 @@ struct Debug: ParsableCommand {
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.downloads(appIdentifier: app)) }
+    }
+
+    struct Packs: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List a managed app's asset packs: policy, installed and available versions, size on disk.")
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.packs(appIdentifier: app)) }
     }
 
     struct Status: ParsableCommand {

@@ -106,13 +106,13 @@ public struct TestApp: Sendable {
 
     public init(
         identifier: String = "com.example.levels", group: String = "group.com.example.levels", manifestURL: String,
-        plugin: String, allowance: Int64 = 100_000_000
+        plugin: String, allowance: Int64 = 100_000_000, managedAssetPacks: Bool = false
     ) throws {
         self.identifier = identifier
         self.group = group
         folder = TestPlugins.scratch.appendingPathComponent("app-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let values: [String: Any] = [
+        var values: [String: Any] = [
             "CFBundleIdentifier": identifier, "BAAppGroupID": group, "BAManifestURL": manifestURL,
             "BAInitialDownloadRestrictions": [
                 "BADownloadAllowance": allowance, "BAEssentialDownloadAllowance": allowance,
@@ -120,6 +120,7 @@ public struct TestApp: Sendable {
             ] as [String: Any],
             "BAMaxInstallSize": allowance,
         ]
+        if managedAssetPacks { values["BAHasManagedAssetPacks"] = true }
         try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
             .write(to: folder.appendingPathComponent("Info.plist"))
         try FileManager.default.copyItem(atPath: plugin, toPath: folder.appendingPathComponent("extension.so").path)

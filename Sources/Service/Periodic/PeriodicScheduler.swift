@@ -61,7 +61,12 @@ final class PeriodicScheduler: Sendable {
                     schedule.lastDecision = "ran at \(ISO8601DateFormatter().string(from: now))"
                 }
                 do {
-                    _ = try await service.engine.contentRequest(.periodic, appIdentifier: app.appIdentifier)
+                    // A managed app's periodic request checks its packs for updates.
+                    if app.hasManagedAssetPacks {
+                        _ = try await service.engine.packRequest(.periodic, appIdentifier: app.appIdentifier)
+                    } else {
+                        _ = try await service.engine.contentRequest(.periodic, appIdentifier: app.appIdentifier)
+                    }
                 } catch {
                     service.logger.error("periodic request failed: \(error)", metadata: ["app": "\(app.appIdentifier)"])
                 }

@@ -1,0 +1,97 @@
+import Foundation
+import Packs
+import Testing
+import TestSupport
+
+/// A managed app (`BAHasManagedAssetPacks`) against a real daemon, its packs self-hosted on nginx.
+@Suite struct ManagedPacksTests {
+    let nginx = Nginx.shared
+    let dir = "managed-\(UUID().uuidString.prefix(8))"
+    let work = TestPlugins.scratch.appendingPathComponent("managed-\(UUID().uuidString.prefix(8))")
+
+    /// Packages a pack whose one file, `ID/readme.txt`, holds `text`, and returns its archive.
+    func pack(_ id: String, policy: String, text: String) throws -> String {
+        let source = work.appendingPathComponent("\(id)-\(UUID().uuidString.prefix(4))")
+        try FileManager.default.createDirectory(at: source.appendingPathComponent(id), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: source.appendingPathComponent("\(id)/readme.txt"))
+        try Data("{\"assetPackID\":\"\(id)\",\"downloadPolicy\":\(policy),\"fileSelectors\":[{\"directory\":\"\(id)\"}]}".utf8)
+            .write(to: source.appendingPathComponent("Manifest.json"))
+        let archive = source.appendingPathComponent("\(id).tar.zst").path
+        try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
+        return archive
+    }
+
+    /// Puts the archives and their download manifest on nginx, as a developer self-hosting them would.
+    @discardableResult
+    func publish(_ archives: [String], previous: DownloadManifest? = nil) throws -> DownloadManifest {
+        let manifest = try DownloadManifest.create(
+            archives: archives, baseURL: nginx.https("\(dir)/packs"), previous: previous)
+        for archive in archives {
+            let id = try PackArchive.readIndex(archive).manifest.assetPackID
+            _ = try nginx.serve(try Data(contentsOf: URL(fileURLWithPath: archive)), at: "\(dir)/packs/\(id)")
+        }
+        _ = try nginx.serve(try manifest.encoded(), at: "\(dir)/download-manifest.json")
+        return manifest
+    }
+
+    func installedText(_ app: TestApp, _ daemon: ServiceDaemon, _ id: String) -> String? {
+        let file = app.container(in: daemon.dataRoot)
+            .appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks/\(id)/\(id)/readme.txt")
+        return FileManager.default.contents(atPath: file.path).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func installDownloadsEssentialPacksBeforeItReturnsAndUpdatesSwapInNewVersions() throws {
+        let essential = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "v1")
+        let prefetch = try pack("level-2", policy: #"{"prefetch":{"installationEventTypes":["firstInstallation"]}}"#, text: "two")
+        let onDemand = try pack("bonus", policy: #"{"onDemand":{}}"#, text: "bonus")
+        let first = try publish([essential, prefetch, onDemand])
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+
+        // Install returns once the essential pack is installed; the prefetch pack follows; the on-demand one waits.
+        let install = try daemon.report(["install", app.folder.path])
+        #expect(install.status == 0, "\(install.report)")
+        #expect(install.report["assetPacksOffered"] as? Int == 3 && install.report["assetPacksQueued"] as? Int == 2)
+        #expect(installedText(app, daemon, "intro") == "v1")
+        #expect(
+            ServiceDaemon.waitUntil { installedText(app, daemon, "level-2") == "two" },
+            "\((try? daemon.bahost(["debug", "downloads", "--app", app.identifier]))?.stdout ?? "")")
+        #expect(installedText(app, daemon, "bonus") == nil)
+        #expect(install.events.contains { $0["event"] as? String == "packInstalled" && $0["assetPackID"] as? String == "intro" })
+
+        let packs = try daemon.report(["debug", "packs", "--app", app.identifier])
+        let rows = (packs.report["assetPacks"] as? [[String: Any]] ?? []).reduce(into: [String: [String: Any]]()) {
+            $0[$1["assetPackID"] as? String ?? ""] = $1
+        }
+        #expect(rows["intro"]?["installedVersion"] as? Int == 1)
+        #expect(rows["bonus"]?["installedVersion"] == nil && rows["bonus"]?["policy"] as? String == "on demand")
+
+        // A new version of the essential pack on the server: the update request swaps it in whole.
+        let second = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "v2")
+        try publish([second, prefetch, onDemand], previous: first)
+        let update = try daemon.report(["update", app.folder.path])
+        #expect(update.status == 0, "\(update.report)")
+        #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "intro") == "v2" })
+        let after = try daemon.report(["debug", "packs", "--app", app.identifier]).report["assetPacks"] as? [[String: Any]]
+        #expect(after?.first { $0["assetPackID"] as? String == "intro" }?["installedVersion"] as? Int == 2)
+    }
+
+    @Test func anArchiveThatIsNotWhatTheManifestPromisedLeavesNothingInstalled() throws {
+        let essential = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "v1")
+        try publish([essential])
+        // The server now hands out another archive under the same name: its hash does not match.
+        let other = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "evil")
+        _ = try nginx.serve(try Data(contentsOf: URL(fileURLWithPath: other)), at: "\(dir)/packs/intro")
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        let install = try daemon.report(["install", app.folder.path])
+        #expect(install.status == 2)
+        let failures = install.report["essentialFailures"] as? [[String: Any]] ?? []
+        #expect(failures.map { $0["identifier"] as? String } == ["intro"])
+        #expect(installedText(app, daemon, "intro") == nil)
+    }
+}
