@@ -73,6 +73,8 @@ public final class HostEngine: Sendable {
         }
         context = EngineContext(
             store: store, dataRoot: dataRoot, settings: settings, observe: observe, client: client, delegates: router)
+        // What a killed host left half done in a managed app's pack installs (never visible: see PackStore).
+        ManagedPacks(context: context).removeLeftovers()
         let completions = CompletionRouter(context: context)
         self.completions = completions
         scheduler = Scheduler(context: context) { app in completions.recorded(app) }

@@ -135,6 +135,13 @@ struct ManagedPacks {
         }
     }
 
+    /// Removes what a killed host left in every managed app's pack staging folder.
+    func removeLeftovers() {
+        for app in (try? context.store.apps()) ?? [] where app.hasManagedAssetPacks {
+            store(for: app).removeLeftovers()
+        }
+    }
+
     // MARK: Steps
 
     private func download(_ entry: DownloadManifest.Entry, app: AppRecord, essential: Bool) -> Download {

@@ -9,11 +9,13 @@ import TestSupport
     let dir = "managed-\(UUID().uuidString.prefix(8))"
     let work = TestPlugins.scratch.appendingPathComponent("managed-\(UUID().uuidString.prefix(8))")
 
-    /// Packages a pack whose one file, `ID/readme.txt`, holds `text`, and returns its archive.
-    func pack(_ id: String, policy: String, text: String) throws -> String {
+    /// Packages a pack whose file `ID/readme.txt` (and `ID/N.txt` for each of `extraFiles`) holds `text`, and returns
+    /// its archive.
+    func pack(_ id: String, policy: String, text: String, extraFiles: Int = 0) throws -> String {
         let source = work.appendingPathComponent("\(id)-\(UUID().uuidString.prefix(4))")
         try FileManager.default.createDirectory(at: source.appendingPathComponent(id), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: source.appendingPathComponent("\(id)/readme.txt"))
+        for number in 0..<extraFiles { try Data(text.utf8).write(to: source.appendingPathComponent("\(id)/\(number).txt")) }
         try Data("{\"assetPackID\":\"\(id)\",\"downloadPolicy\":\(policy),\"fileSelectors\":[{\"directory\":\"\(id)\"}]}".utf8)
             .write(to: source.appendingPathComponent("Manifest.json"))
         let archive = source.appendingPathComponent("\(id).tar.zst").path
@@ -93,5 +95,47 @@ import TestSupport
         let failures = install.report["essentialFailures"] as? [[String: Any]] ?? []
         #expect(failures.map { $0["identifier"] as? String } == ["intro"])
         #expect(installedText(app, daemon, "intro") == nil)
+    }
+
+    /// SIGKILL at moments spread over a pack update: the pack on disk is always one whole version, the next start
+    /// leaves nothing half-made behind, and the update completes.
+    @Test func killedDuringAPackUpdateThePackIsAlwaysOneWholeVersion() throws {
+        let policy = #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#
+        let first = try publish([try pack("world", policy: policy, text: "v1", extraFiles: 400)])
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        try publish([try pack("world", policy: policy, text: "v2", extraFiles: 400)], previous: first)
+
+        let packs = app.container(in: daemon.dataRoot).appendingPathComponent(
+            "Library/Application Support/BackgroundAssets/AssetPacks")
+        /// The versions the installed files hold: one, when the pack is whole.
+        func versions() -> Set<String> {
+            let folder = packs.appendingPathComponent("world/world")
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            return Set(names.compactMap { FileManager.default.contents(atPath: folder.appendingPathComponent($0).path) }
+                .map { String(decoding: $0, as: UTF8.self) })
+        }
+        for delay in [0, 40, 80, 120, 200, 300] {
+            let update = try Bahost.start(["update", app.folder.path, "--socket", daemon.socket])
+            usleep(useconds_t(delay * 1000))
+            daemon.stop(SIGKILL)
+            update.process.waitUntilExit()
+            let seen = versions()
+            #expect(seen == ["v1"] || seen == ["v2"], "after a kill at \(delay) ms the pack holds \(seen)")
+            let staging = packs.appendingPathComponent(".staging").path
+            let leftBehind = Set((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? [])
+            try daemon.restart()
+            // The restarted service may be installing again (under new names), but nothing the kill left survives.
+            let now = Set((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? [])
+            #expect(leftBehind.isDisjoint(with: now), "\(leftBehind.intersection(now)) survived the restart")
+        }
+        // Whatever the kills interrupted, the update goes through.
+        if versions() != ["v2"] { _ = try daemon.report(["update", app.folder.path]) }
+        #expect(ServiceDaemon.waitUntil { versions() == ["v2"] })
+        let files = try FileManager.default.contentsOfDirectory(atPath: packs.appendingPathComponent("world/world").path)
+        #expect(files.count == 401)
     }
 }
