@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
         // The example app, which talks to `bahost daemon` through the same SDK.
         .executable(name: "levels-app", targets: ["ExampleApp"]),
+        // The managed example app, which uses AssetPackManager.
+        .executable(name: "packs-app", targets: ["ManagedApp"]),
         .executable(name: "bahost-bench-app", targets: ["BenchApp"]),
     ],
     dependencies: [
@@ -26,12 +28,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         // The SDK: the C ABI (headers only; the .c file pins the struct layout) and Apple's Swift API over it.
         .target(name: "CBAExtension", path: "SDK/C"),
         .target(
-            name: "BackgroundAssets", dependencies: ["CBAExtension", "ServiceWire", "Vocabulary"],
+            name: "BackgroundAssets",
+            dependencies: [
+                "CBAExtension", "ServiceWire", "Vocabulary", .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "SDK/Swift/BackgroundAssets"),
         // The value types every layer shares (a download, an error, a content request, window limits, the data
         // root's layout). It depends on nothing but the ABI's header, so that no layer needs one above it for a type.
@@ -51,7 +57,8 @@ let package = Package(
         // Managed asset packs: the author's manifest, the archive (libarchive), the download manifest.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .target(
-            name: "Packs", dependencies: ["CArchive", "CHostSupport", .product(name: "Crypto", package: "swift-crypto")]),
+            name: "Packs",
+            dependencies: ["CArchive", "CHostSupport", "Vocabulary", .product(name: "Crypto", package: "swift-crypto")]),
         // `bahost serve`: the packs' mock HTTPS server.
         .target(
             name: "PackServer",
@@ -104,6 +111,13 @@ let package = Package(
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Plugins/Swift/ExampleApp"),
         .executableTarget(
+            name: "ManagedApp",
+            dependencies: [
+                "BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Plugins/Swift/ManagedApp"),
+        .executableTarget(
             name: "BenchApp",
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Benchmarks/BenchApp"),
@@ -143,6 +157,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp",
+                "ManagedApp",
             ]),
     ]
 )

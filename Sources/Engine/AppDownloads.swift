@@ -89,7 +89,8 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
 
     public func currentDownloads() -> Result<[Download], HostError> {
         do {
-            return .success(try store.activeDownloads(for: appIdentifier).map(\.described))
+            // A managed app's pack downloads are the host's own, not the app's.
+            return .success(try store.activeDownloads(for: appIdentifier).filter { $0.download.kind != .assetPack }.map(\.described))
         } catch {
             return .failure(Self.storeFailure(error))
         }

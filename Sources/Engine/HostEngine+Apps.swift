@@ -1,7 +1,5 @@
 import Foundation
-import Packs
 import Queue
-import Vocabulary
 
 /// What the service and the command line ask of the engine about installed apps. They speak in these intents and
 /// never reach the queue themselves, so that every change that could let a download start wakes the engine, and
@@ -61,32 +59,6 @@ extension HostEngine {
         return try store.failedEssentialDownloads(for: appIdentifier, after: since)
     }
 
-    /// A content request for a managed app (`BAHasManagedAssetPacks`): fetches its download manifest and queues the
-    /// packs the request downloads. Nil when the download manifest could not be fetched or read.
-    public func packRequest(_ request: ContentRequest, appIdentifier: String) async throws -> (offered: Int, queued: Int)? {
-        try await ManagedPacks(context: context).run(request, appIdentifier: appIdentifier).map { ($0.offered, $0.queued) }
-    }
-
-    /// A managed app's packs: each in its catalogue with the version installed, if any (`bahost debug packs`).
-    public func packs(_ appIdentifier: String) throws -> [PackListing] {
-        guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        let packs = ManagedPacks(context: context)
-        let installed = packs.store(for: app).installed()
-        let downloading = Set(try store.activeDownloads(for: appIdentifier).filter { $0.download.kind == .assetPack }.map(\.identifier))
-        let offered = packs.catalogue(for: app)?.assetPacks ?? []
-        var listing = offered.map { entry in
-            PackListing(
-                id: entry.id, policy: entry.downloadPolicy, availableVersion: entry.version,
-                installed: installed[entry.id], downloadSize: entry.downloadSize, downloading: downloading.contains(entry.id))
-        }
-        // Installed packs the server no longer offers stay until removed.
-        for (id, pack) in installed where !offered.contains(where: { $0.id == id }) {
-            listing.append(PackListing(
-                id: id, policy: nil, availableVersion: nil, installed: pack, downloadSize: 0, downloading: false))
-        }
-        return listing.sorted { $0.id < $1.id }
-    }
-
     public func activeDownloadCount(_ appIdentifier: String) throws -> Int {
         try store.activeDownloadCount(for: appIdentifier)
     }
@@ -99,15 +71,4 @@ extension HostEngine {
     public func appDisconnected(_ appIdentifier: String) throws {
         try store.demoteForeground(appIdentifier: appIdentifier)
     }
-}
-
-/// One pack of a managed app, as `bahost debug packs` shows it.
-public struct PackListing: Sendable {
-    public var id: String
-    /// Nil for an installed pack the server no longer offers.
-    public var policy: DownloadPolicy?
-    public var availableVersion: Int?
-    public var installed: PackStore.Installed?
-    public var downloadSize: Int64
-    public var downloading: Bool
 }

@@ -38,8 +38,8 @@ struct ManagedPacks {
     /// Fetches the download manifest and queues the packs the request downloads. Nil when the manifest could not be
     /// fetched or read (the failure is recorded as the manifest's, as for an unmanaged app).
     func run(_ request: ContentRequest, appIdentifier: String) async throws -> Result? {
-        let queue = context.store
-        guard let app = try queue.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+        let rows = context.store
+        guard let app = try rows.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
         try context.dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
         let manifest: DownloadManifest
         switch await ManifestFetch(context: context).fetch(for: app) {
@@ -63,7 +63,7 @@ struct ManagedPacks {
             case .update: .subsequentUpdate
             default: nil
             }
-        let active = Set(try queue.activeDownloads(for: appIdentifier).map(\.identifier))
+        let active = Set(try rows.activeDownloads(for: appIdentifier).map(\.identifier))
         let offered = manifest.assetPacks.filter { $0.index.manifest.isForLinux }
         var wanted: [Download] = []
         for entry in offered where !active.contains(entry.id) {
@@ -73,26 +73,7 @@ struct ManagedPacks {
                 wanted.append(download(entry, app: app, essential: entry.downloadPolicy.isEssential))
             }
         }
-        var policy = app.policy
-        var refused: [(Download, HostError)] = []
-        let results = try queue.enqueue(wanted, for: appIdentifier) { app, download in
-            let error = policy.checkURL(download.url ?? "") ?? policy.allowance.admit(download)
-            app.take(policy)
-            return error
-        }
-        var queued = 0
-        for (download, result) in results {
-            switch result {
-            case .success(let row):
-                queued += 1
-                context.observe(.queued(row))
-            case .failure(let error):
-                refused.append((download, error))
-                context.observe(.rejected(download, error))
-            }
-        }
-        try queue.recordRefused(refused, for: appIdentifier)
-        if queued > 0 { context.signal.fire() }
+        let queued = try queue(wanted, for: app, foreground: false)
         if event != nil {
             context.launchGate.close(appIdentifier)
             try context.announceLaunchIfReady(appIdentifier)
@@ -103,11 +84,11 @@ struct ManagedPacks {
     /// Installs the app's finished pack downloads and reports the failed ones, each once. Runs off Swift's
     /// cooperative pool (unpacking blocks).
     func installFinished(_ appIdentifier: String) throws {
-        let queue = context.store
-        guard let app = try queue.app(appIdentifier), app.hasManagedAssetPacks else { return }
+        let rows = context.store
+        guard let app = try rows.app(appIdentifier), app.hasManagedAssetPacks else { return }
         let packs = store(for: app)
         let catalogue = catalogue(for: app)
-        for var row in try queue.pendingCompletions(for: appIdentifier, assetPacks: true) {
+        for var row in try rows.pendingCompletions(for: appIdentifier, assetPacks: true) {
             if row.state == .finished, let archive = row.filePath {
                 // The archive's hash names the version it was queued for; the catalogue may have moved on since.
                 if let entry = catalogue?.assetPacks.first(where: { $0.id == row.identifier && $0.sha256 == row.download.sha256 }) {
@@ -131,7 +112,7 @@ struct ManagedPacks {
                 context.observe(.packFailed(appIdentifier: appIdentifier, id: row.identifier, error: error))
             }
             row.delivered = true
-            try queue.save(row)
+            try rows.save(row)
         }
     }
 
@@ -142,9 +123,40 @@ struct ManagedPacks {
         }
     }
 
+    /// Queues pack downloads under the app's policy (allow list, allowance); reports what was refused. Returns how
+    /// many were queued.
+    func queue(_ downloads: [Download], for app: AppRecord, foreground: Bool) throws -> Int {
+        var policy = app.policy
+        var refused: [(Download, HostError)] = []
+        let results = try context.store.enqueue(downloads, for: app.appIdentifier, foreground: foreground) { app, download in
+            let error = policy.checkURL(download.url ?? "") ?? policy.allowance.admit(download)
+            app.take(policy)
+            return error
+        }
+        var queued = 0
+        for (download, result) in results {
+            switch result {
+            case .success(let row):
+                queued += 1
+                context.observe(.queued(row))
+            case .failure(let error):
+                refused.append((download, error))
+                context.observe(.rejected(download, error))
+            }
+        }
+        try context.store.recordRefused(refused, for: app.appIdentifier)
+        if queued > 0 { context.signal.fire() }
+        return queued
+    }
+
+    /// The packs of the app's catalogue offered to this platform.
+    func offered(_ app: AppRecord) -> [DownloadManifest.Entry] {
+        (catalogue(for: app)?.assetPacks ?? []).filter { $0.index.manifest.isForLinux }
+    }
+
     // MARK: Steps
 
-    private func download(_ entry: DownloadManifest.Entry, app: AppRecord, essential: Bool) -> Download {
+    func download(_ entry: DownloadManifest.Entry, app: AppRecord, essential: Bool) -> Download {
         Download(
             kind: .assetPack, identifier: entry.id,
             uniqueIdentifier: "BAAssetPack.\(app.appGroupIdentifier).\(entry.id).v\(entry.version)", url: entry.url,

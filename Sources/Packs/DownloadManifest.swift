@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Vocabulary
 
 /// What a server offers: every pack with its version, policy, archive and files. `bahost pack download-manifest
 /// create` writes it; an app's `BAManifestURL` names it; the service reads it to install, update and remove packs.

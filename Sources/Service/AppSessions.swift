@@ -107,8 +107,51 @@ final class AppSessions: AppDelegateRouter {
             let progress = ProgressLine(text: line.text, json: line.jsonText)
             for follower in followers { follower.session.send(.progress(id: follower.id, progress)) }
         }
+        if let (pack, update) = assetPackEvent(event) {
+            // `AssetPackManager`'s status updates: every connection of the app hears them, delegate or not.
+            let sessions = state.withLock { $0.sessions.values.filter { $0.appIdentifier == app } }
+            for session in sessions { session.send(.event(.assetPack(pack, update))) }
+            return
+        }
         guard let message = delegateEvent(event), let session = delegateSession(app) else { return }
         session.send(.event(message))
+    }
+
+    /// A managed pack's progress, installation or failure; nil for anything else (a pack's download never reaches
+    /// the app's `BADownloadManager` delegate).
+    private func assetPackEvent(_ event: LifecycleEvent) -> (WirePack, WirePackUpdate)? {
+        func pack(_ row: QueuedDownload) -> WirePack? {
+            guard row.download.kind == .assetPack else { return nil }
+            // The unique identifier ends with the version it was queued for: "….vN".
+            let version = row.uniqueIdentifier.split(separator: ".").last.flatMap { Int($0.dropFirst()) } ?? 0
+            return WirePack(id: row.identifier, version: version, downloadSize: row.download.fileSize, userInfo: nil)
+        }
+        switch event {
+        case .began(let row, _):
+            return pack(row).map { ($0, .began) }
+        case .paused(let row, _, _, _):
+            return pack(row).map { ($0, .paused) }
+        case .progress(let row, let received, let expected):
+            guard let pack = pack(row) else { return nil }
+            let due = state.withLock { state -> Bool in
+                let last = state.progress[row.uniqueIdentifier] ?? (0, .now - progressInterval)
+                guard ContinuousClock.now - last.at >= progressInterval else { return false }
+                state.progress[row.uniqueIdentifier] = (received, .now)
+                return true
+            }
+            return due ? (pack, .downloading(completed: received, total: expected)) : nil
+        case .finished(let row), .failed(let row, _):
+            // A pack counts as finished once installed, and failed as `packFailed` says.
+            guard row.download.kind == .assetPack else { return nil }
+            state.withLock { _ = $0.progress.removeValue(forKey: row.uniqueIdentifier) }
+            return nil
+        case .packInstalled(_, let id, let version):
+            return (WirePack(id: id, version: version, downloadSize: 0, userInfo: nil), .finished)
+        case .packFailed(_, let id, let error):
+            return (WirePack(id: id, version: 0, downloadSize: 0, userInfo: nil), .failed(error))
+        default:
+            return nil
+        }
     }
 
     private func delegateEvent(_ event: LifecycleEvent) -> AppEvent? {

@@ -76,7 +76,7 @@ public final class BackgroundAssetsService: Sendable {
         switch request {
         case .setDelegate, .schedule, .startForeground, .cancel, .currentDownloads:
             return appRequest(request, from: session, app: hello.appIdentifier ?? "")
-        case .hello, .control:
+        default:
             return nil
         }
     }
@@ -92,13 +92,54 @@ public final class BackgroundAssetsService: Sendable {
         case (_, .hello):
             return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "hello was already said"))
         case (.app, .control), (.control, .setDelegate), (.control, .schedule), (.control, .startForeground),
-            (.control, .cancel), (.control, .currentDownloads):
+            (.control, .cancel), (.control, .currentDownloads), (.control, .assetPacks), (.control, .assetPackStatus),
+            (.control, .ensureAssetPack), (.control, .cancelAssetPackDownload), (.control, .checkForAssetPackUpdates),
+            (.control, .removeAssetPack):
             return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "a \(hello.role.rawValue) connection cannot make that request"))
         case (.control, .control(let command)):
             return await control(command, id: id, from: session)
+        case (.app, .assetPacks), (.app, .assetPackStatus), (.app, .ensureAssetPack), (.app, .cancelAssetPackDownload),
+            (.app, .checkForAssetPackUpdates), (.app, .removeAssetPack):
+            return await assetPackRequest(request, app: hello.appIdentifier ?? "")
         case (.app, let request):
             return appRequest(request, from: session, app: hello.appIdentifier ?? "")
+        }
+    }
+
+    /// `AssetPackManager`'s calls. They may wait for a download (`ensureLocalAvailability`) or a server
+    /// (`checkForUpdates`), so they run on a task, never on the connection's thread.
+    private func assetPackRequest(_ request: ServiceRequest, app: String) async -> ServiceReply {
+        do {
+            switch request {
+            case .assetPacks:
+                let decoder = JSONEncoder()
+                return .assetPacks(try await engine.offeredPacks(app).map { entry in
+                    WirePack(
+                        id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
+                        userInfo: try entry.userInfo.map { try decoder.encode($0) })
+                })
+            case .assetPackStatus(let id):
+                return .assetPackStatus(try await engine.packStatus(app, id: id))
+            case .ensureAssetPack(let id, let requireLatest):
+                try await engine.ensurePack(app, id: id, requireLatest: requireLatest)
+                return .ok
+            case .cancelAssetPackDownload(let id):
+                try engine.cancelPackDownload(app, id: id)
+                return .ok
+            case .checkForAssetPackUpdates:
+                let (updating, removed) = try await engine.checkForPackUpdates(app)
+                return .assetPackUpdates(updating: updating, removed: removed)
+            case .removeAssetPack(let id):
+                try engine.removePack(app, id: id)
+                return .ok
+            default:
+                return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "not an asset pack request"))
+            }
+        } catch let error as HostError {
+            return .failure(error)
+        } catch {
+            return .failure(HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)"))
         }
     }
 
@@ -162,7 +203,7 @@ public final class BackgroundAssetsService: Sendable {
             case .success(let downloads): return .downloads(downloads)
             case .failure(let error): return .failure(error)
             }
-        case .hello, .control:
+        default:
             return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "not an app request"))
         }
     }

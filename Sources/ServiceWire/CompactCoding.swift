@@ -57,7 +57,7 @@ private final class CompactWriter {
         case .cancel(let download): writer.header(.cancel, id).download(download)
         case .currentDownloads: writer.header(.currentDownloads, id)
         case .setDelegate(let set): writer.header(.setDelegate, id).bool(set)
-        case .hello, .control: return nil
+        default: return nil
         }
         return Data(writer.bytes)
     }

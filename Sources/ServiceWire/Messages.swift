@@ -44,6 +44,18 @@ public enum ServiceRequest: Codable, Sendable {
     case startForeground(Download)
     case cancel(Download)
     case currentDownloads
+    /// `AssetPackManager`: the packs the app's download manifest offers to this platform.
+    case assetPacks
+    /// `AssetPackManager.status(ofAssetPackWithID:)`: an `AssetPack.Status` raw value.
+    case assetPackStatus(String)
+    /// `ensureLocalAvailability(of:requireLatestVersion:)`: answered once the pack is installed, or failed.
+    case ensureAssetPack(String, requireLatestVersion: Bool)
+    /// `progress.cancel()` on a pack's download.
+    case cancelAssetPackDownload(String)
+    /// `checkForUpdates()`.
+    case checkForAssetPackUpdates
+    /// `remove(assetPackWithID:)`.
+    case removeAssetPack(String)
     /// A `bahost` command: install, launch, debug…
     case control(ControlCommand)
 }
@@ -122,6 +134,9 @@ public enum ServiceReply: Codable, Sendable {
     case ok
     case hello(HelloReply)
     case downloads([Download])
+    case assetPacks([WirePack])
+    case assetPackStatus(Int)
+    case assetPackUpdates(updating: [String], removed: [String])
     case failure(HostError)
     /// A control command's result: for people, and as one JSON object for scripts. `success` false makes the
     /// command line exit non-zero.
@@ -204,4 +219,6 @@ public enum AppEvent: Codable, Sendable {
     case began(Download)
     case paused(Download)
     case progress(Download, bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
+    /// A managed pack's download or installation moved (sent to every connection of the app).
+    case assetPack(WirePack, WirePackUpdate)
 }

@@ -20,3 +20,11 @@ public struct HostError: Error, Sendable, Hashable, Codable, CustomStringConvert
 
     public var description: String { "\(domain) \(code): \(message)" }
 }
+
+/// Apple's `BAManagedErrorDomain` and its `BAManagedErrorCode`s: the errors of managed asset packs.
+public enum ManagedErrorCode {
+    public static let domain = "BAManagedErrorDomain"
+    public static let assetPackNotFound: Int64 = 0
+    public static let fileNotFound: Int64 = 1
+    public static let localAvailabilityFailure: Int64 = 2
+}

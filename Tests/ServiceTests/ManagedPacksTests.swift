@@ -138,4 +138,61 @@ import TestSupport
         let files = try FileManager.default.contentsOfDirectory(atPath: packs.appendingPathComponent("world/world").path)
         #expect(files.count == 401)
     }
+
+    /// The managed example app, `packs-app`, written as on Apple against `AssetPackManager`.
+    @Test func theAppReadsDownloadsAndRemovesPacksThroughAssetPackManager() throws {
+        let essential = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "hello")
+        let onDemand = try pack("bonus", policy: #"{"onDemand":{}}"#, text: "bonus level")
+        let first = try publish([essential, onDemand])
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        #expect(try daemon.report(["launch", app.identifier]).status == 0)
+
+        let run = try Bahost.run(
+            [
+                "--list", "--status", "intro", "--status", "bonus", "--read", "intro/readme.txt",
+                "--ensure", "bonus", "--ensure", "nope", "--read", "bonus:bonus/readme.txt",
+                "--read", "bonus:intro/readme.txt", "--read", "../etc/passwd", "--remove", "bonus",
+            ],
+            environment: ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket],
+            executable: TestPlugins.buildFolder.appendingPathComponent("packs-app").path)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.events()
+        func line(_ key: String, _ value: String) -> [String: Any]? {
+            lines.first { $0[key] as? String == value }
+        }
+        let packs = (lines.first?["packs"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
+        #expect(packs == ["bonus", "intro"])
+        // intro: offered, up to date, on the device (Apple's 69); bonus: only offered.
+        #expect(line("status", "intro")?["raw"] as? Int == 69)
+        #expect(line("status", "intro")?["description"] as? String == "[downloadAvailable, upToDate, downloaded]")
+        #expect(line("status", "bonus")?["raw"] as? Int == 1)
+        let reads = lines.filter { $0["read"] != nil }
+        // The app reads after it ensured: bonus is there, in its own pack only; nothing leaves the namespace.
+        #expect(reads.map { ($0["text"] as? String) ?? ($0["error"] as? String) ?? "" } == [
+            "hello", "bonus level", "fileNotFound(intro/readme.txt)", "fileNotFound(../etc/passwd)",
+        ])
+        let ensured = line("ensured", "bonus")
+        #expect(ensured?["available"] as? Bool == true)
+        #expect((ensured?["updates"] as? [String])?.last == "finished", "\(ensured ?? [:])")
+        #expect((ensured?["updates"] as? [String])?.first == "began", "\(ensured ?? [:])")
+        #expect(line("ensured", "nope")?["error"] as? String == "assetPackNotFound(nope)")
+        #expect(line("removed", "bonus")?["available"] as? Bool == false)
+        let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
+        let environment = ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket]
+        let gone = try Bahost.run(["--read", "bonus/readme.txt"], environment: environment, executable: packsApp)
+        #expect(gone.events().first?["error"] as? String == "fileNotFound(bonus/readme.txt)", "\(gone.stdout)")
+
+        // The server drops bonus and ships a new intro: checkForUpdates updates one and removes the other.
+        let next = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "hello again")
+        try publish([next], previous: first)
+        let check = try Bahost.run(["--check-for-updates"], environment: environment, executable: packsApp)
+        #expect(check.events().first?["updating"] as? [String] == ["intro"], "\(check.stdout) \(check.stderr)")
+        #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "intro") == "hello again" })
+        let ensure = try Bahost.run(["--ensure", "bonus"], environment: environment, executable: packsApp)
+        #expect(ensure.events().first?["error"] as? String == "assetPackNotFound(bonus)", "\(ensure.stdout)")
+    }
 }

@@ -15,6 +15,8 @@ final class ServiceTransport: HostTransport, Sendable {
     private let socketPath: String
     private let appIdentifier: String?
     private let state = Mutex(State())
+    /// Where managed asset packs' status updates go (`AssetPackManager`'s transport only).
+    private let assetPackEvents: (@Sendable (WirePack, WirePackUpdate) -> Void)?
     /// Delegate methods run here, one at a time, off the thread that reads the socket.
     private let delegateQueue = DispatchQueue(label: "BADownloadManager.delegate")
 
@@ -29,10 +31,22 @@ final class ServiceTransport: HostTransport, Sendable {
     init(
         socketPath: String = ServiceProtocol.defaultSocketPath,
         appIdentifier: String? = ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"]
-            ?? Bundle.main.bundleIdentifier
+            ?? Bundle.main.bundleIdentifier,
+        assetPackEvents: (@Sendable (WirePack, WirePackUpdate) -> Void)? = nil
     ) {
         self.socketPath = socketPath
         self.appIdentifier = appIdentifier
+        self.assetPackEvents = assetPackEvents
+    }
+
+    /// Any request; a failure reply is thrown as the service's error.
+    func request(_ request: ServiceRequest) throws -> ServiceReply {
+        try connection().request(request)
+    }
+
+    /// Opens the connection in the background, so that events (asset packs' status updates) start to arrive.
+    func connectInBackground() {
+        Thread.detachNewThread { _ = try? self.connection() }
     }
 
     // MARK: Calls
@@ -60,6 +74,11 @@ final class ServiceTransport: HostTransport, Sendable {
         } else if isSet {
             reconnectInBackground()
         }
+    }
+
+    /// The app's own app group container, as the service reports it; nil when the service cannot be reached.
+    var appContainer: URL? {
+        (try? connection().hello.containerPath).flatMap { $0 }.map { URL(fileURLWithPath: $0, isDirectory: true) }
     }
 
     /// The app group's container, as the service reports it.
@@ -186,6 +205,10 @@ final class ServiceTransport: HostTransport, Sendable {
     // MARK: Callbacks
 
     fileprivate func handle(_ event: AppEvent) {
+        if case .assetPack(let pack, let update) = event {
+            assetPackEvents?(pack, update)
+            return
+        }
         delegateQueue.async {
             guard let delegate = BADownloadManager.shared.delegate else { return }
             switch event {
@@ -195,6 +218,8 @@ final class ServiceTransport: HostTransport, Sendable {
                 delegate.download(
                     download.object, didWriteBytes: written, totalBytesWritten: total,
                     totalBytesExpectedToWrite: expected)
+            case .assetPack:
+                break
             }
         }
     }

@@ -1,0 +1,179 @@
+import Foundation
+import Packs
+import Queue
+import Vocabulary
+
+/// What the service asks of the engine for a managed app's asset packs: `AssetPackManager`'s calls and
+/// `bahost debug packs`.
+extension HostEngine {
+    /// A content request for a managed app (`BAHasManagedAssetPacks`): fetches its download manifest and queues the
+    /// packs the request downloads. Nil when the download manifest could not be fetched or read.
+    public func packRequest(_ request: ContentRequest, appIdentifier: String) async throws -> (offered: Int, queued: Int)? {
+        try await ManagedPacks(context: context).run(request, appIdentifier: appIdentifier).map { ($0.offered, $0.queued) }
+    }
+
+    /// A managed app's packs: each in its catalogue with the version installed, if any (`bahost debug packs`).
+    public func packs(_ appIdentifier: String) throws -> [PackListing] {
+        guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+        let packs = ManagedPacks(context: context)
+        let installed = packs.store(for: app).installed()
+        let downloading = Set(try store.activeDownloads(for: appIdentifier).filter { $0.download.kind == .assetPack }.map(\.identifier))
+        let offered = packs.catalogue(for: app)?.assetPacks ?? []
+        var listing = offered.map { entry in
+            PackListing(
+                id: entry.id, policy: entry.downloadPolicy, availableVersion: entry.version,
+                installed: installed[entry.id], downloadSize: entry.downloadSize, downloading: downloading.contains(entry.id))
+        }
+        // Installed packs the server no longer offers stay until removed.
+        for (id, pack) in installed where !offered.contains(where: { $0.id == id }) {
+            listing.append(PackListing(
+                id: id, policy: nil, availableVersion: nil, installed: pack, downloadSize: 0, downloading: false))
+        }
+        return listing.sorted { $0.id < $1.id }
+    }
+
+    /// The packs the app's download manifest offers to this platform; the manifest is fetched when the app has
+    /// none yet (Apple: "may contact the server").
+    public func offeredPacks(_ appIdentifier: String) async throws -> [DownloadManifest.Entry] {
+        let (packs, app) = try managed(appIdentifier)
+        if packs.catalogue(for: app) == nil { _ = try await packRequest(.periodic, appIdentifier: appIdentifier) }
+        return packs.offered(app)
+    }
+
+    /// Apple's `AssetPack.Status` of a pack, as a raw value: available to download (1), an update available (2),
+    /// up to date (4), out of date (8), obsolete (16), downloading (32), downloaded (64).
+    public func packStatus(_ appIdentifier: String, id: String) async throws -> Int {
+        let offered = try await offeredPacks(appIdentifier).first { $0.id == id }
+        let (packs, app) = try managed(appIdentifier)
+        let installed = packs.store(for: app).installed(id)
+        var status = 0
+        if offered != nil { status |= 1 }
+        if let installed {
+            status |= 64
+            if let offered {
+                status |= installed.version < offered.version ? 2 | 8 : 4
+            } else {
+                status |= 16
+            }
+        }
+        if try isDownloading(appIdentifier, id) { status |= 32 }
+        return status
+    }
+
+    /// `ensureLocalAvailability`: downloads and installs the pack unless it is installed (at the latest version,
+    /// when `requireLatest`), and returns once it is; throws why it is not.
+    public func ensurePack(_ appIdentifier: String, id: String, requireLatest: Bool) async throws {
+        let (packs, app) = try managed(appIdentifier)
+        // Waiting for an available update means asking the server for the latest manifest first.
+        if requireLatest || packs.catalogue(for: app) == nil {
+            _ = try await packRequest(.periodic, appIdentifier: appIdentifier)
+        }
+        let installed = packs.store(for: app).installed(id)
+        guard let entry = packs.offered(app).first(where: { $0.id == id }) else {
+            guard installed != nil else { throw Self.packNotFound(id) }
+            return
+        }
+        if let installed, installed.version >= entry.version || !requireLatest { return }
+        if try !isDownloading(appIdentifier, id) {
+            _ = try packs.queue([packs.download(entry, app: app, essential: false)], for: app, foreground: true)
+        }
+        while try isDownloading(appIdentifier, id)
+            || store.pendingCompletions(for: appIdentifier, assetPacks: true).contains(where: { $0.identifier == id })
+        {
+            await context.transferEnded.wait(for: .seconds(1))
+        }
+        guard let now = packs.store(for: app).installed(id), now.version >= entry.version else {
+            let failed = try store.downloads(for: appIdentifier).last { $0.identifier == id && $0.state == .failed }
+            throw failed?.error ?? HostError(
+                code: ManagedErrorCode.localAvailabilityFailure, domain: ManagedErrorCode.domain,
+                message: "the asset pack '\(id)' could not be made available")
+        }
+    }
+
+    /// `progress.cancel()`: stops the pack's download; what was installed before stays.
+    public func cancelPackDownload(_ appIdentifier: String, id: String) throws {
+        guard let row = try store.activeDownloads(for: appIdentifier).first(where: {
+            $0.identifier == id && $0.download.kind == .assetPack
+        }) else { return }
+        if let cancelled = try store.cancel(
+            appIdentifier: appIdentifier, uniqueIdentifier: row.uniqueIdentifier, identifier: id)
+        {
+            context.stopTransfer(cancelled.uniqueIdentifier)
+            context.observe(.packFailed(
+                appIdentifier: appIdentifier, id: id,
+                error: HostError(code: -999, domain: "NSURLErrorDomain", message: "the download was cancelled")))
+        }
+    }
+
+    /// `checkForUpdates()`: fetches the latest download manifest, queues the newer version of each installed pack,
+    /// and removes the installed packs the server no longer offers.
+    public func checkForPackUpdates(_ appIdentifier: String) async throws -> (updating: [String], removed: [String]) {
+        guard try await packRequest(.periodic, appIdentifier: appIdentifier) != nil else {
+            throw HostError(
+                code: ManagedErrorCode.localAvailabilityFailure, domain: ManagedErrorCode.domain,
+                message: "the download manifest could not be fetched")
+        }
+        let (packs, app) = try managed(appIdentifier)
+        let offered = Dictionary(packs.offered(app).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var updating: [String] = []
+        var removed: [String] = []
+        for (id, pack) in packs.store(for: app).installed() {
+            if let entry = offered[id] {
+                if pack.version < entry.version { updating.append(id) }
+            } else {
+                try removePack(appIdentifier, id: id)
+                removed.append(id)
+            }
+        }
+        return (updating.sorted(), removed.sorted())
+    }
+
+    /// `remove(assetPackWithID:)`: the pack leaves the namespace (in one rename) and its download stops.
+    public func removePack(_ appIdentifier: String, id: String) throws {
+        let (packs, app) = try managed(appIdentifier)
+        let installed = packs.store(for: app).installed(id) != nil
+        let downloading = try isDownloading(appIdentifier, id)
+        guard installed || downloading || packs.offered(app).contains(where: { $0.id == id }) else {
+            throw Self.packNotFound(id)
+        }
+        if downloading { try cancelPackDownload(appIdentifier, id: id) }
+        do {
+            try packs.store(for: app).remove(id)
+        } catch {
+            throw HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)")
+        }
+    }
+
+    // MARK: Helpers
+
+    private func managed(_ appIdentifier: String) throws -> (ManagedPacks, AppRecord) {
+        guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
+        guard app.hasManagedAssetPacks else {
+            throw HostError(
+                code: ManagedErrorCode.assetPackNotFound, domain: ManagedErrorCode.domain,
+                message: "\(appIdentifier) does not manage asset packs: set BAHasManagedAssetPacks in its Info.plist")
+        }
+        return (ManagedPacks(context: context), app)
+    }
+
+    private func isDownloading(_ appIdentifier: String, _ id: String) throws -> Bool {
+        try store.activeDownloads(for: appIdentifier).contains { $0.identifier == id && $0.download.kind == .assetPack }
+    }
+
+    static func packNotFound(_ id: String) -> HostError {
+        HostError(
+            code: ManagedErrorCode.assetPackNotFound, domain: ManagedErrorCode.domain,
+            message: "no asset pack '\(id)' is offered to this app")
+    }
+}
+
+/// One pack of a managed app, as `bahost debug packs` shows it.
+public struct PackListing: Sendable {
+    public var id: String
+    /// Nil for an installed pack the server no longer offers.
+    public var policy: DownloadPolicy?
+    public var availableVersion: Int?
+    public var installed: PackStore.Installed?
+    public var downloadSize: Int64
+    public var downloading: Bool
+}
