@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
         // The example extension, built as the .so that `bahost run --plugin` loads.
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
+        // The managed example extension (ManagedDownloaderExtension), for an app with BAHasManagedAssetPacks.
+        .library(name: "ManagedExampleExtension", type: .dynamic, targets: ["ManagedExampleExtension"]),
         // The example app, which talks to `bahost daemon` through the same SDK.
         .executable(name: "levels-app", targets: ["ExampleApp"]),
         // The managed example app, which uses AssetPackManager.
@@ -106,6 +108,8 @@ let package = Package(
         .target(name: "BackgroundAssetsTesting", dependencies: ["ExtensionRuntime", "Policy", "Vocabulary"]),
 
         .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
+        .target(
+            name: "ManagedExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ManagedExtension"),
         .executableTarget(
             name: "ExampleApp",
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],

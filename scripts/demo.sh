@@ -4,7 +4,9 @@
 # once with `bahost run` (the manifest named by its Info.plist, the extension's content request, policy, the
 # downloads, essential first, and each finished file delivered back to the extension, which keeps it in the app
 # group's container), then with the service: `bahost daemon`, `bahost install`, and `bahost launch` running the
-# example app, whose BADownloadManager delegate schedules a download and receives it.
+# example app, whose BADownloadManager delegate schedules a download and receives it. Then managed asset packs:
+# `bahost pack` packages two packs, `bahost serve` serves them, the service installs a managed app (its essential
+# pack before the install returns), and the managed example app reads and downloads packs with AssetPackManager.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -116,6 +118,63 @@ for _ in $(seq 200); do
 done
 "$bin/bahost" debug downloads --app com.example.levels --socket "$socket"
 "$bin/bahost" debug status --socket "$socket"
+
+echo
+echo "== managed asset packs: bahost pack describes and packages two packs"
+packs="$demo/packs"
+mkdir -p "$packs/intro/intro" "$packs/bonus/bonus"
+echo "Welcome to level 1" > "$packs/intro/intro/readme.txt"
+head -c 1048576 /dev/urandom > "$packs/intro/intro/level-1.bin"
+echo "A bonus level" > "$packs/bonus/bonus/readme.txt"
+cat > "$packs/intro/Manifest.json" <<JSON
+{"assetPackID": "intro", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
+ "fileSelectors": [{"directory": "intro"}], "platforms": [], "userInfo": {"title": "Intro"}}
+JSON
+cat > "$packs/bonus/Manifest.json" <<JSON
+{"assetPackID": "bonus", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "bonus"}]}
+JSON
+"$bin/bahost" pack package "$packs/intro/Manifest.json" -o "$packs/intro.tar.zst"
+"$bin/bahost" pack package "$packs/bonus/Manifest.json" -o "$packs/bonus.tar.zst"
+
+echo
+echo "== bahost serve: the packs and their download manifest over HTTPS (Apple's ba-serve)"
+"$bin/bahost" serve --host localhost --port 0 --cert "$demo/server.pem" --key "$demo/server.key" --json \
+    "$packs/intro.tar.zst" "$packs/bonus.tar.zst" > "$demo/serve.out" 2> "$demo/logs/serve.log" &
+serve_pid=$!
+trap '[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null; [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; kill "$serve_pid" 2>/dev/null; true' EXIT
+for _ in $(seq 200); do [ -s "$demo/serve.out" ] && break; sleep 0.05; done
+download_manifest=$(sed -n 's/.*"manifestURL":"\([^"]*\)".*/\1/p' "$demo/serve.out")
+echo "  $download_manifest"
+
+echo
+echo "== bahost install of a managed app (BAHasManagedAssetPacks): it returns once the essential pack is installed"
+mkdir -p "$demo/managed-app"
+cp "$bin/libManagedExampleExtension.so" "$demo/managed-app/"
+cat > "$demo/managed-app/Info.plist" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict>
+  <key>CFBundleIdentifier</key><string>com.example.packs</string>
+  <key>BAAppGroupID</key><string>group.com.example.packs</string>
+  <key>BAHasManagedAssetPacks</key><true/>
+  <key>BAManifestURL</key><string>$download_manifest</string>
+  <key>BAInitialDownloadRestrictions</key><dict>
+    <key>BADownloadAllowance</key><integer>104857600</integer>
+    <key>BAEssentialDownloadAllowance</key><integer>104857600</integer>
+    <key>BADownloadDomainAllowList</key><array><string>localhost</string></array>
+  </dict>
+  <key>BAMaxInstallSize</key><integer>104857600</integer>
+</dict></plist>
+PLIST
+"$bin/bahost" install "$demo/managed-app" --socket "$socket"
+"$bin/bahost" debug packs --app com.example.packs --socket "$socket"
+
+echo
+echo "== bahost launch, running the managed example app: AssetPackManager reads the essential pack, downloads the"
+echo "   on-demand one (with its status updates), and reads it"
+"$bin/bahost" launch com.example.packs --socket "$socket" -- "$bin/packs-app" --list --status intro \
+    --read intro/readme.txt --ensure bonus --read bonus/readme.txt | tee "$demo/packs-app.out"
+grep -q '"text":"A bonus level' "$demo/packs-app.out" || { echo "the on-demand pack was not read" >&2; exit 1; }
+"$bin/bahost" debug packs --app com.example.packs --socket "$socket"
 
 kill -TERM "$daemon_pid"
 wait "$daemon_pid"

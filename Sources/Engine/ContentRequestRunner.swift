@@ -29,7 +29,7 @@ struct ContentRequestRunner {
             case .failure(let error):
                 context.observe(.manifestFailed(error))
                 let manifest = Download(
-                    kind: .manifest, identifier: "BAManifestURL", url: app.manifestURL,
+                    kind: .manifest, identifier: "BAManifestURL", url: app.effectiveManifestURL,
                     applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
                 try store.recordRefused(manifest, for: appIdentifier, error: error)
                 return nil

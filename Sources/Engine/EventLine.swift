@@ -30,6 +30,7 @@ extension LifecycleEvent {
             switch purpose {
             case .contentRequest(let request): name = "\(request.name) content request"
             case .completions(let count): name = "delivery of \(count) completion\(count == 1 ? "" : "s")"
+            case .assetPackQuestions(let count): name = "shouldDownload for \(count) asset pack\(count == 1 ? "" : "s")"
             }
             var object = Self.windowJSON(outcome)
             object["event"] = "window"
@@ -43,6 +44,10 @@ extension LifecycleEvent {
             return EventLine(
                 json: ["event": "packInstalled", "app": app, "assetPackID": id, "version": version],
                 text: "asset pack \(id) version \(version) installed")
+        case .packVetoed(let app, let id):
+            return EventLine(
+                json: ["event": "packVetoed", "app": app, "assetPackID": id],
+                text: "asset pack \(id): the extension's shouldDownload returned false")
         case .packFailed(let app, let id, let error):
             return EventLine(
                 json: ["event": "packFailed", "app": app, "assetPackID": id, "error": Self.json(error)],
@@ -105,7 +110,9 @@ extension LifecycleEvent {
     /// The app the event is about, where it names one.
     public var appIdentifier: String? {
         switch self {
-        case .window(_, _, let app), .appMayLaunch(let app), .packInstalled(let app, _, _), .packFailed(let app, _, _): app
+        case .window(_, _, let app), .appMayLaunch(let app), .packInstalled(let app, _, _), .packFailed(let app, _, _),
+            .packVetoed(let app, _):
+            app
         case .queued(let d), .promoted(let d), .began(let d, _), .progress(let d, _, _), .paused(let d, _, _, _),
             .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):
             d.appIdentifier

@@ -31,6 +31,11 @@ extension HostEngine {
         wake()
     }
 
+    /// Development: fetch the app's manifest from `url` (nil: from its `BAManifestURL` again).
+    public func overrideManifestURL(_ appIdentifier: String, _ url: String?) throws {
+        try store.updateApp(appIdentifier) { $0.manifestURLOverride = url }
+    }
+
     /// The service's record of an app's use, periodic requests and runtime budget.
     public func schedule(_ appIdentifier: String) throws -> AppSchedule? { try store.schedule(appIdentifier) }
 

@@ -8,6 +8,8 @@ public enum WindowPurpose: Sendable {
     case contentRequest(ContentRequest)
     /// Delivering this many completions.
     case completions(Int)
+    /// Asking a managed extension about this many asset packs (`shouldDownload(_:)`).
+    case assetPackQuestions(Int)
 }
 
 /// Everything the host does for an app, as it happens, for progress displays and `--json` event lines.
@@ -36,6 +38,8 @@ public enum LifecycleEvent: Sendable {
     case abandoned(QueuedDownload)
     /// A managed app's pack was installed (or updated) whole.
     case packInstalled(appIdentifier: String, id: String, version: Int)
+    /// A managed app's extension vetoed the automatic download of a pack.
+    case packVetoed(appIdentifier: String, id: String)
     /// A managed app's pack could not be downloaded or installed; what was installed before stays.
     case packFailed(appIdentifier: String, id: String, error: HostError)
     /// Every essential download of the app has ended: it may launch.

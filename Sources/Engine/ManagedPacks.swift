@@ -1,3 +1,4 @@
+import ExtensionRuntime
 import Foundation
 import Packs
 import Queue
@@ -65,20 +66,44 @@ struct ManagedPacks {
             }
         let active = Set(try rows.activeDownloads(for: appIdentifier).map(\.identifier))
         let offered = manifest.assetPacks.filter { $0.index.manifest.isForLinux }
-        var wanted: [Download] = []
+        var candidates: [(DownloadManifest.Entry, essential: Bool)] = []
         for entry in offered where !active.contains(entry.id) {
             if let current = installed[entry.id] {
-                if current.version < entry.version { wanted.append(download(entry, app: app, essential: false)) }
+                if current.version < entry.version { candidates.append((entry, false)) }
             } else if let event, entry.downloadPolicy.downloads(on: event) {
-                wanted.append(download(entry, app: app, essential: entry.downloadPolicy.isEssential))
+                candidates.append((entry, entry.downloadPolicy.isEssential))
             }
         }
+        let answers = try await askExtension(app, about: candidates.map(\.0))
+        let wanted = candidates.filter { answers[$0.0.id] ?? true }.map { download($0.0, app: app, essential: $0.essential) }
         let queued = try queue(wanted, for: app, foreground: false)
         if event != nil {
             context.launchGate.close(appIdentifier)
             try context.announceLaunchIfReady(appIdentifier)
         }
         return Result(offered: offered.count, queued: queued)
+    }
+
+    /// Asks the app's extension, in one window, whether to download each pack (`shouldDownload(_:)`). A pack it
+    /// did not answer for (no such entry point, or a window that ended first) downloads, as Apple's default does.
+    private func askExtension(_ app: AppRecord, about entries: [DownloadManifest.Entry]) async throws -> [String: Bool] {
+        guard !entries.isEmpty else { return [:] }
+        let encoder = JSONEncoder()
+        let events = entries.map { entry in
+            WindowEvent.shouldDownload(AssetPackOffer(
+                id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
+                userInfoJSON: entry.userInfo.flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) }))
+        }
+        let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
+        let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)
+        let outcome = try await onWindowThread {
+            try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup).run(events, services: services)
+        }
+        context.observe(.window(.assetPackQuestions(entries.count), outcome, appIdentifier: app.appIdentifier))
+        for entry in entries where outcome.assetPackAnswers[entry.id] == false {
+            context.observe(.packVetoed(appIdentifier: app.appIdentifier, id: entry.id))
+        }
+        return outcome.assetPackAnswers
     }
 
     /// Installs the app's finished pack downloads and reports the failed ones, each once. Runs off Swift's
@@ -173,7 +198,7 @@ struct ManagedPacks {
     private func refuseManifest(_ app: AppRecord, _ error: HostError) throws {
         context.observe(.manifestFailed(error))
         let manifest = Download(
-            kind: .manifest, identifier: "BAManifestURL", url: app.manifestURL,
+            kind: .manifest, identifier: "BAManifestURL", url: app.effectiveManifestURL,
             applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
         try context.store.recordRefused(manifest, for: app.appIdentifier, error: error)
     }

@@ -14,12 +14,12 @@ struct ManifestFetch {
     /// The path of the fetched manifest, or why it could not be fetched.
     func fetch(for app: AppRecord) async -> Result<String, HostError> {
         let policy = app.policy
-        if let refusal = policy.checkURL(app.manifestURL) { return .failure(refusal) }
+        if let refusal = policy.checkURL(app.effectiveManifestURL) { return .failure(refusal) }
         if let refusal = policy.allowance.refusalToStart("the manifest", essential: false) { return .failure(refusal) }
         let partial = context.dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
         let limit = policy.allowance.unreservedBytesLeft(essential: false)
         let request = TransferRequest(
-            url: app.manifestURL, expectedSize: 0, partialPath: partial, byteLimit: limit,
+            url: app.effectiveManifestURL, expectedSize: 0, partialPath: partial, byteLimit: limit,
             checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
         var attempt = 0
         while true {

@@ -117,6 +117,24 @@ static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t le
         if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_str(&r, &text, &n) && HAS(download_finished))
             ext->download_finished(ext, &download, text);
         break;
+    case BA_WIRE_SHOULD_DOWNLOAD: {
+        ba_asset_pack_t pack = {.struct_size = sizeof pack};
+        const char *id = NULL, *user_info = NULL;
+        size_t user_info_length = 0;
+        if (ba_wire_get_str(&r, &id, &n) && ba_wire_get_i64(&r, &pack.version) &&
+            ba_wire_get_i64(&r, &pack.download_size) && ba_wire_get_str(&r, &user_info, &user_info_length)) {
+            pack.id = id;
+            pack.user_info_json = user_info_length > 0 ? user_info : NULL;
+            /* Apple's default: every pack downloads. */
+            bool answer = HAS(should_download_asset_pack) ? ext->should_download_asset_pack(ext, &pack) : true;
+            ba_wire_writer_t w;
+            ba_wire_writer_init(&w, BA_WIRE_ANSWER);
+            ba_wire_put_u32(&w, event_id);
+            ba_wire_put_u8(&w, answer ? 1 : 0);
+            channel_send(&w);
+        }
+        break;
+    }
     default:
         break;
     }

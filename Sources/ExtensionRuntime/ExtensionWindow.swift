@@ -77,6 +77,8 @@ private final class WindowLoop {
     var completedEvents = 0
     /// What content requests added, with the event that added them.
     var returned: [(eventID: UInt32, download: Download)] = []
+    /// What `shouldDownload(_:)` answered, by event.
+    var answers: [UInt32: Bool] = [:]
     var refused: [RefusedCall] = []
     var log: [WindowLogLine] = []
     var peakResident: Int64 = 0
@@ -156,12 +158,20 @@ private final class WindowLoop {
         // from an extension that broke the protocol.
         var kept = returned.filter { $0.eventID <= UInt32(completedEvents) }.map(\.download)
         if case .protocolViolation = reason { kept = [] }
-        return WindowOutcome(
+        var packAnswers: [String: Bool] = [:]
+        if case .protocolViolation = reason {} else {
+            for (eventID, answer) in answers where eventID <= UInt32(completedEvents) {
+                if case .shouldDownload(let offer) = events[Int(eventID) - 1] { packAnswers[offer.id] = answer }
+            }
+        }
+        var outcome = WindowOutcome(
             stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
             extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: kept,
             completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
             killSentAt: killSentAt.map { ($0 - start).inSeconds },
             refusedCalls: refused, log: log, peakResidentBytes: peakResident)
+        outcome.assetPackAnswers = packAnswers
+        return outcome
     }
 
     // MARK: Deadlines
@@ -255,6 +265,11 @@ private final class WindowLoop {
                 throw WireViolation(message: "the extension returned more than \(Self.maxReturnedDownloads) downloads")
             }
             returned.append(contentsOf: downloads.map { (eventID, $0) })
+        case .answer(let eventID, let answer):
+            guard let index = currentEventIndex, eventID == UInt32(index + 1), case .shouldDownload = events[index],
+                answers[eventID] == nil
+            else { throw WireViolation(message: "the extension answered a question nobody asked") }
+            answers[eventID] = answer
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
                 throw WireViolation(message: "the extension reported an entry point return out of order")
@@ -310,6 +325,12 @@ private final class WindowLoop {
             packet.u8(UInt8(BA_WIRE_FINISHED.rawValue))
             packet.download(download)
             packet.string(filePath)
+        case .shouldDownload(let offer):
+            packet.u8(UInt8(BA_WIRE_SHOULD_DOWNLOAD.rawValue))
+            packet.string(offer.id)
+            packet.i64(Int64(offer.version))
+            packet.i64(offer.downloadSize)
+            packet.string(offer.userInfoJSON ?? "")
         }
         process.send(packet)
     }

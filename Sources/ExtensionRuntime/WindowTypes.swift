@@ -10,6 +10,25 @@ public enum WindowEvent: Sendable {
     case downloadFailed(Download, HostError)
     /// `backgroundDownload(_:finishedWithFileURL:)`.
     case downloadFinished(Download, filePath: String)
+    /// `ManagedDownloaderExtension.shouldDownload(_:)` (ABI 1.1): whether the host may download this pack on its
+    /// own.
+    case shouldDownload(AssetPackOffer)
+}
+
+/// A managed asset pack the host is about to download, as the extension is asked about it.
+public struct AssetPackOffer: Sendable, Hashable {
+    public var id: String
+    public var version: Int
+    public var downloadSize: Int64
+    /// The pack manifest's `userInfo`, as JSON.
+    public var userInfoJSON: String?
+
+    public init(id: String, version: Int, downloadSize: Int64, userInfoJSON: String?) {
+        self.id = id
+        self.version = version
+        self.downloadSize = downloadSize
+        self.userInfoJSON = userInfoJSON
+    }
 }
 
 /// How a window ended. Every window ends with exactly one.
@@ -108,6 +127,9 @@ public struct WindowOutcome: Sendable {
     /// What content requests returned, in the order the extension added them: only from requests whose entry point
     /// returned, and nothing after a protocol violation.
     public var returnedDownloads: [Download]
+    /// What `shouldDownload(_:)` returned, by pack ID: only from calls that returned. A pack missing here gets
+    /// Apple's default (download it).
+    public var assetPackAnswers: [String: Bool] = [:]
     /// Entry points that returned.
     public var completedEvents: Int
     /// Seconds after opening at which `extensionWillTerminate` was sent, if it was.

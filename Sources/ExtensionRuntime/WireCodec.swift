@@ -28,6 +28,8 @@ enum RunnerMessage {
     /// One or more elements of the set a content request returns, in the order the extension added them.
     case downloads(eventID: UInt32, [Download])
     case eventDone(eventID: UInt32)
+    /// What `should_download_asset_pack` returned for this event.
+    case answer(eventID: UInt32, Bool)
     case call(id: UInt32, HostCall)
     case log(level: Int32, String)
     case violation(String)
@@ -53,6 +55,13 @@ enum RunnerMessage {
             message = .downloads(eventID: eventID, downloads)
         case BA_WIRE_EVENT_DONE.rawValue:
             message = .eventDone(eventID: try reader.u32())
+        case BA_WIRE_ANSWER.rawValue:
+            let eventID = try reader.u32()
+            switch try reader.u8() {
+            case 0: message = .answer(eventID: eventID, false)
+            case 1: message = .answer(eventID: eventID, true)
+            case let other: throw WireViolation(message: "the extension sent an answer of \(other), not a boolean")
+            }
         case BA_WIRE_CALL.rawValue:
             let id = try reader.u32()
             let function = UInt32(try reader.u8())

@@ -195,6 +195,9 @@ public final class QueueStore: Sendable {
                 t.add(column: "hasManagedAssetPacks", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v6: the development override of the manifest URL") { db in
+            try db.alter(table: AppRecord.databaseTableName) { t in t.add(column: "manifestURLOverride", .text) }
+        }
         return migrator
     }
 
@@ -218,6 +221,7 @@ public final class QueueStore: Sendable {
                 record.usedBytes = existing.usedBytes
                 record.usedEssentialBytes = existing.usedEssentialBytes
                 record.launched = existing.launched
+                record.manifestURLOverride = existing.manifestURLOverride
             }
             try record.save(db)
             return record

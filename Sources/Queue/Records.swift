@@ -190,6 +190,12 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     public var allowInsecureLoopback: Bool
     /// `BAHasManagedAssetPacks`: `manifestURL` names a download manifest, and the host manages the app's packs.
     public var hasManagedAssetPacks: Bool
+    /// `bahost debug url-override`: fetch the manifest from here instead (a local `bahost serve`), until cleared.
+    /// An update of the app keeps it.
+    public var manifestURLOverride: String?
+
+    /// The manifest URL in force: the development override, else `BAManifestURL`.
+    public var effectiveManifestURL: String { manifestURLOverride ?? manifestURL }
 
     public init(
         appIdentifier: String, appGroupIdentifier: String, pluginPath: String, manifestURL: String,
@@ -208,5 +214,6 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
         launched = false
         self.allowInsecureLoopback = allowInsecureLoopback
         self.hasManagedAssetPacks = hasManagedAssetPacks
+        manifestURLOverride = nil
     }
 }

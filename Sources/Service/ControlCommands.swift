@@ -38,6 +38,16 @@ extension BackgroundAssetsService {
                 guard settings.development else { return Self.notInDevelopment("debug conditions") }
                 overrides.withLock { $0 = values }
                 return try status()
+            case .overrideManifestURL(let app, let url):
+                guard settings.development else { return Self.notInDevelopment("debug url-override") }
+                if let url {
+                    guard let parsed = URLComponents(string: url), ["https", "http"].contains(parsed.scheme ?? ""),
+                        parsed.host?.isEmpty == false
+                    else { throw ControlError("the override must be an http(s) URL, not '\(url)'") }
+                }
+                try engine.overrideManifestURL(try installed(app).appIdentifier, url)
+                let text = url.map { "\(app): manifest fetched from \($0) until cleared" } ?? "\(app): manifest fetched from BAManifestURL"
+                return Self.report(true, text, ["app": app, "manifestURLOverride": url ?? NSNull()])
             case .advanceClock(let seconds):
                 guard settings.development else { return Self.notInDevelopment("debug clock") }
                 clock.advance(by: seconds)

@@ -9,7 +9,7 @@ struct Debug: ParsableCommand {
         abstract: "Simulate events, inspect downloads and the scheduler, and adjust budgets (backgroundassets-debug).",
         subcommands: [
             Simulate.self, Downloads.self, Packs.self, Status.self, ResetBudget.self, Budget.self,
-            BackgroundRefresh.self, Conditions.self, Clock.self,
+            BackgroundRefresh.self, Conditions.self, Clock.self, URLOverride.self,
         ])
 
     struct Simulate: ParsableCommand {
@@ -34,6 +34,27 @@ struct Debug: ParsableCommand {
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.packs(appIdentifier: app)) }
+    }
+
+    struct URLOverride: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "url-override",
+            abstract: "Fetch an app's manifest (a managed app's download manifest) from another URL, such as a bahost serve (development).",
+            discussion: """
+                Apple's `ba-serve url-override`. The override lasts until --clear, across updates of the app; the \
+                app's policy still applies to it (before the app's first launch, its host must be on \
+                BADownloadDomainAllowList). Needs a service started with --development.
+                """)
+        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @Argument(help: "The manifest URL to use, e.g. https://127.0.0.1:8443/download-manifest.json.") var url: String?
+        @Flag(help: "Use the app's BAManifestURL again.") var clear = false
+        @OptionGroup var service: ServiceOptions
+
+        func validate() throws {
+            guard (url == nil) == clear else { throw ValidationError("give a URL, or --clear") }
+        }
+
+        func run() throws { try service.run(.overrideManifestURL(appIdentifier: app, url: clear ? nil : url)) }
     }
 
     struct Status: ParsableCommand {

@@ -73,7 +73,7 @@ import Vocabulary
         await scheduler.shutdown()
         try await context.client.shutdown()
         // Stopped, not lost: what was moving is recorded as waiting again, its partial file kept to resume.
-        #expect(try context.store.activeDownloads(for: "app").count == 8)
+        #expect(try context.store.activeDownloads(for: "app").count == 8, "\((try? context.store.downloads(for: "app"))?.map { ($0.identifier, $0.state, $0.error?.description ?? "") } ?? [])")
         #expect(try context.store.activeDownloads(for: "app").allSatisfy { $0.state != .downloading })
     }
 

@@ -195,4 +195,54 @@ import TestSupport
         let ensure = try Bahost.run(["--ensure", "bonus"], environment: environment, executable: packsApp)
         #expect(ensure.events().first?["error"] as? String == "assetPackNotFound(bonus)", "\(ensure.stdout)")
     }
+
+    /// The extension's `shouldDownload(_:)` (a C extension on ABI 1.1) vetoes a pack; the others download.
+    @Test func theExtensionMayVetoAPack() throws {
+        let policy = #"{"prefetch":{"installationEventTypes":["firstInstallation"]}}"#
+        try publish([try pack("keep-1", policy: policy, text: "kept"), try pack("skip-1", policy: policy, text: "skipped")])
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: try TestPlugins.c("probes/managed_veto"),
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        let install = try daemon.report(["install", app.folder.path])
+        #expect(install.status == 0, "\(install.report)")
+        #expect(install.report["assetPacksQueued"] as? Int == 1)
+        #expect(install.events.contains { $0["event"] as? String == "packVetoed" && $0["assetPackID"] as? String == "skip-1" })
+        #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "keep-1") == "kept" })
+        #expect(installedText(app, daemon, "skip-1") == nil)
+        #expect(daemon.logText.contains("asked about skip-1 version 1"), "\(daemon.logText)")
+    }
+
+    /// A developer tries packs from `bahost serve` on an installed app with `bahost debug url-override`.
+    @Test func urlOverrideFetchesFromBahostServe() throws {
+        let policy = #"{"essential":{"installationEventTypes":["firstInstallation","subsequentUpdate"]}}"#
+        let archive = try pack("local-1", policy: policy, text: "served locally")
+        let certificates = URL(fileURLWithPath: nginx.caFile).deletingLastPathComponent()
+        let serve = try Bahost.start([
+            "serve", "--host", "localhost", "--port", "0", "--cert", certificates.appendingPathComponent("server.pem").path,
+            "--key", certificates.appendingPathComponent("server.key").path, "--json", archive,
+        ])
+        defer { serve.process.terminate() }
+        var firstLine = Data()
+        while !firstLine.contains(UInt8(ascii: "\n")) {
+            let chunk = serve.out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            firstLine.append(chunk)
+        }
+        let served = try #require(JSONSerialization.jsonObject(with: firstLine) as? [String: Any])
+        let manifestURL = try #require(served["manifestURL"] as? String)
+
+        // The app's own BAManifestURL has nothing yet.
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/not-yet.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        #expect(try daemon.report(["install", app.folder.path]).status == 2)
+        let override = try daemon.report(["debug", "url-override", "--app", app.identifier, manifestURL])
+        #expect(override.status == 0, "\(override.report)")
+        let update = try daemon.report(["update", app.folder.path])
+        #expect(update.status == 0, "\(update.report)")
+        #expect(installedText(app, daemon, "local-1") == "served locally")
+        #expect(try daemon.report(["debug", "url-override", "--app", app.identifier, "--clear"]).status == 0)
+    }
 }

@@ -33,6 +33,8 @@ typedef enum ba_wire_type {
     BA_WIRE_LOG = 6,            /* i32 level, str message */
     BA_WIRE_VIOLATION = 7,      /* str what the extension did wrong */
     BA_WIRE_TERMINATE_DONE = 8, /* will_terminate returned (or there is none) */
+    BA_WIRE_ANSWER = 9,         /* u32 event id, u8 answer: what should_download_asset_pack returned (1.1), sent
+                                   before the event's EVENT_DONE */
     /* host → runner */
     BA_WIRE_EVENT = 64,          /* u32 event id, u8 ba_wire_event, arguments (see ba_wire_event) */
     BA_WIRE_WILL_TERMINATE = 65, /* call will_terminate now */
@@ -61,6 +63,7 @@ typedef enum ba_wire_event {
     BA_WIRE_CONTENT_REQUEST = 1, /* i32 request, str manifest path, i64 remaining, i64 essential remaining */
     BA_WIRE_FAILED = 2,          /* download, i64 code, str domain, str message */
     BA_WIRE_FINISHED = 3,        /* download, str file path */
+    BA_WIRE_SHOULD_DOWNLOAD = 4, /* str pack id, i64 version, i64 download size, str user info JSON ("" for none) */
 } ba_wire_event_t;
 
 /* A packet being written. Writes never fail short of memory exhaustion, which aborts. */

@@ -63,6 +63,15 @@ struct ba_challenge_reply {
     void (*complete)(const ba_challenge_reply_t *reply, int32_t disposition, const char *user, const char *password);
 };
 
+/* A managed asset pack (Apple's AssetPack), borrowed for the call. Added in 1.1. */
+typedef struct ba_asset_pack {
+    uint32_t struct_size;
+    const char *id;
+    int64_t version;
+    int64_t download_size;        /* the archive's bytes on the wire */
+    const char *user_info_json;   /* the pack manifest's userInfo as JSON, or NULL */
+} ba_asset_pack_t;
+
 typedef struct ba_extension ba_extension_t;
 struct ba_extension {
     uint32_t struct_size;  /* sizeof(ba_extension_t) as the extension compiled it */
@@ -88,6 +97,12 @@ struct ba_extension {
     /* [terminate thread, possibly while an entry point runs] Apple's extensionWillTerminate(): the budget ran
      * out; save state quickly. The process is killed when the grace period ends, whether or not this returned. */
     void (*will_terminate)(const ba_extension_t *ext);
+
+    /* 1.1. [entry thread] Apple's ManagedDownloaderExtension.shouldDownload(_:), for an app with
+     * BAHasManagedAssetPacks: called for each pack the host is about to download on its own (essential and
+     * prefetch packs of an install or update, newer versions of installed packs); false leaves it. NULL, or a
+     * window that ends before it returns: every pack downloads, as Apple's default does. */
+    bool (*should_download_asset_pack)(const ba_extension_t *ext, const ba_asset_pack_t *pack);
 };
 
 #endif

@@ -16,27 +16,29 @@ public func baExtensionEntry<Extension: BADownloaderExtension>(_ type: Extension
 enum ExtensionBridge {
     nonisolated(unsafe) static var extensionType: (any BADownloaderExtension.Type)?
     nonisolated(unsafe) static var instance: (any BADownloaderExtension)?
-    nonisolated(unsafe) static var entry = ba_entry_t()
-    nonisolated(unsafe) static var table = ba_extension_t()
+    /// The entry and the table the runner keeps pointers to: allocated once and kept for the life of the process
+    /// (a pointer out of `withUnsafePointer(to:)` may not outlive the call, even to a static).
+    nonisolated(unsafe) static let entry = UnsafeMutablePointer<ba_entry_t>.allocate(capacity: 1)
+    nonisolated(unsafe) static let table = UnsafeMutablePointer<ba_extension_t>.allocate(capacity: 1)
     nonisolated(unsafe) static var identifier: UnsafeMutablePointer<CChar>?
 
     static func prepare(_ type: any BADownloaderExtension.Type) -> UnsafeRawPointer {
         if extensionType == nil {
             extensionType = type
             identifier = strdup(String(reflecting: type))
-            entry = ba_entry_t(
+            entry.initialize(to: ba_entry_t(
                 struct_size: UInt32(MemoryLayout<ba_entry_t>.size),
                 abi_version: ba_version_t(major: BA_ABI_VERSION_MAJOR, minor: BA_ABI_VERSION_MINOR),
-                identifier: UnsafePointer(identifier), init: { host in ExtensionBridge.start(host) })
+                identifier: UnsafePointer(identifier), init: { host in ExtensionBridge.start(host) }))
         }
-        return withUnsafePointer(to: &entry) { UnsafeRawPointer($0) }
+        return UnsafeRawPointer(entry)
     }
 
     static func start(_ host: UnsafePointer<ba_host_t>?) -> UnsafePointer<ba_extension_t>? {
         guard let host, let extensionType else { return nil }
         BADownloadManager.shared.transport = ExtensionChannel(host: host)
         instance = extensionType.init()
-        table = ba_extension_t(
+        table.initialize(to: ba_extension_t(
             struct_size: UInt32(MemoryLayout<ba_extension_t>.size), extension_data: nil,
             downloads_for_request: { _, request, manifestPath, info, sink in
                 ExtensionBridge.downloads(request, manifestPath, info, sink)
@@ -45,8 +47,20 @@ enum ExtensionBridge {
             download_finished: { _, download, path in ExtensionBridge.finished(download, path) },
             // Authentication challenges reach extensions once the host performs transfers itself.
             did_receive_challenge: nil,
-            will_terminate: { _ in ExtensionBridge.willTerminate() })
-        return withUnsafePointer(to: &table) { $0 }
+            will_terminate: { _ in ExtensionBridge.willTerminate() },
+            should_download_asset_pack: { _, pack in ExtensionBridge.shouldDownload(pack) }))
+        return UnsafePointer(table)
+    }
+
+    /// A managed extension's veto; any other extension takes Apple's default, which downloads every pack.
+    static func shouldDownload(_ pack: UnsafePointer<ba_asset_pack_t>?) -> Bool {
+        guard let managed = instance as? any ManagedDownloaderExtension, let pack, let id = pack.pointee.id else {
+            return true
+        }
+        let userInfo = pack.pointee.user_info_json.map { Data(String(cString: $0).utf8) }
+        return managed.shouldDownload(AssetPack(
+            id: String(cString: id), version: Int(pack.pointee.version), downloadSize: Int(pack.pointee.download_size),
+            userInfo: userInfo))
     }
 
     static func downloads(
