@@ -24,13 +24,15 @@ import TestSupport
     }
 
     /// Puts the archives and their download manifest on nginx, as a developer self-hosting them would.
+    /// `slow` serves the archives at nginx's 1 MB/s.
     @discardableResult
-    func publish(_ archives: [String], previous: DownloadManifest? = nil) throws -> DownloadManifest {
+    func publish(_ archives: [String], previous: DownloadManifest? = nil, slow: Bool = false) throws -> DownloadManifest {
+        let folder = slow ? "slow/\(dir)/packs" : "\(dir)/packs"
         let manifest = try DownloadManifest.create(
-            archives: archives, baseURL: nginx.https("\(dir)/packs"), previous: previous)
+            archives: archives, baseURL: nginx.https(folder), previous: previous)
         for archive in archives {
             let id = try PackArchive.readIndex(archive).manifest.assetPackID
-            _ = try nginx.serve(try Data(contentsOf: URL(fileURLWithPath: archive)), at: "\(dir)/packs/\(id)")
+            _ = try nginx.serve(try Data(contentsOf: URL(fileURLWithPath: archive)), at: "\(folder)/\(id)")
         }
         _ = try nginx.serve(try manifest.encoded(), at: "\(dir)/download-manifest.json")
         return manifest
@@ -244,5 +246,35 @@ import TestSupport
         #expect(update.status == 0, "\(update.report)")
         #expect(installedText(app, daemon, "local-1") == "served locally")
         #expect(try daemon.report(["debug", "url-override", "--app", app.identifier, "--clear"]).status == 0)
+    }
+
+    /// `progress.cancel()` stops a pack's download every time (Apple's 26.0 failed the second), and leaves nothing.
+    @Test func progressCancelStopsAPackDownloadEveryTime() throws {
+        let source = work.appendingPathComponent("big")
+        try FileManager.default.createDirectory(at: source.appendingPathComponent("big"), withIntermediateDirectories: true)
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            .write(to: source.appendingPathComponent("big/blob.bin"))
+        try Data(#"{"assetPackID":"big","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"big"}]}"#.utf8)
+            .write(to: source.appendingPathComponent("Manifest.json"))
+        let archive = source.appendingPathComponent("big.tar.zst").path
+        try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
+        try publish([archive], slow: true)
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        let run = try Bahost.run(
+            ["--cancel", "big", "--cancel", "big"],
+            environment: ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket],
+            executable: TestPlugins.buildFolder.appendingPathComponent("packs-app").path)
+        let attempts = run.events().filter { $0["cancelled"] as? String == "big" }
+        #expect(attempts.count == 2, "\(run.stdout) \(run.stderr)")
+        for attempt in attempts {
+            #expect(attempt["error"] as? String != "none", "\(attempt)")
+            #expect((attempt["updates"] as? [String])?.suffix(2) == ["downloading", "failed"], "\(attempt)")
+            #expect(attempt["available"] as? Bool == false)
+        }
     }
 }

@@ -17,6 +17,8 @@ struct PacksApp: AsyncParsableCommand {
     @Option(help: "Print the text of a file in the packs' namespace: PATH, or PACK-ID:PATH for one pack.")
     var read: [String] = []
     @Option(help: "Make a pack available (downloading it), printing its status updates.") var ensure: [String] = []
+    @Option(help: "Start making a pack available, and cancel its download at its first progress update.")
+    var cancel: [String] = []
     @Flag(help: "Check for updates and print the updating and removed IDs.") var checkForUpdates = false
     @Option(help: "Remove a pack.") var remove: [String] = []
 
@@ -54,6 +56,37 @@ struct PacksApp: AsyncParsableCommand {
             } catch {
                 say(["ensured": id, "error": Self.describe(error)])
             }
+        }
+        for id in cancel {
+            let pack = try await manager.assetPack(withID: id)
+            let watcher = Task {
+                var seen: [String] = []
+                for await update in manager.statusUpdates(forAssetPackWithID: id) {
+                    switch update {
+                    case .began: seen.append("began")
+                    case .paused: seen.append("paused")
+                    case .downloading(_, let progress):
+                        if !seen.contains("downloading") {
+                            seen.append("downloading")
+                            progress.cancel()
+                        }
+                    case .finished: seen.append("finished")
+                    case .failed: seen.append("failed")
+                    }
+                }
+                return seen
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            var result: [String: Any] = ["cancelled": id]
+            do {
+                try await manager.ensureLocalAvailability(of: pack)
+                result["error"] = "none"
+            } catch {
+                result["error"] = Self.describe(error)
+            }
+            result["updates"] = await Self.collect(watcher, timeout: .seconds(10))
+            result["available"] = manager.assetPackIsAvailableLocally(withID: id)
+            say(result)
         }
         for spec in read {
             let (pack, path) = spec.contains(":")
