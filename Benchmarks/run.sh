@@ -19,14 +19,15 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 [ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
-figures=" ${*:-big small rss activation terminate queue delegate scale} "
+figures=" ${*:-big small rss activation terminate queue delegate scale packs} "
 want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
-    queue_count=200; completions=10; scale_count=2000
+    queue_count=200; completions=10; scale_count=2000; pack_files=20
 else
     big=$((1 << 30)); huge=$((2 << 30)); small_count=2000; runs=3; windows=200; configuration=release
     queue_count=${BENCH_QUEUE_COUNT:-10000}; completions=200; scale_count=${BENCH_SCALE_COUNT:-100000}
+    pack_files=1000
 fi
 
 scripts/install-dependencies.sh
@@ -263,4 +264,33 @@ for _ in $(seq "$runs"); do
 done
 fi
 
-python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count"
+if want packs; then
+echo "== managed asset pack: an essential pack of $pack_files files of 1 MiB, installed by the service"
+echo "   against curl fetching the same archive and tar unpacking it"
+    mkdir -p "$work/pack/files"
+    for i in $(seq 1 "$pack_files"); do head -c 1048576 /dev/urandom > "$work/pack/files/$i.bin"; done
+    echo '{"assetPackID": "world", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
+           "fileSelectors": [{"directory": "files"}]}' > "$work/pack/Manifest.json"
+    "$bin/bahost" pack package "$work/pack/Manifest.json" -o "$work/www/world" >/dev/null
+    rm -rf "$work/pack/files"
+    "$bin/bahost" pack download-manifest create "$work/www/world" --download-base-url "$base" \
+        --output-path "$work/www/download-manifest.json" >/dev/null
+    sed -e "s|$base/manifest|$base/download-manifest.json|" \
+        -e "s|<key>BAManifestURL</key>|<key>BAHasManagedAssetPacks</key><true/><key>BAManifestURL</key>|" \
+        "$work/Info.plist" > "$work/packs.plist"
+    for _ in $(seq "$runs"); do
+        # Validated, downloaded, checked file by file, unpacked, synced and swapped in when `bahost install` returns.
+        start_daemon "$work/packs.plist"
+        record packs.bahost "$install_microseconds"
+        stop_daemon
+        rm -rf "$work/service"
+        rm -rf "$work/out/pack"; mkdir -p "$work/out/pack"
+        t=$(now)
+        curl -s -o "$work/out/pack/world.tar.zst" "$base/world"
+        tar --zstd -xf "$work/out/pack/world.tar.zst" -C "$work/out/pack"
+        record packs.curl "$(since "$t")"
+        rm -rf "$work/out/pack"
+    done
+fi
+
+python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count" "${pack_files:-0}"

@@ -9,6 +9,7 @@ from collections import defaultdict
 path, big, small_count, configuration = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 queue_count = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 scale_count = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+pack_files = int(sys.argv[7]) if len(sys.argv) > 7 else 0
 values = defaultdict(list)
 for line in open(path):
     name, *numbers = line.split()
@@ -117,3 +118,13 @@ if delegate:
     p99 = sorted(delegate)[int(len(delegate) * 0.99) - 1 if len(delegate) >= 100 else -1]
     print(f"| completion → app delegate (file lands → delegate called) | bahost | {spread(delegate, 'ms', 2)}; p99 {p99:.2f} ms "
           f"| | median ≤ 2 ms |")
+pack_bahost = first("packs.bahost")
+if pack_bahost:
+    bahost_pack = median(pack_bahost)
+    for tool, label in [("bahost", "bahost install"), ("curl", "curl + tar --zstd -x")]:
+        times = [t / 1e6 for t in first(f"packs.{tool}")]
+        if not times:
+            continue
+        ratio = f"{median(times) / (bahost_pack / 1e6):.2f}× bahost/curl+tar" if tool == "curl" else ""
+        print(f"| essential pack of {pack_files} × 1 MiB installed (fetched, checked, unpacked) | {label} | "
+              f"{spread(times, 's', 2)} | {ratio} | |")
