@@ -90,9 +90,9 @@ struct ManagedPacks {
         guard !entries.isEmpty else { return [:] }
         let encoder = JSONEncoder()
         let events = entries.map { entry in
-            WindowEvent.shouldDownload(AssetPackOffer(
+            WindowEvent.shouldDownload(AssetPackInfo(
                 id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
-                userInfoJSON: entry.userInfo.flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) }))
+                userInfo: entry.userInfo.flatMap { try? encoder.encode($0) }))
         }
         let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
         let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)

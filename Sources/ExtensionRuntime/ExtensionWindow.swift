@@ -330,7 +330,7 @@ private final class WindowLoop {
             packet.string(offer.id)
             packet.i64(Int64(offer.version))
             packet.i64(offer.downloadSize)
-            packet.string(offer.userInfoJSON ?? "")
+            packet.string(offer.userInfo.map { String(decoding: $0, as: UTF8.self) } ?? "")
         }
         process.send(packet)
     }

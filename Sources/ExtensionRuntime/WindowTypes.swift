@@ -12,23 +12,7 @@ public enum WindowEvent: Sendable {
     case downloadFinished(Download, filePath: String)
     /// `ManagedDownloaderExtension.shouldDownload(_:)` (ABI 1.1): whether the host may download this pack on its
     /// own.
-    case shouldDownload(AssetPackOffer)
-}
-
-/// A managed asset pack the host is about to download, as the extension is asked about it.
-public struct AssetPackOffer: Sendable, Hashable {
-    public var id: String
-    public var version: Int
-    public var downloadSize: Int64
-    /// The pack manifest's `userInfo`, as JSON.
-    public var userInfoJSON: String?
-
-    public init(id: String, version: Int, downloadSize: Int64, userInfoJSON: String?) {
-        self.id = id
-        self.version = version
-        self.downloadSize = downloadSize
-        self.userInfoJSON = userInfoJSON
-    }
+    case shouldDownload(AssetPackInfo)
 }
 
 /// How a window ended. Every window ends with exactly one.

@@ -119,12 +119,12 @@ final class AppSessions: AppDelegateRouter {
 
     /// A managed pack's progress, installation or failure; nil for anything else (a pack's download never reaches
     /// the app's `BADownloadManager` delegate).
-    private func assetPackEvent(_ event: LifecycleEvent) -> (WirePack, WirePackUpdate)? {
-        func pack(_ row: QueuedDownload) -> WirePack? {
+    private func assetPackEvent(_ event: LifecycleEvent) -> (AssetPackInfo, WirePackUpdate)? {
+        func pack(_ row: QueuedDownload) -> AssetPackInfo? {
             guard row.download.kind == .assetPack else { return nil }
             // The unique identifier ends with the version it was queued for: "….vN".
             let version = row.uniqueIdentifier.split(separator: ".").last.flatMap { Int($0.dropFirst()) } ?? 0
-            return WirePack(id: row.identifier, version: version, downloadSize: row.download.fileSize, userInfo: nil)
+            return AssetPackInfo(id: row.identifier, version: version, downloadSize: row.download.fileSize, userInfo: nil)
         }
         switch event {
         case .began(let row, _):
@@ -146,9 +146,9 @@ final class AppSessions: AppDelegateRouter {
             state.withLock { _ = $0.progress.removeValue(forKey: row.uniqueIdentifier) }
             return nil
         case .packInstalled(_, let id, let version):
-            return (WirePack(id: id, version: version, downloadSize: 0, userInfo: nil), .finished)
+            return (AssetPackInfo(id: id, version: version, downloadSize: 0, userInfo: nil), .finished)
         case .packFailed(_, let id, let error):
-            return (WirePack(id: id, version: 0, downloadSize: 0, userInfo: nil), .failed(error))
+            return (AssetPackInfo(id: id, version: 0, downloadSize: 0, userInfo: nil), .failed(error))
         default:
             return nil
         }

@@ -115,7 +115,7 @@ public final class BackgroundAssetsService: Sendable {
             case .assetPacks:
                 let decoder = JSONEncoder()
                 return .assetPacks(try await engine.offeredPacks(app).map { entry in
-                    WirePack(
+                    AssetPackInfo(
                         id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
                         userInfo: try entry.userInfo.map { try decoder.encode($0) })
                 })

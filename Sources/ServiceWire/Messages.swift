@@ -136,7 +136,7 @@ public enum ServiceReply: Codable, Sendable {
     case ok
     case hello(HelloReply)
     case downloads([Download])
-    case assetPacks([WirePack])
+    case assetPacks([AssetPackInfo])
     case assetPackStatus(Int)
     case assetPackUpdates(updating: [String], removed: [String])
     case failure(HostError)
@@ -222,5 +222,5 @@ public enum AppEvent: Codable, Sendable {
     case paused(Download)
     case progress(Download, bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
     /// A managed pack's download or installation moved (sent to every connection of the app).
-    case assetPack(WirePack, WirePackUpdate)
+    case assetPack(AssetPackInfo, WirePackUpdate)
 }

@@ -36,19 +36,7 @@ struct PacksApp: AsyncParsableCommand {
         for id in ensure {
             do {
                 let pack = try await manager.assetPack(withID: id)
-                let watcher = Task {
-                    var seen: [String] = []
-                    for await update in manager.statusUpdates(forAssetPackWithID: id) {
-                        switch update {
-                        case .began: seen.append("began")
-                        case .paused: seen.append("paused")
-                        case .downloading: if seen.last != "downloading" { seen.append("downloading") }
-                        case .finished: seen.append("finished")
-                        case .failed: seen.append("failed")
-                        }
-                    }
-                    return seen
-                }
+                let watcher = Self.watch(id, cancellingAtFirstProgress: false)
                 try await Task.sleep(for: .milliseconds(200))
                 try await manager.ensureLocalAvailability(of: pack)
                 let updates = await Self.collect(watcher, timeout: .seconds(10))
@@ -59,23 +47,7 @@ struct PacksApp: AsyncParsableCommand {
         }
         for id in cancel {
             let pack = try await manager.assetPack(withID: id)
-            let watcher = Task {
-                var seen: [String] = []
-                for await update in manager.statusUpdates(forAssetPackWithID: id) {
-                    switch update {
-                    case .began: seen.append("began")
-                    case .paused: seen.append("paused")
-                    case .downloading(_, let progress):
-                        if !seen.contains("downloading") {
-                            seen.append("downloading")
-                            progress.cancel()
-                        }
-                    case .finished: seen.append("finished")
-                    case .failed: seen.append("failed")
-                    }
-                }
-                return seen
-            }
+            let watcher = Self.watch(id, cancellingAtFirstProgress: true)
             try await Task.sleep(for: .milliseconds(200))
             var result: [String: Any] = ["cancelled": id]
             do {
@@ -110,6 +82,27 @@ struct PacksApp: AsyncParsableCommand {
             } catch {
                 say(["removed": id, "error": Self.describe(error)])
             }
+        }
+    }
+
+    /// Collects the names of a pack's status updates until its sequence finishes (repeated progress counts once);
+    /// `cancellingAtFirstProgress` cancels the download through the first update's `Progress`.
+    static func watch(_ id: String, cancellingAtFirstProgress: Bool) -> Task<[String], Never> {
+        Task {
+            var seen: [String] = []
+            for await update in AssetPackManager.shared.statusUpdates(forAssetPackWithID: id) {
+                switch update {
+                case .began: seen.append("began")
+                case .paused: seen.append("paused")
+                case .downloading(_, let progress):
+                    guard seen.last != "downloading" else { continue }
+                    seen.append("downloading")
+                    if cancellingAtFirstProgress { progress.cancel() }
+                case .finished: seen.append("finished")
+                case .failed: seen.append("failed")
+                }
+            }
+            return seen
         }
     }
 

@@ -285,7 +285,7 @@ extension AssetPackManager {
             return stream
         }
 
-        func publish(_ wire: WirePack, _ update: WirePackUpdate) {
+        func publish(_ wire: AssetPackInfo, _ update: WirePackUpdate) {
             let (event, targets) = state.withLock { state -> (DownloadStatusUpdate, [(UUID, AsyncStream<DownloadStatusUpdate>.Continuation)]) in
                 var pack = state.known[wire.id]
                 if pack == nil || (wire.version != 0 && pack?.version != wire.version) {

@@ -16,7 +16,7 @@ final class ServiceTransport: HostTransport, Sendable {
     private let appIdentifier: String?
     private let state = Mutex(State())
     /// Where managed asset packs' status updates go (`AssetPackManager`'s transport only).
-    private let assetPackEvents: (@Sendable (WirePack, WirePackUpdate) -> Void)?
+    private let assetPackEvents: (@Sendable (AssetPackInfo, WirePackUpdate) -> Void)?
     /// Delegate methods run here, one at a time, off the thread that reads the socket.
     private let delegateQueue = DispatchQueue(label: "BADownloadManager.delegate")
 
@@ -32,7 +32,7 @@ final class ServiceTransport: HostTransport, Sendable {
         socketPath: String = ServiceProtocol.defaultSocketPath,
         appIdentifier: String? = ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"]
             ?? Bundle.main.bundleIdentifier,
-        assetPackEvents: (@Sendable (WirePack, WirePackUpdate) -> Void)? = nil
+        assetPackEvents: (@Sendable (AssetPackInfo, WirePackUpdate) -> Void)? = nil
     ) {
         self.socketPath = socketPath
         self.appIdentifier = appIdentifier
