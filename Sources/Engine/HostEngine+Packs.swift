@@ -22,7 +22,9 @@ extension HostEngine {
         var listing = offered.map { entry in
             PackListing(
                 id: entry.id, policy: entry.downloadPolicy, availableVersion: entry.version,
-                installed: installed[entry.id], downloadSize: entry.downloadSize, downloading: downloading.contains(entry.id))
+                installed: installed[entry.id],
+                downloadSize: ManagedPacks.downloadSize(of: entry, installed: installed[entry.id]),
+                downloading: downloading.contains(entry.id))
         }
         // Installed packs the server no longer offers stay until removed.
         for (id, pack) in installed where !offered.contains(where: { $0.id == id }) {
@@ -33,11 +35,17 @@ extension HostEngine {
     }
 
     /// The packs the app's download manifest offers to this platform; the manifest is fetched when the app has
-    /// none yet (Apple: "may contact the server").
+    /// none yet (Apple: "may contact the server"). An installed pack's `downloadSize` is what its update costs:
+    /// the changed files alone, when the server offers them.
     public func offeredPacks(_ appIdentifier: String) async throws -> [DownloadManifest.Entry] {
         let (packs, app) = try managed(appIdentifier)
         if packs.catalogue(for: app) == nil { _ = try await packRequest(.periodic, appIdentifier: appIdentifier) }
-        return packs.offered(app)
+        let installed = packs.store(for: app).installed()
+        return packs.offered(app).map { entry in
+            var entry = entry
+            entry.downloadSize = ManagedPacks.downloadSize(of: entry, installed: installed[entry.id])
+            return entry
+        }
     }
 
     /// Apple's `AssetPack.Status` of a pack, as a raw value: available to download (1), an update available (2),
@@ -75,7 +83,16 @@ extension HostEngine {
         }
         if let installed, installed.version >= entry.version || !requireLatest { return }
         if try !isDownloading(appIdentifier, id) {
-            _ = try packs.queue([packs.download(entry, app: app, essential: false)], for: app, foreground: true)
+            if let installed {
+                if let downloads = packs.update(entry, from: installed, app: app) {
+                    _ = try packs.queue(downloads, for: app, foreground: true)
+                } else {
+                    try packs.store(for: app).installUpdate(entry: entry, changed: [:])
+                    return
+                }
+            } else {
+                _ = try packs.queue([packs.download(entry, app: app, essential: false)], for: app, foreground: true)
+            }
         }
         while try isDownloading(appIdentifier, id)
             || store.pendingCompletions(for: appIdentifier, assetPacks: true).contains(where: { $0.identifier == id })

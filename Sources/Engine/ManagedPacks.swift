@@ -75,7 +75,20 @@ struct ManagedPacks {
             }
         }
         let answers = try await askExtension(app, about: candidates.map(\.0))
-        let wanted = candidates.filter { answers[$0.0.id] ?? true }.map { download($0.0, app: app, essential: $0.essential) }
+        var wanted: [Download] = []
+        for (entry, essential) in candidates where answers[entry.id] ?? true {
+            guard let current = installed[entry.id] else {
+                wanted.append(download(entry, app: app, essential: essential))
+                continue
+            }
+            if let downloads = update(entry, from: current, app: app) {
+                wanted += downloads
+            } else {
+                // Nothing to fetch: the new version only drops files.
+                try store(for: app).installUpdate(entry: entry, changed: [:])
+                context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
+            }
+        }
         let queued = try queue(wanted, for: app, foreground: false)
         if event != nil {
             context.launchGate.close(appIdentifier)
@@ -107,37 +120,64 @@ struct ManagedPacks {
     }
 
     /// Installs the app's finished pack downloads and reports the failed ones, each once. Runs off Swift's
-    /// cooperative pool (unpacking blocks).
+    /// cooperative pool (unpacking blocks). An update made of single files waits until all its files are in.
     func installFinished(_ appIdentifier: String) throws {
         let rows = context.store
         guard let app = try rows.app(appIdentifier), app.hasManagedAssetPacks else { return }
-        let packs = store(for: app)
+        let pending = try rows.pendingCompletions(for: appIdentifier, assetPacks: true)
         let catalogue = catalogue(for: app)
-        for var row in try rows.pendingCompletions(for: appIdentifier, assetPacks: true) {
-            if row.state == .finished, let archive = row.filePath {
-                // The archive's hash names the version it was queued for; the catalogue may have moved on since.
-                if let entry = catalogue?.assetPacks.first(where: { $0.id == row.identifier && $0.sha256 == row.download.sha256 }) {
-                    do {
-                        try packs.install(archive: archive, entry: entry)
-                        context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
-                    } catch {
-                        row.state = .failed
-                        row.error = HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)")
-                    }
-                } else {
-                    row.state = .failed
-                    row.error = HostError(
-                        code: -1, domain: "BAHostErrorDomain",
-                        message: "the pack '\(row.identifier)' changed on the server while it downloaded")
-                }
-                unlink(archive)
+        let downloading = Set(try rows.activeDownloads(for: appIdentifier).filter { $0.download.kind == .assetPack }
+            .map { "\($0.identifier) \(Self.version(of: $0))" })
+        let groups = Dictionary(grouping: pending) { "\($0.identifier) \(Self.version(of: $0))" }
+        for (key, group) in groups where !downloading.contains(key) {
+            let id = group[0].identifier
+            // The catalogue names the version the rows were queued for; it may have moved on since.
+            let entry = catalogue?.assetPacks.first { $0.id == id && $0.version == Self.version(of: group[0]) }
+            var failure = group.first { $0.state == .failed }?.error
+            if failure == nil {
+                failure = install(group, entry: entry, app: app)
+            }
+            if let failure {
+                context.observe(.packFailed(appIdentifier: appIdentifier, id: id, error: failure))
+            }
+            for var row in group {
+                if let path = row.filePath { unlink(path) }
                 row.filePath = nil
+                if let failure, row.state == .finished {
+                    row.state = .failed
+                    row.error = failure
+                }
+                row.delivered = true
+                try rows.save(row)
             }
-            if row.state == .failed, let error = row.error {
-                context.observe(.packFailed(appIdentifier: appIdentifier, id: row.identifier, error: error))
+        }
+    }
+
+    /// Installs a finished archive, or the files of an update; nil when installed, else why not.
+    private func install(_ rows: [QueuedDownload], entry: DownloadManifest.Entry?, app: AppRecord) -> HostError? {
+        func failure(_ message: String) -> HostError { HostError(code: -1, domain: "BAHostErrorDomain", message: message) }
+        guard let entry else { return failure("the pack '\(rows[0].identifier)' changed on the server while it downloaded") }
+        let packs = store(for: app)
+        do {
+            if rows.count == 1, rows[0].download.sha256 == entry.sha256, let archive = rows[0].filePath {
+                try packs.install(archive: archive, entry: entry)
+            } else {
+                // Each changed file by content, for every path that holds that content.
+                let byContent = Dictionary(rows.compactMap { row in row.filePath.map { (row.download.sha256 ?? "", $0) } }) { first, _ in first }
+                var changed: [String: String] = [:]
+                for file in entry.files { if let path = byContent[file.sha256] { changed[file.path] = path } }
+                do {
+                    try packs.installUpdate(entry: entry, changed: changed)
+                } catch {
+                    // The installed files were not what the update expects (the app changed one): fetch the archive.
+                    _ = try queue([download(entry, app: app, essential: false)], for: app, foreground: false)
+                    return nil
+                }
             }
-            row.delivered = true
-            try rows.save(row)
+            context.observe(.packInstalled(appIdentifier: app.appIdentifier, id: entry.id, version: entry.version))
+            return nil
+        } catch {
+            return failure("\(error)")
         }
     }
 
@@ -181,12 +221,46 @@ struct ManagedPacks {
 
     // MARK: Steps
 
+    /// The download of a pack's archive. Its unique identifier ends with the version (".vN"), which the events
+    /// report; it is new at each attempt, so that it never collides with an earlier attempt's row.
     func download(_ entry: DownloadManifest.Entry, app: AppRecord, essential: Bool) -> Download {
         Download(
-            kind: .assetPack, identifier: entry.id,
-            uniqueIdentifier: "BAAssetPack.\(app.appGroupIdentifier).\(entry.id).v\(entry.version)", url: entry.url,
+            kind: .assetPack, identifier: entry.id, uniqueIdentifier: Self.uniqueIdentifier(entry, app), url: entry.url,
             applicationGroupIdentifier: app.appGroupIdentifier, fileSize: entry.downloadSize, isEssential: essential,
             sha256: entry.sha256)
+    }
+
+    /// The downloads an update needs: the files that changed alone, when the server offers them and they are fewer
+    /// bytes than the archive; else the archive. Nil when nothing needs downloading (only files went away).
+    func update(_ entry: DownloadManifest.Entry, from installed: PackStore.Installed, app: AppRecord) -> [Download]? {
+        guard let base = entry.fileBaseURL else { return [download(entry, app: app, essential: false)] }
+        var byContent: [String: PackFile] = [:]
+        for file in entry.changedFiles(since: installed.files) { byContent[file.sha256] = file }
+        guard !byContent.isEmpty else { return nil }
+        guard byContent.values.reduce(0, { $0 + $1.size }) < entry.downloadSize else {
+            return [download(entry, app: app, essential: false)]
+        }
+        return byContent.values.sorted { $0.path < $1.path }.map { file in
+            Download(
+                kind: .assetPack, identifier: entry.id, uniqueIdentifier: Self.uniqueIdentifier(entry, app),
+                url: base + file.sha256, applicationGroupIdentifier: app.appGroupIdentifier, fileSize: file.size,
+                sha256: file.sha256)
+        }
+    }
+
+    static func uniqueIdentifier(_ entry: DownloadManifest.Entry, _ app: AppRecord) -> String {
+        "BAAssetPack.\(app.appGroupIdentifier).\(entry.id).\(UUID().uuidString).v\(entry.version)"
+    }
+
+    static func version(of row: QueuedDownload) -> Int { row.assetPackVersion }
+
+    /// The bytes bringing the pack to `entry`'s version costs: the changed files alone when the server offers them
+    /// and they are fewer, else the archive.
+    static func downloadSize(of entry: DownloadManifest.Entry, installed: PackStore.Installed?) -> Int64 {
+        guard let installed, entry.fileBaseURL != nil else { return entry.downloadSize }
+        var byContent: [String: Int64] = [:]
+        for file in entry.changedFiles(since: installed.files) { byContent[file.sha256] = file.size }
+        return min(entry.downloadSize, byContent.values.reduce(0, +))
     }
 
     private func save(_ manifest: DownloadManifest, for app: AppRecord) throws {
@@ -201,5 +275,12 @@ struct ManagedPacks {
             kind: .manifest, identifier: "BAManifestURL", url: app.effectiveManifestURL,
             applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
         try context.store.recordRefused(manifest, for: app.appIdentifier, error: error)
+    }
+}
+
+extension QueuedDownload {
+    /// The version a pack download was queued for: its unique identifier ends with ".vN".
+    public var assetPackVersion: Int {
+        uniqueIdentifier.split(separator: ".").last.flatMap { Int($0.dropFirst()) } ?? 0
     }
 }

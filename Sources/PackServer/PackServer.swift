@@ -24,13 +24,19 @@ public final class PackServer: Sendable {
     final class Catalog: Sendable {
         let packs: [String: Served]
         let manifest = Mutex(Data())
+        /// Where each pack's files are, one per content (`PACK-ID.files/SHA-256`): updates fetch only what changed.
+        let fileObjects: URL
 
-        init(packs: [String: Served]) { self.packs = packs }
+        init(packs: [String: Served], fileObjects: URL) {
+            self.packs = packs
+            self.fileObjects = fileObjects
+        }
     }
 
     public let baseURL: String
     public let manifest: DownloadManifest
     private let channel: any Channel
+    private let fileObjects: URL
 
     /// Binds `host:port` (0: any free port) and starts serving `archives`.
     /// - Parameter log: one line per request, with everything the client sent escaped.
@@ -45,7 +51,8 @@ public final class PackServer: Sendable {
             guard packs.updateValue(Served(path: archive, size: size, etag: "\"\(hash)\""), forKey: index.manifest.assetPackID) == nil
             else { throw PackError.invalidManifest("the pack '\(index.manifest.assetPackID)' is named twice") }
         }
-        let catalog = Catalog(packs: packs)
+        let fileObjects = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-serve-\(UUID().uuidString)")
+        let catalog = Catalog(packs: packs, fileObjects: fileObjects)
         let tls = try NIOSSLContext(configuration: .makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
             privateKey: .privateKey(try Self.privateKey(key))))
@@ -62,9 +69,10 @@ public final class PackServer: Sendable {
         let boundPort = channel.localAddress?.port ?? port
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let baseURL = "https://\(hostPart):\(boundPort)/"
-        let manifest = try DownloadManifest.create(archives: archives, baseURL: baseURL, previous: nil)
+        let manifest = try DownloadManifest.create(
+            archives: archives, baseURL: baseURL, previous: nil, fileObjects: fileObjects)
         catalog.manifest.withLock { $0 = (try? manifest.encoded()) ?? Data() }
-        return PackServer(baseURL: baseURL, manifest: manifest, channel: channel)
+        return PackServer(baseURL: baseURL, manifest: manifest, channel: channel, fileObjects: fileObjects)
     }
 
     /// A PEM or DER key, whatever its file's extension (NIOSSL would take `.key` for DER).
@@ -74,10 +82,11 @@ public final class PackServer: Sendable {
         return try NIOSSLPrivateKey(bytes: bytes, format: isPEM ? .pem : .der)
     }
 
-    private init(baseURL: String, manifest: DownloadManifest, channel: any Channel) {
+    private init(baseURL: String, manifest: DownloadManifest, channel: any Channel, fileObjects: URL) {
         self.baseURL = baseURL
         self.manifest = manifest
         self.channel = channel
+        self.fileObjects = fileObjects
     }
 
     /// The URL of the download manifest: what an app's `BAManifestURL` (or `bahost debug url-override`) names.
@@ -86,7 +95,10 @@ public final class PackServer: Sendable {
     /// Serves until the server is closed.
     public func wait() async throws { try await channel.closeFuture.get() }
 
-    public func close() async throws { try await channel.close() }
+    public func close() async throws {
+        try await channel.close()
+        try? FileManager.default.removeItem(at: fileObjects)
+    }
 }
 
 /// Answers one connection's requests in order.
@@ -123,10 +135,22 @@ final class RequestHandler: ChannelInboundHandler {
             let manifest = catalog.manifest.withLock { $0 }
             return send(.ok, body: manifest, type: "application/json", request: request, context: context, log: line)
         }
+        if let object = fileObject(path) { return servePack(object, request: request, context: context, log: line) }
         guard path.hasPrefix("/"), let pack = catalog.packs[String(path.dropFirst())] else {
             return send(.notFound, body: "no such pack\n", request: request, context: context, log: line)
         }
         servePack(pack, request: request, context: context, log: line)
+    }
+
+    /// `/PACK-ID.files/SHA-256`: one file of a pack, by content.
+    private func fileObject(_ path: String) -> PackServer.Served? {
+        let parts = path.split(separator: "/")
+        guard parts.count == 2, parts[0].hasSuffix(".files"), catalog.packs[String(parts[0].dropLast(6))] != nil,
+            parts[1].count == 64, parts[1].allSatisfy(\.isHexDigit)
+        else { return nil }
+        let file = catalog.fileObjects.appendingPathComponent("\(parts[0])/\(parts[1])").path
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size]) as? Int64 else { return nil }
+        return PackServer.Served(path: file, size: size, etag: "\"\(parts[1])\"")
     }
 
     private func servePack(_ pack: PackServer.Served, request: HTTPRequestHead, context: ChannelHandlerContext, log line: String) {

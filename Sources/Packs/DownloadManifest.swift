@@ -26,6 +26,15 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         public var downloadSize: Int64
         public var sha256: String
         public var files: [PackFile]
+        /// Where each file is also served alone, at this URL followed by its SHA-256, when the server offers that:
+        /// an update then fetches only the files that changed (a bahost addition; `--file-objects`).
+        public var fileBaseURL: String?
+
+        /// The files an update from `installed` needs: those whose path or content changed.
+        public func changedFiles(since installed: [PackFile]) -> [PackFile] {
+            let kept = Set(installed.map { "\($0.path)\u{0}\($0.sha256)" })
+            return files.filter { !kept.contains("\($0.path)\u{0}\($0.sha256)") }
+        }
 
         /// The index the archive must match.
         public var index: PackIndex {
@@ -84,9 +93,11 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
 
     /// The download manifest for `archives`, each served at `baseURL` + its pack ID. A pack also in `previous`
     /// keeps its version when its archive is the same and gets the next one when it changed; a new pack starts at 1.
-    public static func create(archives: [String], baseURL: String, previous: DownloadManifest?) throws(PackError)
-        -> DownloadManifest
-    {
+    /// With `fileObjects`, each pack's files are also written there, one file per content (`PACK-ID.files/SHA-256`),
+    /// to be served beside the archives, so that updates fetch only what changed.
+    public static func create(
+        archives: [String], baseURL: String, previous: DownloadManifest?, fileObjects: URL? = nil
+    ) throws(PackError) -> DownloadManifest {
         guard let base = URL(string: baseURL), base.scheme == "https" || base.scheme == "http", base.host != nil else {
             throw .invalidManifest("--download-base-url must be an http(s) URL, not \(PackError.quoted(baseURL))")
         }
@@ -102,14 +113,41 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             let (size, hash) = try PackArchive.hashFile(URL(fileURLWithPath: archive))
             let before = previous?.assetPacks.first { $0.id == id }
             let version = before.map { $0.sha256 == hash ? $0.version : $0.version + 1 } ?? 1
+            var fileBaseURL: String?
+            if let fileObjects {
+                try writeFileObjects(of: archive, index: index, into: fileObjects.appendingPathComponent("\(id).files"))
+                fileBaseURL = prefix + id + ".files/"
+            }
             entries.append(Entry(
                 id: id, version: version, downloadPolicy: index.manifest.downloadPolicy,
                 platforms: index.manifest.platforms, userInfo: index.manifest.userInfo, url: prefix + id,
-                downloadSize: size, sha256: hash, files: index.files))
+                downloadSize: size, sha256: hash, files: index.files, fileBaseURL: fileBaseURL))
         }
         let manifest = DownloadManifest(assetPacks: entries.sorted { $0.id < $1.id })
         try manifest.validate()
         return manifest
+    }
+
+    /// Unpacks `archive` (checked as any install is) and files each file under its SHA-256 in `folder`.
+    static func writeFileObjects(of archive: String, index: PackIndex, into folder: URL) throws(PackError) {
+        let staging = folder.deletingLastPathComponent().appendingPathComponent(".unpacking-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: staging) }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw .io("cannot make \(folder.path): \(error)")
+        }
+        try PackArchive.extract(archive, expected: index, into: staging)
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for file in index.files {
+                let target = folder.appendingPathComponent(file.sha256)
+                if FileManager.default.fileExists(atPath: target.path) { continue }
+                try FileManager.default.moveItem(at: staging.appendingPathComponent(file.path), to: target)
+            }
+        } catch {
+            throw .io("cannot write the file objects of \(archive) into \(folder.path): \(error)")
+        }
     }
 
     public func encoded() throws(PackError) -> Data {

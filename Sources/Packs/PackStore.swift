@@ -39,21 +39,53 @@ public struct PackStore: Sendable {
         do throws(PackError) {
             try PackArchive.extract(archive, expected: entry.index, into: unpacked)
             let installed = Installed(id: entry.id, version: entry.version, files: entry.files)
-            try makeFolder(unpacked.appendingPathComponent(".bapack"))
-            let record: Data
-            do {
-                record = try JSONEncoder().encode(installed)
-            } catch {
-                throw PackError.io("cannot record the installed pack: \(error)")
-            }
-            guard FileManager.default.createFile(
-                atPath: unpacked.appendingPathComponent(".bapack/installed.json").path, contents: record)
-            else { throw PackError.io("cannot record the installed pack in \(unpacked.path)") }
+            try record(installed, in: unpacked)
             try sync(unpacked)
             try swapIn(unpacked, as: folder(of: entry.id))
             return installed
         } catch {
             try? FileManager.default.removeItem(at: unpacked)
+            throw error
+        }
+    }
+
+    /// Installs a new version of an installed pack from the files that changed (`changed`: pack path → a
+    /// downloaded file, already checked against its size and hash) and the installed version's other files, each
+    /// checked again against the new index: the app may have changed a file in its container. The result is swapped
+    /// in whole, as an archive's is.
+    @discardableResult
+    public func installUpdate(entry: DownloadManifest.Entry, changed: [String: String]) throws(PackError) -> Installed {
+        try PackManifest.validate(id: entry.id)
+        let current = folder(of: entry.id)
+        try makeFolder(staging)
+        let assembled = staging.appendingPathComponent("\(entry.id).\(entry.version).\(UUID().uuidString)")
+        do throws(PackError) {
+            for file in entry.files {
+                let path = try PackPath(file.path)
+                let target = assembled.appendingPathComponent(path.description)
+                try makeFolder(target.deletingLastPathComponent())
+                let source = changed[file.path] ?? current.appendingPathComponent(path.description).path
+                // A hard link costs nothing and the old folder goes anyway; a copy where links are not possible.
+                if link(source, target.path) != 0 {
+                    do {
+                        try FileManager.default.copyItem(atPath: source, toPath: target.path)
+                    } catch {
+                        throw PackError.io("cannot take \(file.path) for the update: \(error.localizedDescription)")
+                    }
+                }
+                let (size, hash) = try PackArchive.hashFile(target)
+                guard size == file.size, hash == file.sha256.lowercased() else {
+                    throw PackError.hostileArchive(
+                        "\(PackError.quoted(file.path)) is not the file the download manifest lists (\(size) bytes, SHA-256 \(hash))")
+                }
+            }
+            let installed = Installed(id: entry.id, version: entry.version, files: entry.files)
+            try record(installed, in: assembled)
+            try sync(assembled)
+            try swapIn(assembled, as: current)
+            return installed
+        } catch {
+            try? FileManager.default.removeItem(at: assembled)
             throw error
         }
     }
@@ -94,6 +126,19 @@ public struct PackStore: Sendable {
     }
 
     // MARK: Steps
+
+    /// Writes what a folder about to be swapped in holds, in its `.bapack/installed.json`.
+    private func record(_ installed: Installed, in folder: URL) throws(PackError) {
+        try makeFolder(folder.appendingPathComponent(".bapack"))
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(installed)
+        } catch {
+            throw .io("cannot record the installed pack: \(error)")
+        }
+        guard FileManager.default.createFile(atPath: folder.appendingPathComponent(".bapack/installed.json").path, contents: data)
+        else { throw .io("cannot record the installed pack in \(folder.path)") }
+    }
 
     private func makeFolder(_ url: URL) throws(PackError) {
         do {

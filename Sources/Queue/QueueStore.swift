@@ -295,7 +295,7 @@ public final class QueueStore: Sendable {
 
     /// Queues downloads for an app in one transaction. `admit` decides each one given the app's record (which it may
     /// change, e.g. to count allowance) and returns an error to refuse it. An identifier already active in the
-    /// app's queue is refused with Apple's 100. A unique identifier the queue already holds gets a fresh one, or,
+    /// app's queue is refused with Apple's 100 (except an asset pack's: the host queues the files of one update). A unique identifier the queue already holds gets a fresh one, or,
     /// when `refusingForeign` and another app holds it, is refused with 55 (an app's own calls).
     public func enqueue(
         _ downloads: [Download], for appIdentifier: String, foreground: Bool = false,
@@ -312,7 +312,10 @@ public final class QueueStore: Sendable {
                 """)
             let insert = try db.cachedStatement(sql: QueuedDownload.insertSQL(into: QueuedDownload.databaseTableName))
             for download in downloads {
-                if try Bool.fetchOne(active, arguments: [appIdentifier, download.identifier]) != nil {
+                // A pack's update may be several downloads (the files that changed); the host queues each pack once.
+                if download.kind != .assetPack,
+                    try Bool.fetchOne(active, arguments: [appIdentifier, download.identifier]) != nil
+                {
                     results.append((download, .failure(HostError(
                         BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
                         "a download with identifier '\(download.identifier)' is already scheduled"))))

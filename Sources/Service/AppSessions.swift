@@ -123,7 +123,7 @@ final class AppSessions: AppDelegateRouter {
         func pack(_ row: QueuedDownload) -> AssetPackInfo? {
             guard row.download.kind == .assetPack else { return nil }
             // The unique identifier ends with the version it was queued for: "….vN".
-            let version = row.uniqueIdentifier.split(separator: ".").last.flatMap { Int($0.dropFirst()) } ?? 0
+            let version = row.assetPackVersion
             return AssetPackInfo(id: row.identifier, version: version, downloadSize: row.download.fileSize, userInfo: nil)
         }
         switch event {

@@ -95,6 +95,11 @@ struct Pack: ParsableCommand {
             @Option(help: "Where the archives are served: https://HOST/PATH/ (each pack at its URL + ID).")
             var downloadBaseURL: String
             @Option(help: "The download manifest to write.") var outputPath: String
+            @Option(
+                help: ArgumentHelp(
+                    "Also write each pack's files here, one per content (PACK-ID.files/SHA-256), to serve beside the archives at the base URL.",
+                    discussion: "An update then fetches only the files that changed, when they are fewer bytes than the archive."))
+            var fileObjects: String?
 
             func validate() throws {
                 guard !archives.isEmpty else { throw ValidationError("name at least one pack archive") }
@@ -102,7 +107,9 @@ struct Pack: ParsableCommand {
 
             func run() throws {
                 let previous = FileManager.default.contents(atPath: outputPath).flatMap { try? DownloadManifest(data: $0) }
-                let manifest = try DownloadManifest.create(archives: archives, baseURL: downloadBaseURL, previous: previous)
+                let manifest = try DownloadManifest.create(
+                    archives: archives, baseURL: downloadBaseURL, previous: previous,
+                    fileObjects: fileObjects.map { URL(fileURLWithPath: $0, isDirectory: true) })
                 let temporary = outputPath + ".partial"
                 try manifest.encoded().write(to: URL(fileURLWithPath: temporary))
                 guard rename(temporary, outputPath) == 0 else {

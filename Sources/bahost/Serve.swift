@@ -38,7 +38,17 @@ struct Serve: AsyncParsableCommand {
             say("serving \(server.manifest.assetPacks.count) packs at \(server.baseURL)")
             say("download manifest: \(server.manifestURL)")
         }
+        // Stopped by a signal, it still removes the file objects it unpacked.
+        var sources: [any DispatchSourceSignal] = []
+        for stop in [SIGINT, SIGTERM] {
+            signal(stop, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: stop)
+            source.setEventHandler { Task { try? await server.close() } }
+            source.resume()
+            sources.append(source)
+        }
         try await server.wait()
+        sources.forEach { $0.cancel() }
     }
 
     /// Written at once, unbuffered: scripts and tests read the URL while the server runs.

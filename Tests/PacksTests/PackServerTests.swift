@@ -63,6 +63,16 @@ import Transfer
         #expect(observer.offsets.withLock { $0 } == [Int64(whole.count / 2)])
         #expect(try Data(contentsOf: URL(fileURLWithPath: partial)) == whole)
 
+        // Each file alone too, by content, for updates that fetch only what changed.
+        let blob = try #require(entry.files.first)
+        let objectPath = root.appendingPathComponent("blob.object").path
+        let object = await client.perform(
+            TransferRequest(
+                url: try #require(entry.fileBaseURL) + blob.sha256, expectedSize: blob.size, sha256: blob.sha256,
+                partialPath: objectPath, checkURL: { _ in nil }),
+            observer: Observer())
+        #expect(try object.get() == blob.size)
+
         // An unknown pack is a 404, which the client takes as permanent.
         let missing = await client.perform(
             TransferRequest(

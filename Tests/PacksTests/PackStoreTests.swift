@@ -72,4 +72,28 @@ import TestSupport
         store.removeLeftovers()
         #expect(staged(store).isEmpty)
     }
+
+    @Test func anUpdateFromChangedFilesAloneIsCheckedAndSwappedInWhole() throws {
+        let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
+        let (archive1, entry1, manifest1) = try version(1, sky: "blue")
+        try store.install(archive: archive1, entry: entry1)
+        let (_, entry2, _) = try version(2, sky: "red", previous: manifest1)
+        // Version 2 changes sky.ktx and drops old.ktx: only sky.ktx is fetched.
+        let changed = entry2.changedFiles(since: entry1.files)
+        #expect(changed.map(\.path) == ["textures/sky.ktx"])
+        let fetched = root.appendingPathComponent("fetched-sky")
+        try Data("red".utf8).write(to: fetched)
+        try store.installUpdate(entry: entry2, changed: ["textures/sky.ktx": fetched.path])
+        #expect(read(store, "textures/sky.ktx") == "red" && read(store, "textures/old.ktx") == nil)
+        #expect(store.installed("level-1")?.version == 2 && staged(store).isEmpty)
+
+        // A fetched file that is not what the index says is refused, and version 2 stays.
+        let (_, entry3, _) = try version(3, sky: "green", previous: try DownloadManifest.create(
+            archives: [try version(2, sky: "red").0], baseURL: "https://cdn.example.com", previous: manifest1))
+        let tampered = root.appendingPathComponent("fetched-green")
+        try Data("not green".utf8).write(to: tampered)
+        #expect(throws: PackError.self) { try store.installUpdate(entry: entry3, changed: ["textures/sky.ktx": tampered.path]) }
+        #expect(read(store, "textures/sky.ktx") == "red" && store.installed("level-1")?.version == 2)
+        #expect(staged(store).isEmpty)
+    }
 }

@@ -24,12 +24,15 @@ import TestSupport
     }
 
     /// Puts the archives and their download manifest on nginx, as a developer self-hosting them would.
-    /// `slow` serves the archives at nginx's 1 MB/s.
+    /// `slow` serves the archives at nginx's 1 MB/s; `fileObjects` serves each file alone too, for updates.
     @discardableResult
-    func publish(_ archives: [String], previous: DownloadManifest? = nil, slow: Bool = false) throws -> DownloadManifest {
+    func publish(
+        _ archives: [String], previous: DownloadManifest? = nil, slow: Bool = false, fileObjects: Bool = false
+    ) throws -> DownloadManifest {
         let folder = slow ? "slow/\(dir)/packs" : "\(dir)/packs"
         let manifest = try DownloadManifest.create(
-            archives: archives, baseURL: nginx.https(folder), previous: previous)
+            archives: archives, baseURL: nginx.https(folder), previous: previous,
+            fileObjects: fileObjects ? nginx.root.appendingPathComponent(folder) : nil)
         for archive in archives {
             let id = try PackArchive.readIndex(archive).manifest.assetPackID
             _ = try nginx.serve(try Data(contentsOf: URL(fileURLWithPath: archive)), at: "\(folder)/\(id)")
@@ -276,5 +279,45 @@ import TestSupport
             #expect((attempt["updates"] as? [String])?.suffix(2) == ["downloading", "failed"], "\(attempt)")
             #expect(attempt["available"] as? Bool == false)
         }
+    }
+
+    /// Beyond Apple: an update fetches only the files that changed, and the pack's download size says so.
+    @Test func anUpdateFetchesOnlyTheFilesThatChanged() throws {
+        func world(_ readme: String) throws -> String {
+            let source = work.appendingPathComponent("world-\(UUID().uuidString.prefix(4))")
+            try FileManager.default.createDirectory(at: source.appendingPathComponent("world"), withIntermediateDirectories: true)
+            for number in 0..<30 {
+                try Data(String(repeating: "level \(number) ", count: 2000).utf8)
+                    .write(to: source.appendingPathComponent("world/\(number).txt"))
+            }
+            try Data(readme.utf8).write(to: source.appendingPathComponent("world/readme.txt"))
+            try Data(#"{"assetPackID":"world","downloadPolicy":{"essential":{"installationEventTypes":["firstInstallation"]}},"fileSelectors":[{"directory":"world"}]}"#.utf8)
+                .write(to: source.appendingPathComponent("Manifest.json"))
+            let archive = source.appendingPathComponent("world.tar.zst").path
+            try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
+            return archive
+        }
+        let first = try publish([try world("v1")], fileObjects: true)
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        let archiveRequests = try nginx.requests(for: "\(dir)/packs/world").count
+
+        let second = try publish([try world("v2")], previous: first, fileObjects: true)
+        let entry = try #require(second.assetPacks.first)
+        let readme = try #require(entry.files.first { $0.path == "world/readme.txt" })
+        // The periodic request finds version 2 and queues the one file that changed: 2 bytes, not the archive.
+        let periodic = try daemon.report(["debug", "simulate", "--app", app.identifier, "--event", "periodic"])
+        let queued = periodic.events.filter { $0["event"] as? String == "queued" }
+        #expect(queued.map { $0["fileSize"] as? Int } == [Int(readme.size)], "\(periodic.events)")
+        #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "world") == "v2" })
+        // One file object fetched; the archive not again; the other 30 files kept.
+        #expect(try nginx.requests(for: "\(dir)/packs/world").count == archiveRequests)
+        #expect(try nginx.requests(for: "\(dir)/packs/world.files/\(readme.sha256)").count == 1)
+        let folder = app.container(in: daemon.dataRoot)
+            .appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks/world/world")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).count == 31)
     }
 }
