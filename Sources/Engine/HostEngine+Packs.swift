@@ -20,11 +20,13 @@ extension HostEngine {
         let downloading = Set(try store.activeDownloads(for: appIdentifier).filter { $0.download.kind == .assetPack }.map(\.identifier))
         let offered = packs.catalogue(for: app)?.assetPacks ?? []
         var listing = offered.map { entry in
-            PackListing(
+            var listing = PackListing(
                 id: entry.id, policy: entry.downloadPolicy, availableVersion: entry.version,
                 installed: installed[entry.id],
                 downloadSize: ManagedPacks.downloadSize(of: entry, installed: installed[entry.id]),
                 downloading: downloading.contains(entry.id))
+            listing.updateAvailable = installed[entry.id]?.isOutdated(by: entry) ?? false
+            return listing
         }
         // Installed packs the server no longer offers stay until removed.
         for (id, pack) in installed where !offered.contains(where: { $0.id == id }) {
@@ -59,7 +61,7 @@ extension HostEngine {
         if let installed {
             status |= 64
             if let offered {
-                status |= installed.version < offered.version ? 2 | 8 : 4
+                status |= installed.isOutdated(by: offered) ? 2 | 8 : 4
             } else {
                 status |= 16
             }
@@ -81,7 +83,7 @@ extension HostEngine {
             guard installed != nil else { throw Self.packNotFound(id) }
             return
         }
-        if let installed, installed.version >= entry.version || !requireLatest { return }
+        if let installed, !installed.isOutdated(by: entry) || !requireLatest { return }
         if try !isDownloading(appIdentifier, id) {
             if let installed {
                 if let downloads = packs.update(entry, from: installed, app: app) {
@@ -99,7 +101,7 @@ extension HostEngine {
         {
             await context.transferEnded.wait(for: .seconds(1))
         }
-        guard let now = packs.store(for: app).installed(id), now.version >= entry.version else {
+        guard let now = packs.store(for: app).installed(id), !now.isOutdated(by: entry) else {
             let failed = try store.downloads(for: appIdentifier).last { $0.identifier == id && $0.state == .failed }
             throw failed?.error ?? HostError(
                 code: ManagedErrorCode.localAvailabilityFailure, domain: ManagedErrorCode.domain,
@@ -136,7 +138,7 @@ extension HostEngine {
         var removed: [String] = []
         for (id, pack) in packs.store(for: app).installed() {
             if let entry = offered[id] {
-                if pack.version < entry.version { updating.append(id) }
+                if pack.isOutdated(by: entry) { updating.append(id) }
             } else {
                 try removePack(appIdentifier, id: id)
                 removed.append(id)
@@ -193,4 +195,6 @@ public struct PackListing: Sendable {
     public var installed: PackStore.Installed?
     public var downloadSize: Int64
     public var downloading: Bool
+    /// The server offers other files than the installed ones.
+    public var updateAvailable = false
 }

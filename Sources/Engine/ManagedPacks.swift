@@ -69,7 +69,7 @@ struct ManagedPacks {
         var candidates: [(DownloadManifest.Entry, essential: Bool)] = []
         for entry in offered where !active.contains(entry.id) {
             if let current = installed[entry.id] {
-                if current.version < entry.version { candidates.append((entry, false)) }
+                if current.isOutdated(by: entry) { candidates.append((entry, false)) }
             } else if let event, entry.downloadPolicy.downloads(on: event) {
                 candidates.append((entry, entry.downloadPolicy.isEssential))
             }

@@ -19,6 +19,12 @@ public struct PackStore: Sendable {
         public var files: [PackFile]
 
         public var size: Int64 { files.reduce(0) { $0 + $1.size } }
+
+        /// Whether `entry` is newer than this: a higher version, or other files under the same one (a server that
+        /// numbers versions afresh, such as a restarted `bahost serve`, still replaced the pack).
+        public func isOutdated(by entry: DownloadManifest.Entry) -> Bool {
+            version < entry.version || files != entry.files
+        }
     }
 
     public init(root: URL) {

@@ -45,9 +45,13 @@ extension BackgroundAssetsService {
                         parsed.host?.isEmpty == false
                     else { throw ControlError("the override must be an http(s) URL, not '\(url)'") }
                 }
-                try engine.overrideManifestURL(try installed(app).appIdentifier, url)
-                let text = url.map { "\(app): manifest fetched from \($0) until cleared" } ?? "\(app): manifest fetched from BAManifestURL"
-                return Self.report(true, text, ["app": app, "manifestURLOverride": url ?? NSNull()])
+                // Apple's override is the device's: without an app, it applies to every managed app.
+                let apps = try app.map { [try installed($0).appIdentifier] }
+                    ?? engine.installedApps().filter(\.hasManagedAssetPacks).map(\.appIdentifier)
+                for app in apps { try engine.overrideManifestURL(app, url) }
+                let names = apps.isEmpty ? "no managed app is installed" : apps.joined(separator: ", ")
+                let text = url.map { "\(names): manifest fetched from \($0) until cleared" } ?? "\(names): manifest fetched from BAManifestURL"
+                return Self.report(true, text, ["apps": apps, "manifestURLOverride": url ?? NSNull()])
             case .advanceClock(let seconds):
                 guard settings.development else { return Self.notInDevelopment("debug clock") }
                 clock.advance(by: seconds)
@@ -215,9 +219,7 @@ extension BackgroundAssetsService {
             var state = pack.installed.map { "installed version \($0.version), \(LifecycleEvent.size($0.size)) on disk" }
                 ?? "not installed"
             if pack.downloading { state += ", downloading" }
-            if let available = pack.availableVersion, let installed = pack.installed, installed.version < available {
-                state += ", version \(available) available"
-            }
+            if pack.updateAvailable, let available = pack.availableVersion { state += ", version \(available) available" }
             text += "  \(pack.id)  \(policy)  \(state)\n"
             var row: [String: Any] = [
                 "assetPackID": pack.id, "policy": policy, "downloading": pack.downloading, "downloadSize": pack.downloadSize,

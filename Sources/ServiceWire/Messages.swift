@@ -98,8 +98,9 @@ public enum ControlCommand: Codable, Sendable {
     case status
     /// Development: override what the machine's power and network signals say (nil: read them again).
     case setConditions(SystemConditions)
-    /// Development: fetch the app's manifest from this URL instead of its `BAManifestURL` (nil: stop).
-    case overrideManifestURL(appIdentifier: String, url: String?)
+    /// Development: fetch the app's manifest (every managed app's, when no app is named) from this URL instead of
+    /// its `BAManifestURL` (nil: stop).
+    case overrideManifestURL(appIdentifier: String?, url: String?)
     /// Development: move the service's clock forward, then run the periodic scheduler.
     case advanceClock(seconds: Double)
 }

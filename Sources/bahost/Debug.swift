@@ -39,13 +39,14 @@ struct Debug: ParsableCommand {
     struct URLOverride: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "url-override",
-            abstract: "Fetch an app's manifest (a managed app's download manifest) from another URL, such as a bahost serve (development).",
+            abstract: "Fetch the managed apps' download manifest (or one app's manifest) from another URL, such as a bahost serve (development).",
             discussion: """
-                Apple's `ba-serve url-override`. The override lasts until --clear, across updates of the app; the \
-                app's policy still applies to it (before the app's first launch, its host must be on \
+                Apple's `ba-serve url-override`: without --app, every installed managed app; with --app, that app \
+                only (managed or not). The override lasts until --clear, across updates of the app; the app's \
+                policy still applies to it (before the app's first launch, its host must be on \
                 BADownloadDomainAllowList). Needs a service started with --development.
                 """)
-        @Option(help: "The app's CFBundleIdentifier.") var app: String
+        @Option(help: "One app's CFBundleIdentifier (default: every managed app).") var app: String?
         @Argument(help: "The manifest URL to use, e.g. https://127.0.0.1:8443/download-manifest.json.") var url: String?
         @Flag(help: "Use the app's BAManifestURL again.") var clear = false
         @OptionGroup var service: ServiceOptions

@@ -320,4 +320,85 @@ import TestSupport
             .appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks/world/world")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).count == 31)
     }
+
+    /// The life cycle with the tools a developer uses: `bahost pack package`, `bahost serve` over HTTPS with the
+    /// test CA, `bahost debug url-override`, the managed example extension, and the managed example app.
+    @Test func theWholeLifeCycleWithTheTools() throws {
+        /// Packages a pack with `bahost pack package` (one file, `ID/readme.txt`).
+        func packWithTheTool(_ id: String, _ policy: String, _ text: String) throws -> String {
+            let source = work.appendingPathComponent("\(id)-\(UUID().uuidString.prefix(4))")
+            try FileManager.default.createDirectory(at: source.appendingPathComponent(id), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: source.appendingPathComponent("\(id)/readme.txt"))
+            try Data("{\"assetPackID\":\"\(id)\",\"downloadPolicy\":\(policy),\"fileSelectors\":[{\"directory\":\"\(id)\"}]}".utf8)
+                .write(to: source.appendingPathComponent("Manifest.json"))
+            let archive = source.appendingPathComponent("\(id).tar.zst").path
+            let packed = try Bahost.run(["pack", "package", source.appendingPathComponent("Manifest.json").path, "-o", archive])
+            #expect(packed.status == 0, "\(packed.stderr)")
+            return archive
+        }
+        let certificates = URL(fileURLWithPath: nginx.caFile).deletingLastPathComponent()
+        var serving: (process: Process, out: Pipe, err: Pipe)?
+        defer { serving?.process.terminate() }
+        /// Starts `bahost serve` (on `port`, or any); returns its download manifest URL.
+        func serve(_ archives: [String], port: Int) throws -> String {
+            serving?.process.terminate()
+            serving?.process.waitUntilExit()
+            let started = try Bahost.start([
+                "serve", "--host", "localhost", "--port", "\(port)",
+                "--cert", certificates.appendingPathComponent("server.pem").path,
+                "--key", certificates.appendingPathComponent("server.key").path, "--json",
+            ] + archives)
+            serving = started
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = started.out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            let object = try #require(JSONSerialization.jsonObject(with: line) as? [String: Any])
+            return try #require(object["manifestURL"] as? String)
+        }
+        let essential = #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#
+        let onDemand = #"{"onDemand":{}}"#
+        let extra = try packWithTheTool("extra", onDemand, "extra")
+        let bonus = try packWithTheTool("bonus", onDemand, "bonus")
+        let manifestURL = try serve([try packWithTheTool("intro", essential, "welcome"), bonus, extra], port: 0)
+        let port = try #require(URLComponents(string: manifestURL)?.port)
+
+        // Installed from bahost serve through the override, with the managed example extension.
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/not-yet.json"),
+            plugin: TestPlugins.buildFolder.appendingPathComponent("libManagedExampleExtension.so").path,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        _ = try daemon.report(["install", app.folder.path])
+        #expect(try daemon.report(["debug", "url-override", manifestURL]).status == 0)
+        let update = try daemon.report(["debug", "simulate", "--app", app.identifier, "--event", "install"])
+        #expect(update.status == 0, "\(update.report)")
+        #expect(daemon.logText.contains("shouldDownload intro version 1: yes"))
+        #expect(try daemon.report(["launch", app.identifier]).status == 0)
+
+        let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
+        let environment = ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket]
+        let first = try Bahost.run(
+            ["--read", "intro/readme.txt", "--ensure", "bonus", "--ensure", "extra", "--ensure", "nope",
+             "--read", "bonus/readme.txt", "--read", "missing.txt", "--remove", "extra"],
+            environment: environment, executable: packsApp)
+        let lines = first.events()
+        let reads = lines.filter { $0["read"] != nil }.map { ($0["text"] as? String) ?? ($0["error"] as? String) ?? "" }
+        #expect(reads == ["welcome", "bonus", "fileNotFound(missing.txt)"], "\(first.stdout) \(first.stderr)")
+        let bonusUpdates = lines.first { $0["ensured"] as? String == "bonus" }?["updates"] as? [String]
+        #expect(bonusUpdates?.first == "began" && bonusUpdates?.last == "finished", "\(bonusUpdates ?? [])")
+        #expect(lines.first { $0["ensured"] as? String == "nope" }?["error"] as? String == "assetPackNotFound(nope)")
+        #expect(lines.first { $0["removed"] as? String == "extra" }?["available"] as? Bool == false)
+
+        // The server moves on: intro changes, bonus is gone. checkForUpdates updates one and removes the other.
+        _ = try serve([try packWithTheTool("intro", essential, "welcome back"), extra], port: port)
+        let check = try Bahost.run(["--check-for-updates"], environment: environment, executable: packsApp)
+        #expect(check.events().first?["updating"] as? [String] == ["intro"], "\(check.stdout) \(check.stderr)")
+        #expect(check.events().first?["removed"] as? [String] == ["bonus"], "\(check.stdout)")
+        #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "intro") == "welcome back" })
+        let after = try Bahost.run(["--read", "bonus/readme.txt"], environment: environment, executable: packsApp)
+        #expect(after.events().first?["error"] as? String == "fileNotFound(bonus/readme.txt)")
+    }
 }
