@@ -89,7 +89,8 @@ extension HostEngine {
                 if let downloads = packs.update(entry, from: installed, app: app) {
                     _ = try packs.queue(downloads, for: app, foreground: true)
                 } else {
-                    try packs.store(for: app).installUpdate(entry: entry, changed: [:])
+                    let store = packs.store(for: app)
+                    try await onWindowThread { try store.installUpdate(entry: entry, changed: [:]) }
                     return
                 }
             } else {

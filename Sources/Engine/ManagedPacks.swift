@@ -10,7 +10,8 @@ import Vocabulary
 /// manifest, keeps it as the app's catalogue, and queues each pack's archive as a download of its own:
 /// - on install (`firstInstallation`) and update (`subsequentUpdate`), the essential and prefetch packs that name the
 ///   event; essential ones are essential downloads, which the app's launch waits for;
-/// - on any request, a newer version of every installed pack;
+/// - on any request, a newer version of every installed pack (or other files under the same version), as the
+///   changed files alone when the server offers them;
 /// - on-demand packs only when the app asks.
 ///
 /// A finished archive is then checked against the catalogue and installed whole (`PackStore`) before its
@@ -84,8 +85,9 @@ struct ManagedPacks {
             if let downloads = update(entry, from: current, app: app) {
                 wanted += downloads
             } else {
-                // Nothing to fetch: the new version only drops files.
-                try store(for: app).installUpdate(entry: entry, changed: [:])
+                // Nothing to fetch: the new version only drops files. Checking the kept ones reads them: off the pool.
+                let packs = store(for: app)
+                try await onWindowThread { try packs.installUpdate(entry: entry, changed: [:]) }
                 context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
             }
         }
