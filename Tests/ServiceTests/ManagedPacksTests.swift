@@ -401,4 +401,36 @@ import TestSupport
         let after = try Bahost.run(["--read", "bonus/readme.txt"], environment: environment, executable: packsApp)
         #expect(after.events().first?["error"] as? String == "fileNotFound(bonus/readme.txt)")
     }
+
+    /// `url(for:)` of a folder two packs hold gives one folder with both packs' files.
+    @Test func aFolderSeveralPacksHoldIsMerged() throws {
+        func levels(_ id: String, _ name: String) throws -> String {
+            let source = work.appendingPathComponent(id)
+            try FileManager.default.createDirectory(at: source.appendingPathComponent("levels/\(id)"), withIntermediateDirectories: true)
+            try Data(id.utf8).write(to: source.appendingPathComponent("levels/\(name).txt"))
+            try Data(id.utf8).write(to: source.appendingPathComponent("levels/\(id)/inside.txt"))
+            try Data("{\"assetPackID\":\"\(id)\",\"downloadPolicy\":{\"essential\":{\"installationEventTypes\":[\"firstInstallation\"]}},\"fileSelectors\":[{\"directory\":\"levels\"}]}".utf8)
+                .write(to: source.appendingPathComponent("Manifest.json"))
+            let archive = source.appendingPathComponent("\(id).tar.zst").path
+            try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
+            return archive
+        }
+        try publish([try levels("first", "one"), try levels("second", "two")])
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon()
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        let run = try Bahost.run(
+            ["--list-folder", "levels", "--list-folder", "levels/second", "--read", "levels/two.txt"],
+            environment: ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket],
+            executable: TestPlugins.buildFolder.appendingPathComponent("packs-app").path)
+        let lines = run.events()
+        func names(_ folder: String) -> [String]? {
+            lines.first { $0["folder"] as? String == folder }?["names"] as? [String]
+        }
+        #expect(names("levels") == ["first", "one.txt", "second", "two.txt"], "\(run.stdout) \(run.stderr)")
+        #expect(names("levels/second") == ["inside.txt"])
+        #expect(lines.first { $0["read"] != nil }?["text"] as? String == "second")
+    }
 }

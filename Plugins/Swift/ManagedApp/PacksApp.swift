@@ -19,6 +19,8 @@ struct PacksApp: AsyncParsableCommand {
     @Option(help: "Make a pack available (downloading it), printing its status updates.") var ensure: [String] = []
     @Option(help: "Start making a pack available, and cancel its download at its first progress update.")
     var cancel: [String] = []
+    @Option(help: "Print the names in a folder of the namespace (url(for:), which merges a folder several packs hold).")
+    var listFolder: [String] = []
     @Flag(help: "Check for updates and print the updating and removed IDs.") var checkForUpdates = false
     @Option(help: "Remove a pack.") var remove: [String] = []
 
@@ -70,6 +72,11 @@ struct PacksApp: AsyncParsableCommand {
             } catch {
                 say(["read": spec, "error": Self.describe(error)])
             }
+        }
+        for path in listFolder {
+            let url = try manager.url(for: FilePath(path))
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+            say(["folder": path, "names": names.sorted()])
         }
         if checkForUpdates {
             let (updating, removed) = try await manager.checkForUpdates()

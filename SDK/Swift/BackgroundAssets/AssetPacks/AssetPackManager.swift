@@ -155,12 +155,59 @@ public actor AssetPackManager {
         try FileDescriptor.open(FilePath(locate(path, in: id).path), .readOnly, options: [.closeOnExec])
     }
 
-    /// The URL of the item at `path` in the namespace. It is well formed even when nothing is there, and must not be
-    /// kept beyond the process: an update moves the files.
+    /// The URL of the item at `path` in the namespace. A folder that several packs hold comes back merged: a
+    /// folder of this process's own with links to every pack's entries (the first pack by ID wins a name they
+    /// share). It is well formed even when nothing is there, and must not be kept beyond the process: an update
+    /// moves the files.
     public nonisolated func url(for path: FilePath) throws -> URL {
-        if let found = try? locate(path, in: nil) { return found }
         let root = try namespace()
-        return root.appendingPathComponent(path.string)
+        guard !path.isAbsolute, !path.components.contains(where: { $0.kind != .regular }),
+            path.components.first?.string != ".bapack"
+        else { return root.appendingPathComponent(path.string) }
+        let packs = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        var folders: [URL] = []
+        for pack in packs {
+            let candidate = root.appendingPathComponent(pack).appendingPathComponent(path.string)
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isFolder) else { continue }
+            if !isFolder.boolValue && folders.isEmpty { return candidate }
+            if isFolder.boolValue { folders.append(candidate) }
+        }
+        switch folders.count {
+        case 0: return root.appendingPathComponent(path.string)
+        case 1: return folders[0]
+        default: return try Self.merged(folders)
+        }
+    }
+
+    /// A new folder, private to this process, that links every entry of `folders` (merging subfolders they share).
+    private static func merged(_ folders: [URL]) throws -> URL {
+        let view = FileManager.default.temporaryDirectory
+            .appendingPathComponent("bahost-asset-packs-\(getpid())", isDirectory: true)
+            .appendingPathComponent(UUID().uuidString, isDirectory: true)
+        try FileManager.default.createDirectory(at: view, withIntermediateDirectories: true)
+        func merge(_ sources: [URL], into target: URL) throws {
+            var subfolders: [String: [URL]] = [:]
+            for source in sources {
+                for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted() {
+                    let entry = source.appendingPathComponent(name)
+                    var isFolder: ObjCBool = false
+                    _ = FileManager.default.fileExists(atPath: entry.path, isDirectory: &isFolder)
+                    if isFolder.boolValue {
+                        subfolders[name, default: []].append(entry)
+                    } else if !FileManager.default.fileExists(atPath: target.appendingPathComponent(name).path) {
+                        try FileManager.default.createSymbolicLink(
+                            at: target.appendingPathComponent(name), withDestinationURL: entry)
+                    }
+                }
+            }
+            for (name, sources) in subfolders where !FileManager.default.fileExists(atPath: target.appendingPathComponent(name).path) {
+                try FileManager.default.createDirectory(at: target.appendingPathComponent(name), withIntermediateDirectories: false)
+                try merge(sources, into: target.appendingPathComponent(name))
+            }
+        }
+        try merge(folders, into: view)
+        return view
     }
 
     // MARK: Plumbing
