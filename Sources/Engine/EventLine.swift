@@ -38,7 +38,7 @@ extension LifecycleEvent {
             object["app"] = app
             let ms = String(format: "%.1f ms", outcome.elapsed.inSeconds * 1000)
             var text = "extension window (\(name)): \(outcome.stopReason.summary) [\(ms)]"
-            for line in outcome.log { text += "\n    [\(line.source.rawValue)] \(line.message)" }
+            for line in outcome.log { text += "\n    [\(line.source.rawValue)] \(line.message.printable())" }
             return EventLine(json: object, text: text)
         case .packInstalled(let app, let id, let version):
             return EventLine(
@@ -55,7 +55,7 @@ extension LifecycleEvent {
         case .rejected(let download, let error):
             return EventLine(
                 json: ["event": "rejected", "identifier": download.identifier, "url": download.url ?? "", "error": Self.json(error)],
-                text: "rejected \(download.identifier): \(error)")
+                text: "rejected \(download.identifier.printable(limit: 200)): \(error)")
         case .queued(let queued):
             let essential = queued.isEssential ? ", essential" : ""
             return EventLine(

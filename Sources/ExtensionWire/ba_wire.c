@@ -66,8 +66,24 @@ const char *ba_wire_download_problem(const ba_download_t *d) {
     if (d->kind == BA_DOWNLOAD_KIND_URL && !d->url) return "the download has no URL";
     if (d->http_header_count > BA_WIRE_MAX_HEADERS) return "the download has more than 64 request headers";
     if (d->http_header_count && !d->http_headers) return "the download's http_headers is NULL";
-    for (uint32_t i = 0; i < d->http_header_count; i++)
+    size_t headers = 0;
+    for (uint32_t i = 0; i < d->http_header_count; i++) {
         if (!d->http_headers[i]) return "one of the download's request headers is NULL";
+        size_t length = strnlen(d->http_headers[i], BA_WIRE_MAX_HEADER + 1);
+        if (length > BA_WIRE_MAX_HEADER) return "a request header is longer than 8192 bytes";
+        headers += length;
+    }
+    if (headers > BA_WIRE_MAX_HEADERS_BYTES) return "the request headers are longer than 32768 bytes together";
+    if (strnlen(d->identifier, BA_WIRE_MAX_IDENTIFIER + 1) > BA_WIRE_MAX_IDENTIFIER)
+        return "the identifier is longer than 1024 bytes";
+    if (BA_STRUCT_HAS(ba_download_t, d->struct_size, unique_identifier) && d->unique_identifier &&
+        strnlen(d->unique_identifier, BA_WIRE_MAX_IDENTIFIER + 1) > BA_WIRE_MAX_IDENTIFIER)
+        return "the unique identifier is longer than 1024 bytes";
+    if (d->url && strnlen(d->url, BA_WIRE_MAX_URL + 1) > BA_WIRE_MAX_URL) return "the URL is longer than 8192 bytes";
+    if (strnlen(d->application_group_identifier, BA_WIRE_MAX_GROUP + 1) > BA_WIRE_MAX_GROUP)
+        return "the application group identifier is longer than 255 bytes";
+    if (d->sha256 && strnlen(d->sha256, BA_WIRE_MAX_SHA256 + 1) > BA_WIRE_MAX_SHA256)
+        return "sha256 is longer than 64 hex digits";
     return NULL;
 }
 

@@ -54,6 +54,7 @@ public enum DownloadValidation {
 
         guard download.kind == .url else { return invalid("only URL downloads can be scheduled") }
         guard !download.identifier.isEmpty else { return invalid("the identifier is empty") }
+        if let error = checkText(download) { return error }
         if let error = checkURL(download.url ?? "", rules: rules) { return error }
         if let group = rules.appGroupIdentifier, download.applicationGroupIdentifier != group {
             return invalid("application group '\(download.applicationGroupIdentifier)' is not the app's ('\(group)')")
@@ -84,9 +85,36 @@ public enum DownloadValidation {
             return invalid("sha256 must be 64 hex digits")
         }
         for header in download.httpHeaders {
-            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
-                !header.contains("\r"), !header.contains("\n")
-            else { return invalid("request header '\(header)' is not 'Name: value'") }
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
+                return invalid("request header '\(header.printable(limit: 100))' is not 'Name: value'")
+            }
+        }
+        return nil
+    }
+
+    /// Longest identifier (and unique identifier), URL, app group and request header the host accepts: the runner's
+    /// limits (`BA_WIRE_MAX_*` in ba_wire.h), so that an app's download and an extension's meet the same ones.
+    public static let maximumIdentifierBytes = 1024
+    public static let maximumURLBytes = 8192
+    public static let maximumGroupBytes = 255
+    public static let maximumHeaderBytes = 8192
+
+    /// Refuses a field over its limit, or holding a control character (a line break in an identifier or a URL
+    /// could forge a line of the command line's output; Apple's URL parsing refuses them too).
+    static func checkText(_ download: Download) -> HostError? {
+        func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
+        let fields: [(String, String?, Int)] = [
+            ("identifier", download.identifier, maximumIdentifierBytes),
+            ("unique identifier", download.uniqueIdentifier, maximumIdentifierBytes),
+            ("URL", download.url, maximumURLBytes),
+            ("application group identifier", download.applicationGroupIdentifier, maximumGroupBytes),
+        ] + download.httpHeaders.map { ("request header", $0, maximumHeaderBytes) }
+        for (name, value, limit) in fields {
+            guard let value else { continue }
+            guard value.utf8.count <= limit else { return invalid("the \(name) is longer than \(limit) bytes") }
+            if let control = value.unicodeScalars.first(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                return invalid("the \(name) holds the control character U+\(String(format: "%04X", control.value))")
+            }
         }
         return nil
     }

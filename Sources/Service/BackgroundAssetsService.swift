@@ -225,7 +225,7 @@ public final class BackgroundAssetsService: Sendable {
             try? engine.updateSchedule(app) { settings.periodic.charge(outcome.elapsed.inSeconds, to: &$0, now: now) }
             logger.info("window", metadata: ["app": "\(app)", "stop": "\(outcome.stopReason.kind)", "seconds": "\(outcome.elapsed.inSeconds)"])
             for line in outcome.log {
-                logger.info("[\(line.source.rawValue)] \(line.message)", metadata: ["app": "\(app)"])
+                logger.info("[\(line.source.rawValue)] \(line.message.printable())", metadata: ["app": "\(app)"])
             }
         case .failed(let download, let error):
             logger.notice("download failed", metadata: ["app": "\(download.appIdentifier)", "id": "\(download.identifier)", "error": "\(error)"])

@@ -28,7 +28,7 @@ struct Report {
     }
 
     static func printLive(_ line: WindowLogLine) {
-        FileHandle.standardError.write(Data("  [\(line.source.rawValue)] \(line.message)\n".utf8))
+        FileHandle.standardError.write(Data("  [\(line.source.rawValue)] \(line.message.printable())\n".utf8))
     }
 
     func printText() {
@@ -52,7 +52,9 @@ struct Report {
         }
         if !rejected.isEmpty {
             out += "  rejected (\(rejected.count)):\n"
-            for r in rejected { out += "    \(r.download.identifier)  \(r.download.url ?? "")  \(r.error)\n" }
+            for r in rejected {
+                out += "    \(r.download.identifier.printable(limit: 200))  \((r.download.url ?? "").printable(limit: 200))  \(r.error)\n"
+            }
         }
         if !outcome.refusedCalls.isEmpty {
             out += "  refused calls (\(outcome.refusedCalls.count)):\n"

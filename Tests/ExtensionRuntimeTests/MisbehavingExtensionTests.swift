@@ -73,6 +73,13 @@ import Vocabulary
         #expect(try hostStillWorks())
     }
 
+    @Test func aDownloadOverTheSizeLimitsIsRefusedNamingTheLimit() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/returns_huge_identifier"))
+        #expect(outcome.stopReason == .protocolViolation(
+            "downloads_for_request added a malformed download: the identifier is longer than 1024 bytes"))
+        #expect(try hostStillWorks())
+    }
+
     @Test func bytesWrittenStraightIntoTheSocketAreAProtocolViolation() throws {
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/writes_to_host_socket"), limits: shortLimits)
         #expect(outcome.stopReason == .protocolViolation("the extension sent a truncated or malformed packet"))

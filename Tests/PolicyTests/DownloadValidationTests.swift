@@ -60,6 +60,23 @@ import Vocabulary
         #expect(code(download(""), .install) == 0)
     }
 
+    /// Fields over their limits, or holding a control character that could forge a line of output, are refused
+    /// naming the limit or the character.
+    @Test func oversizedFieldsAndControlCharactersAreRefused() {
+        func message(_ d: Download) -> String? { DownloadValidation.check(d, for: .install, rules: rules)?.message }
+        var newline = download("level\n1")
+        #expect(message(newline) == "the identifier holds the control character U+000A")
+        newline = download("level-1")
+        newline.url = "https://a.example.com/x\r\ny"
+        #expect(message(newline)?.contains("control character U+000D") == true)
+        #expect(message(download(String(repeating: "x", count: 1025))) == "the identifier is longer than 1024 bytes")
+        var long = download("level-1")
+        long.url = "https://a.example.com/" + String(repeating: "x", count: 8192)
+        #expect(message(long) == "the URL is longer than 8192 bytes")
+        #expect(code(download(String(repeating: "x", count: 1024))) == nil)
+        #expect("a\nb\u{1b}[31m".printable() == "a\\u{a}b\\u{1b}[31m")
+    }
+
     @Test func repeatedIdentifiersAreRefusedWith100() {
         let (accepted, rejected) = DownloadValidation.validate(
             [download("a"), download("b"), download("a"), download("c", url: "http://x.example.com")], for: .install,

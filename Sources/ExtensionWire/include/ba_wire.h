@@ -18,6 +18,14 @@
 #define BA_WIRE_MAX_PACKET (256u * 1024u)
 /* The most request headers one download may carry. */
 #define BA_WIRE_MAX_HEADERS 64u
+/* What one download's fields may hold, so that any download fits a packet with room to spare: longer ones are
+ * refused, naming the limit, before anything is sent. */
+#define BA_WIRE_MAX_IDENTIFIER 1024u   /* identifier, unique_identifier */
+#define BA_WIRE_MAX_URL 8192u
+#define BA_WIRE_MAX_GROUP 255u         /* application_group_identifier */
+#define BA_WIRE_MAX_SHA256 64u
+#define BA_WIRE_MAX_HEADER 8192u       /* one "Name: value" */
+#define BA_WIRE_MAX_HEADERS_BYTES (32u * 1024u)
 /* How many bytes of downloads the runner gathers into one DOWNLOAD packet: a packet a download made a set of
  * 100,000 cost 100,000 sends and receives. Well under BA_WIRE_MAX_PACKET, which one download may approach alone. */
 #define BA_WIRE_BATCH_BYTES (64u * 1024u)
