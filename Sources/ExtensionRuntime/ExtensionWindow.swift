@@ -90,7 +90,13 @@ private final class WindowLoop {
     /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
     var waitingForLock: [(id: UInt32, until: ContinuousClock.Instant?)] = []
     var partialOutput: [UInt8] = []
+    /// The log's last lines once its head is full, oldest first from `tailStart`.
+    var tail: [WindowLogLine] = []
+    var tailStart = 0
+    var headBytes = 0
+    var tailBytes = 0
     var droppedLogLines = 0
+    var droppedLogBytes = 0
 
     /// The resident memory sampling period: the longest an extension can allocate unseen.
     static let samplingPeriod = Duration.milliseconds(5)
@@ -99,7 +105,11 @@ private final class WindowLoop {
     static let packetsPerTurn = 256
     static let outputBytesPerTurn = 256 * 1024
     /// Bounds on what the host keeps of one window; past them it keeps no more (log) or stops the window (downloads).
-    static let maxLogLines = 10_000
+    /// The log keeps its head and its tail, each at most this many lines and bytes (a line counts 64 bytes more
+    /// than its text, so that empty lines are bounded too), and counts what it dropped between them: a window that
+    /// prints 200 MB leaves a report and a host of the same size as one that prints 1 MB.
+    static let maxLogLines = 5_000
+    static let maxLogBytes = 256 * 1024
     static let maxLineBytes = 16 * 1024
     static let maxReturnedDownloads = 100_000
 
@@ -150,9 +160,11 @@ private final class WindowLoop {
         flushPartialOutput()
         if droppedLogLines > 0 {
             log.append(WindowLogLine(
-                source: .warning, message: "bahost: \(droppedLogLines) more log lines were not kept",
+                source: .warning,
+                message: "bahost: \(droppedLogLines) lines (\(droppedLogBytes) bytes) of output were not kept between the first and the last",
                 at: elapsed.inSeconds))
         }
+        log += tail[tailStart...]
         let reason = stopReason ?? classify(exit!)
         // Apple schedules what downloads(for:) returns: nothing from a call that never returned, and nothing at all
         // from an extension that broke the protocol.
@@ -452,13 +464,26 @@ private final class WindowLoop {
     }
 
     func record(_ source: WindowLogLine.Source, _ message: String) {
-        guard log.count < Self.maxLogLines else {
-            droppedLogLines += 1
+        let line = WindowLogLine(source: source, message: message, at: (clock.now - start).inSeconds)
+        let bytes = message.utf8.count + 64
+        onLog?(line)
+        if tail.isEmpty && log.count < Self.maxLogLines && headBytes + bytes <= Self.maxLogBytes {
+            log.append(line)
+            headBytes += bytes
             return
         }
-        let line = WindowLogLine(source: source, message: message, at: (clock.now - start).inSeconds)
-        log.append(line)
-        onLog?(line)
+        tail.append(line)
+        tailBytes += bytes
+        while tail.count - tailStart > Self.maxLogLines || tailBytes > Self.maxLogBytes {
+            tailBytes -= tail[tailStart].message.utf8.count + 64
+            droppedLogBytes += tail[tailStart].message.utf8.count
+            droppedLogLines += 1
+            tailStart += 1
+        }
+        if tailStart > 4096 && tailStart * 2 > tail.count {
+            tail.removeFirst(tailStart)
+            tailStart = 0
+        }
     }
 }
 

@@ -100,12 +100,20 @@ import Vocabulary
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/floods_the_host"), manifest: "burst")
         #expect(outcome.stopReason == .returned)
         // 40 KiB without a newline is cut into lines of at most 16 KiB: 16 + 16 now, and the last 8 when the window
-        // ends, by which time the log is full, so it is among the lines counted below.
+        // ends, the tail's last line.
         let output = outcome.log.filter { $0.source == .output }.map(\.message.utf8.count)
-        #expect(output == [16_384, 16_384])
-        // 3 output lines and 10,500 log lines: 10,000 are kept, and a last line counts the rest.
-        #expect(outcome.log.count == 10_001)
-        #expect(outcome.log.last?.message == "bahost: 503 more log lines were not kept")
+        #expect(output == [16_384, 16_384, 8_192])
+        // 3 output lines and 10,500 log lines: the head and the tail are kept, each at most 256 KiB (counting 64
+        // bytes a line), and one line between them counts the rest; the last line is the output left without a
+        // newline.
+        let marker = try #require(outcome.log.firstIndex { $0.source == .warning && $0.message.hasPrefix("bahost: ") })
+        let (head, tail) = (outcome.log[..<marker], outcome.log[(marker + 1)...])
+        #expect(tail.last?.message.utf8.count == 8_192)
+        for part in [head, tail] { #expect(part.reduce(0) { $0 + $1.message.utf8.count + 64 } <= 256 * 1024) }
+        let dropped = 10_503 - head.count - tail.count
+        #expect(dropped > 0 && head.count > 3_000 && tail.count > 3_000)
+        #expect(outcome.log[marker].message
+            == "bahost: \(dropped) lines (\(dropped * 5) bytes) of output were not kept between the first and the last")
     }
 
     @Test func missingEntrySymbolIsRefused() throws {
