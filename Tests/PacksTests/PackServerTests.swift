@@ -15,24 +15,12 @@ import Transfer
         func progress(received: Int64, expected: Int64) {}
     }
 
-    func pack(in root: URL) throws -> String {
-        try FileManager.default.createDirectory(at: root.appendingPathComponent("data"), withIntermediateDirectories: true)
-        // Incompressible, so the archive is large enough to resume in the middle.
-        var generator = SystemRandomNumberGenerator()
-        try Data((0..<300_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            .write(to: root.appendingPathComponent("data/blob.bin"))
-        try Data(#"{"assetPackID":"blob","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"data"}]}"#.utf8)
-            .write(to: root.appendingPathComponent("Manifest.json"))
-        let archive = root.appendingPathComponent("blob.tar.zst").path
-        try PackArchive.package(manifestPath: root.appendingPathComponent("Manifest.json").path, output: archive)
-        return archive
-    }
-
     @Test func theManifestAndEachPackAreServedAndAResumeGetsTheRest() async throws {
         let root = TestPlugins.scratch.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let certificates = try TestCertificates(in: root)
-        let archive = try pack(in: root)
+        // Incompressible, so the archive is large enough to resume in the middle.
+        let archive = try TestPacks.randomBlob("blob", size: 300_000, in: root)
         let requests = Mutex<[String]>([])
         let server = try await PackServer.start(
             host: "127.0.0.1", port: 0, certificate: certificates.serverCertificate, key: certificates.serverKey,

@@ -253,16 +253,7 @@ import TestSupport
 
     /// `progress.cancel()` stops a pack's download every time (Apple's 26.0 failed the second), and leaves nothing.
     @Test func progressCancelStopsAPackDownloadEveryTime() throws {
-        let source = work.appendingPathComponent("big")
-        try FileManager.default.createDirectory(at: source.appendingPathComponent("big"), withIntermediateDirectories: true)
-        var generator = SystemRandomNumberGenerator()
-        try Data((0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            .write(to: source.appendingPathComponent("big/blob.bin"))
-        try Data(#"{"assetPackID":"big","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"big"}]}"#.utf8)
-            .write(to: source.appendingPathComponent("Manifest.json"))
-        let archive = source.appendingPathComponent("big.tar.zst").path
-        try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
-        try publish([archive], slow: true)
+        try publish([try TestPacks.randomBlob("big", size: 3_000_000, in: work.appendingPathComponent("big"))], slow: true)
         let app = try TestApp(
             manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
             managedAssetPacks: true)
