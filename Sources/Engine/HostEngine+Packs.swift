@@ -110,15 +110,18 @@ extension HostEngine {
         }
     }
 
-    /// `progress.cancel()`: stops the pack's download; what was installed before stays.
+    /// `progress.cancel()`: stops the pack's download (every file of an update); what was installed before stays.
     public func cancelPackDownload(_ appIdentifier: String, id: String) throws {
-        guard let row = try store.activeDownloads(for: appIdentifier).first(where: {
-            $0.identifier == id && $0.download.kind == .assetPack
-        }) else { return }
-        if let cancelled = try store.cancel(
-            appIdentifier: appIdentifier, uniqueIdentifier: row.uniqueIdentifier, identifier: id)
-        {
+        let rows = try store.activeDownloads(for: appIdentifier).filter { $0.identifier == id && $0.download.kind == .assetPack }
+        var cancelledAny = false
+        for row in rows {
+            guard let cancelled = try store.cancel(
+                appIdentifier: appIdentifier, uniqueIdentifier: row.uniqueIdentifier, identifier: id)
+            else { continue }
             context.stopTransfer(cancelled.uniqueIdentifier)
+            cancelledAny = true
+        }
+        if cancelledAny {
             context.observe(.packFailed(
                 appIdentifier: appIdentifier, id: id,
                 error: HostError(code: -999, domain: "NSURLErrorDomain", message: "the download was cancelled")))
