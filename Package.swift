@@ -65,8 +65,9 @@ let package = Package(
         .target(
             name: "PackServer",
             dependencies: [
-                "Packs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "Packs", "Vocabulary", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .target(name: "Policy", dependencies: ["CBAExtension", "Vocabulary", "AppConfig"]),
         .target(name: "Queue", dependencies: ["CBAExtension", "Vocabulary", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -32,7 +32,8 @@ fi
 
 scripts/install-dependencies.sh
 need=()
-for tool in curl aria2c python3; do command -v "$tool" >/dev/null || need+=("$tool"); done
+# zstd: the packs figure unpacks the archive with `tar --zstd`.
+for tool in curl aria2c python3 zstd; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ]; then
     packages=("${need[@]/aria2c/aria2}")
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

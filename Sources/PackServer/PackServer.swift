@@ -5,6 +5,7 @@ import NIOPosix
 import NIOSSL
 import Packs
 import Synchronization
+import Vocabulary
 
 /// `bahost serve`: Apple's `ba-serve`, a mock server for testing managed asset packs locally. Over HTTPS only, as
 /// Apple's, it serves the download manifest of the packs it was given at `/download-manifest.json` and each pack's
@@ -127,7 +128,7 @@ final class RequestHandler: ChannelInboundHandler {
 
     private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = String(request.uri.split(separator: "?", maxSplits: 1).first ?? "")
-        let line = "\(request.method) \(Self.escaped(path))"
+        let line = "\(request.method) \(path.printable(limit: 200))"
         guard request.method == .GET || request.method == .HEAD else {
             return send(.methodNotAllowed, body: "GET or HEAD only\n", request: request, context: context, log: line)
         }
@@ -273,19 +274,6 @@ final class RequestHandler: ChannelInboundHandler {
         default:
             return .whole
         }
-    }
-
-    /// A client's path for the log: at most 200 characters, control characters escaped.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(200) {
-            if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\\" {
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return text.unicodeScalars.count > 200 ? out + "…" : out
     }
 }
 

@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// Why a pack, its manifest or its archive was refused. Every message names the pack, path or limit at fault;
 /// text that came from the archive is quoted with control characters escaped, never printed raw.
 public enum PackError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -22,18 +24,9 @@ public enum PackError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// `text` in quotes, cut at 200 characters, with control characters and quotes escaped.
+    /// `text` in quotes, as `String.printable` makes it, with its own quotes escaped.
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars.prefix(200) {
-            switch scalar {
-            case "\"", "\\": out += "\\\(scalar)"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        if text.unicodeScalars.count > 200 { out += "…" }
-        return out + "\""
+        "\"" + text.printable(limit: 200).replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }
 
