@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // `swift package generate-documentation`: the SDK's DocC (scripts/docs.sh). A plugin: nothing links it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // The SDK: the C ABI (headers only; the .c file pins the struct layout) and Apple's Swift API over it.
@@ -99,8 +101,8 @@ let package = Package(
         .executableTarget(
             name: "bahost",
             dependencies: [
-                "AppConfig", "Delivery", "ExtensionRuntime", "Engine", "Packs", "PackServer", "Policy", "Queue", "Service",
-                "ServiceWire", "Transfer", "Vocabulary",
+                "AppConfig", "BackgroundAssetsTesting", "Delivery", "ExtensionRuntime", "Engine", "Packs", "PackServer",
+                "Policy", "Queue", "Service", "ServiceWire", "Transfer", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

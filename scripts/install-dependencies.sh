@@ -4,11 +4,13 @@
 #   libsqlite3-dev   the durable queue (GRDB on the system's SQLite)
 #   libarchive-dev   asset pack archives: written by `bahost pack`, checked and extracted by the service (README,
 #                    "Managed asset packs")
-#   gcc              `cc`, which builds C extensions (and the tests' C extensions)
+#   gcc, make        `cc`, which builds C extensions (the tests' own, and scaffolded ones with their Makefile)
+#   pkg-config       finds the installed C ABI for a C extension (`pkg-config --cflags bahost`)
 #   nginx, openssl   the local asset server of the demo and the tests, with a certificate authority they make
+#   python3          scripts/docs.sh (the C ABI page, the documentation check) and the README snippet test
 set -euo pipefail
 
-packages=(libffi-dev libsqlite3-dev libarchive-dev gcc nginx openssl)
+packages=(libffi-dev libsqlite3-dev libarchive-dev gcc make pkg-config nginx openssl python3)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

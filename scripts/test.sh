@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds the package (the runner and the example extension land beside
-# the test bundle), then runs the Swift tests, which start real extension processes, nginx and the host itself.
+# the test bundle), then runs the Swift tests, which start real extension processes, nginx and the host itself,
+# then the shipping tests below.
 # One at a time: many tests wait on processes, which blocks Swift's cooperative threads, and on two cores a test
 # waiting behind the others would see its own deadlines pass (about a minute in all, against half that in parallel).
 set -euo pipefail
@@ -12,3 +13,12 @@ swift test --skip-build --no-parallel
 
 # The benchmark suite in its smoke mode (small sizes, one run), so that it cannot rot; it asserts no timing.
 Benchmarks/run.sh --smoke
+
+# What a user gets, tested as a user gets it (Tests/Shipping): the SDK's documentation complete and building; every
+# README snippet building as written; a release installed with scripts/install.sh, projects from `bahost new
+# extension` built and run under it, and uninstalled; the .deb installed with apt into a clean Debian root (chroot:
+# root or sudo). The install test makes the release build the .deb test packages.
+scripts/docs.sh --check
+Tests/Shipping/readme-snippets.sh
+Tests/Shipping/install-and-scaffold.sh
+SKIP_BUILD=1 Tests/Shipping/deb.sh

@@ -1,6 +1,6 @@
 @_exported import ExtensionRuntime
 import Foundation
-import Vocabulary
+@_exported import Vocabulary
 @_exported import Policy
 
 /// Runs an extension the way bahost does, in its own process under a budget, so that its authors can assert on the
@@ -16,13 +16,17 @@ import Vocabulary
 /// The harness needs `bahost-extension-runner`: add `.product(name: "bahost-extension-runner", package: "bahost")`
 /// to your test target's dependencies so that it is built beside your tests, or set `BAHOST_RUNNER`.
 public struct ExtensionHarness: Sendable {
+    /// The extension's shared object.
     public var plugin: String
+    /// The window's budget, grace period and memory limit.
     public var limits: WindowLimits
     /// The app group downloads must name; nil accepts any.
     public var appGroupIdentifier: String?
     /// Accept plain http to loopback hosts, as `bahost run --allow-insecure-loopback` does.
     public var allowInsecureLoopback: Bool
 
+    /// A harness for the extension at `plugin`, run in windows of `budget` (then `grace` after
+    /// `extensionWillTerminate`) and `memoryLimitBytes`, the service's defaults unless given.
     public init(
         plugin: String, budget: Duration = WindowLimits.default.budget, grace: Duration = WindowLimits.default.grace,
         memoryLimitBytes: Int64 = WindowLimits.default.memoryBytes, appGroupIdentifier: String? = nil,
@@ -67,6 +71,12 @@ public struct ExtensionHarness: Sendable {
         try run([.downloadFailed(download, error)], request: nil)
     }
 
+    /// Asks a managed extension (`ManagedDownloaderExtension`) whether the host may download `pack`;
+    /// `HarnessRun.assetPackAnswer` holds its answer (Apple's default, true, when it has no `shouldDownload(_:)`).
+    public func shouldDownload(_ pack: AssetPackInfo) throws -> HarnessRun {
+        try run([.shouldDownload(pack)], request: nil)
+    }
+
     private func run(_ events: [WindowEvent], request: ContentRequest?) throws -> HarnessRun {
         let rules = DownloadRules(appGroupIdentifier: appGroupIdentifier, allowInsecureLoopback: allowInsecureLoopback)
         let scratch = try Self.scratchDirectory()
@@ -107,7 +117,12 @@ public struct HarnessRun: Sendable {
     /// For `downloadFinished`: true when the file was still where the host put it after the callback.
     public internal(set) var leftFileBehind = false
 
+    /// For `shouldDownload`: what the extension answered (true when it has no such entry point); nil when the window
+    /// ended before it returned, which the host also takes as yes.
+    public var assetPackAnswer: Bool? { outcome.assetPackAnswers.values.first }
+    /// Why the window ended.
     public var stopReason: StopReason { outcome.stopReason }
+    /// How long the window ran, from the process's start to its end.
     public var elapsed: Duration { outcome.elapsed }
     /// The extension's log and output lines, in order.
     public var log: [String] { outcome.log.map(\.message) }
@@ -125,7 +140,9 @@ public struct HarnessRun: Sendable {
 
 /// An extension that did not return cleanly within its budget.
 public struct BudgetViolation: Error, CustomStringConvertible {
+    /// Each way the run missed its budget, one sentence each.
     public let problems: [String]
+    /// The extension's log and output lines.
     public let log: [String]
     public var description: String {
         (problems + (log.isEmpty ? [] : ["log:"] + log.map { "  \($0)" })).joined(separator: "\n")

@@ -87,7 +87,7 @@ struct ManagedPacks {
             } else {
                 // Nothing to fetch: the new version only drops files. Checking the kept ones reads them: off the pool.
                 let packs = store(for: app)
-                try await onWindowThread { try packs.installUpdate(entry: entry, changed: [:]) }
+                _ = try await onWindowThread { try packs.installUpdate(entry: entry, changed: [:]) }
                 context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
             }
         }

@@ -29,11 +29,14 @@ public final class ExtensionWindow {
         }
     }
 
-    /// - Parameter runnerPath: the runner executable; by default `bahost-extension-runner` beside this program.
+    /// - Parameters:
+    ///   - pluginPath: the extension; a relative path is taken from the current folder (dlopen would otherwise search
+    ///     the library path for a bare file name).
+    ///   - runnerPath: the runner executable; by default `bahost-extension-runner` beside this program.
     public init(
         pluginPath: String, limits: WindowLimits = .default, appGroup: AppGroup? = nil, runnerPath: String? = nil
     ) throws(WindowSetupError) {
-        self.pluginPath = pluginPath
+        self.pluginPath = URL(fileURLWithPath: pluginPath).path
         self.limits = limits
         self.appGroup = appGroup
         if let runnerPath {

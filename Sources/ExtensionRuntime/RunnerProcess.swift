@@ -18,17 +18,22 @@ final class RunnerProcess {
     let exitSignal: Int32
     private var groupKilled = false
 
-    /// The runner executable: `BAHOST_RUNNER`, else `bahost-extension-runner` beside the running executable.
+    /// The runner executable: `BAHOST_RUNNER`; else `bahost-extension-runner` beside the running executable (a build
+    /// folder); else in `../libexec/bahost/` from it, where `scripts/install.sh` and the Debian package put it.
     static func locateRunner() throws(WindowSetupError) -> String {
         if let path = ProcessInfo.processInfo.environment["BAHOST_RUNNER"] { return path }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let sibling = executable.deletingLastPathComponent().appendingPathComponent("bahost-extension-runner").path
-        guard FileManager.default.isExecutableFile(atPath: sibling) else {
+        let folder = executable.deletingLastPathComponent()
+        let candidates = [
+            folder.appendingPathComponent("bahost-extension-runner").path,
+            folder.deletingLastPathComponent().appendingPathComponent("libexec/bahost/bahost-extension-runner").path,
+        ]
+        guard let runner = candidates.first(where: FileManager.default.isExecutableFile(atPath:)) else {
             throw WindowSetupError(
-                description: "bahost-extension-runner is not beside \(executable.path); build the package "
-                    + "(swift build) or set BAHOST_RUNNER")
+                description: "bahost-extension-runner is in neither \(candidates.joined(separator: " nor ")); build the "
+                    + "package (swift build), install it (scripts/install.sh), or set BAHOST_RUNNER")
         }
-        return sibling
+        return runner
     }
 
     init(runner: String, plugin: String, environment extra: [String: String]) throws(WindowSetupError) {

@@ -236,7 +236,7 @@ public final class BackgroundAssetsService: Sendable {
         }
     }
 
-    static let version = "0.1.0"
+    static let version = BahostVersion.release
 }
 
 /// Lets the engine's observer reach the service, which is made after the engine.

@@ -248,7 +248,7 @@ extension BackgroundAssetsService {
         let policy = settings.periodic
         let formatter = ISO8601DateFormatter()
         func conditionText(_ value: Bool?) -> String { value.map { $0 ? "yes" : "no" } ?? "unknown" }
-        var text = "bahost service \(Self.version), data in \(settings.dataRoot.url.path)\n"
+        var text = "bahost service \(Self.version), extension ABI \(BahostVersion.abi), data in \(settings.dataRoot.url.path)\n"
         text += String(format: "clock: %@ (%.0f s ahead)\n", formatter.string(from: now), clock.offsetSeconds)
         text += "power saver: \(conditionText(conditions.powerSaver)), battery low: \(conditionText(conditions.batteryLow)), "
             + "metered network: \(conditionText(conditions.metered))\n"
@@ -291,7 +291,7 @@ extension BackgroundAssetsService {
         if let v = conditions.metered { conditionJSON["metered"] = v }
         return Self.report(
             true, text,
-            ["version": Self.version, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
+            ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps,
              "engine": ["turns": turns.count, "meanTurnMilliseconds": milliseconds(turns.mean),
                         "longestTurnMilliseconds": milliseconds(turns.longest)],

@@ -27,8 +27,11 @@ import TestSupport
         let launch = try daemon.bahost(["launch", app.identifier])
         #expect(launch.status == 2)
         #expect(launch.stdout.contains("missing: BAHostErrorDomain 404"), "\(launch.stdout)")
-        let status = try daemon.report(["debug", "status"]).report["apps"] as? [[String: Any]]
+        let statusReport = try daemon.report(["debug", "status"]).report
+        let status = statusReport["apps"] as? [[String: Any]]
         #expect(status?.first?["launched"] as? Bool == true)
+        #expect(statusReport["abiVersion"] as? String == "1.1")
+        #expect(try daemon.bahost(["debug", "status"]).stdout.contains("extension ABI 1.1"))
 
         // Installing twice is refused; update runs the update request and keeps the launch.
         let again = try daemon.report(["install", app.folder.path])

@@ -265,11 +265,13 @@ extension AssetPackManager {
     public enum DownloadStatusUpdate: @unchecked Sendable {
         /// The download began, or resumed after a pause.
         case began(AssetPack)
+        /// The download paused; it resumes with `began`.
         case paused(AssetPack)
         /// `progress.cancel()` stops the download.
         case downloading(AssetPack, Progress)
         /// The pack is installed: its files are available locally only from now on.
         case finished(AssetPack)
+        /// The download failed with this error; the pack's previous version, if any, stays installed.
         case failed(AssetPack, any Error)
 
         var assetPack: AssetPack {

@@ -35,8 +35,11 @@ public enum ManagedBackgroundAssetsError: Error, Sendable, Hashable, CustomNSErr
 
 /// Apple's `BAManagedErrorCode`, in `BAManagedErrorDomain`.
 public enum BAManagedErrorCode: Int, Sendable {
+    /// No asset pack with the requested ID exists.
     case assetPackNotFound = 0
+    /// No file exists at the requested path.
     case fileNotFound = 1
+    /// Some asset packs could not be made available locally; the error's user info holds the successes and failures.
     case localAvailabilityFailure = 2
 }
 

@@ -9,19 +9,28 @@ open class BADownload: NSObject, NSCopying, @unchecked Sendable {
     public struct Priority: RawRepresentable, Hashable, Sendable {
         public var rawValue: Int
         public init(rawValue: Int) { self.rawValue = rawValue }
+        /// A priority of `rawValue`, which should lie between `min` and `max`.
         public init(_ rawValue: Int) { self.rawValue = rawValue }
 
+        /// The lowest priority (0).
         public static let min = Priority(Int(BA_DOWNLOAD_PRIORITY_MIN))
+        /// The priority to use when it does not matter (50).
         public static let `default` = Priority(Int(BA_DOWNLOAD_PRIORITY_DEFAULT))
+        /// The highest priority (100).
         public static let max = Priority(Int(BA_DOWNLOAD_PRIORITY_MAX))
     }
 
     /// Apple's `BADownload.State`, same raw values.
     public enum State: Int, Sendable {
+        /// The download failed.
         case failed = -1
+        /// The download was created and is not scheduled yet.
         case created = 0
+        /// The download is scheduled and waits to run.
         case waiting = 1
+        /// The download is in progress.
         case downloading = 2
+        /// The download finished.
         case finished = 3
     }
 

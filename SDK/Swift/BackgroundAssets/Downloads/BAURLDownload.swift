@@ -54,6 +54,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
             applicationGroupIdentifier: applicationGroupIdentifier, priority: .default)
     }
 
+    /// A non-essential download of unknown size at the default priority (deprecated by Apple in 16.4).
     @available(*, deprecated, message: "Use init(identifier:request:fileSize:applicationGroupIdentifier:)")
     public convenience init(identifier: String, request: URLRequest, applicationGroupIdentifier: String) {
         self.init(
@@ -61,6 +62,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
             applicationGroupIdentifier: applicationGroupIdentifier, priority: .default)
     }
 
+    /// A non-essential download of unknown size at `priority` (deprecated by Apple in 16.4).
     @available(
         *, deprecated,
         message: "Use init(identifier:request:essential:fileSize:applicationGroupIdentifier:priority:)")

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# From this checkout, as a user would: scripts/install.sh into a fresh prefix, then projects started by the
+# installed `bahost new extension` built and run under the installed bahost:
+#   - C, built with the installed pkg-config file: `make`, `make test` (bahost check), then `bahost run`'s whole life
+#     cycle against nginx on loopback, its file landing in the app group's container;
+#   - Swift, built against this checkout as a package: `swift build`, `swift test` (BackgroundAssetsTesting), and
+#     the same `bahost run`;
+#   - both with --managed: their budget tests, and their asset pack packaged by `bahost pack package`.
+# Last, scripts/uninstall.sh removes exactly what was installed (a file of the user's stays), and an install with
+# --user (HOME set to a scratch folder) puts the systemd unit in ~/.config/systemd/user and takes it away again.
+# SKIP_BUILD=1 installs the release the last build made.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+
+work=$(mktemp -d /tmp/bahost-shipping.XXXXXX)
+chmod 755 "$work"  # nginx's workers read the assets as another user
+nginx_pid=""
+trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+step "scripts/install.sh --prefix $work/prefix"
+prefix="$work/prefix"
+scripts/install.sh --prefix "$prefix" ${SKIP_BUILD:+--skip-build} > "$work/install.log" 2>&1 || {
+    cat "$work/install.log" >&2; fail "scripts/install.sh failed"; }
+export PATH="$prefix/bin:$PATH" PKG_CONFIG_PATH="$prefix/share/pkgconfig"
+[ "$(command -v bahost)" = "$prefix/bin/bahost" ] || fail "the installed bahost is not the one on PATH"
+version=$(bahost --version)
+newest=$(sed -n 's/^## \([0-9][0-9.]*\) .*/\1/p' CHANGELOG.md | head -1)
+[ "$version" = "$newest" ] || fail "bahost --version says '$version', CHANGELOG.md's newest entry '$newest'"
+if ldd "$prefix/bin/bahost" "$prefix/libexec/bahost/bahost-extension-runner" | grep -q "libswift\|libFoundation\|libdispatch"; then
+    fail "an installed binary links the Swift runtime dynamically"
+fi
+[ "$(pkg-config --cflags bahost | xargs)" = "-I$prefix/include/bahost" ] || fail "pkg-config --cflags bahost: $(pkg-config --cflags bahost)"
+[ "$(pkg-config --modversion bahost)" = "$version" ] || fail "bahost.pc's version is not $version"
+grep -qx "ExecStart=$prefix/bin/bahost daemon" "$prefix/lib/systemd/user/bahost.service" || fail "the unit does not start the installed bahost"
+grep -q "_bahost" "$prefix/share/bash-completion/completions/bahost" || fail "no bash completion"
+grep -q "#compdef bahost" "$prefix/share/zsh/site-functions/_bahost" || fail "no zsh completion"
+grep -q "^complete -c 'bahost'" "$prefix/share/fish/vendor_completions.d/bahost.fish" || fail "no fish completion"
+for page in bahost bahost.run bahost.new.extension bahost.check; do
+    grep -q '^\.Dt' "$prefix/share/man/man1/$page.1" || fail "no man page $page.1"
+done
+bahost debug status --help | grep -q "Show the scheduler" || fail "bahost debug status --help"
+
+step "nginx on loopback, serving a manifest's asset"
+port=""
+for candidate in $(shuf -i 20000-60000 -n 50); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
+done
+[ -n "$port" ] || fail "no free port"
+mkdir -p "$work/www/levels" "$work/nginx/logs" "$work/nginx/tmp"
+head -c 1048576 /dev/urandom > "$work/www/levels/level-1.pack"
+cat > "$work/nginx/nginx.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/logs/error.log;
+events { worker_connections 64; }
+http {
+    access_log $work/nginx/logs/access.log;
+    client_body_temp_path $work/nginx/tmp; proxy_temp_path $work/nginx/tmp; fastcgi_temp_path $work/nginx/tmp;
+    uwsgi_temp_path $work/nginx/tmp; scgi_temp_path $work/nginx/tmp;
+    server { listen 127.0.0.1:$port; root $work/www; }
+}
+NGINX
+nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" </dev/null >/dev/null 2>&1 &
+nginx_pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+
+# Points a scaffolded project at the loopback server, runs the install life cycle with the installed bahost, and
+# checks the file that landed in the app group's container.
+run_life_cycle() { # PROJECT-FOLDER LIBRARY MANIFEST APP-GROUP
+    local project=$1 library=$2 manifest=$3 group=$4
+    sed -i "s#https://assets.example.com#http://localhost:$port#" "$project/$manifest"
+    sed -e "s#https://assets.example.com/$manifest#http://localhost:$port/$(basename "$project")-$manifest#" \
+        -e "s#<string>assets.example.com</string>#<string>localhost</string>#" \
+        "$project/Info.plist" > "$project/Info.loopback.plist"
+    cp "$project/$manifest" "$work/www/$(basename "$project")-$manifest"
+    (cd "$project" && bahost run --plugin "$library" --event install --info-plist Info.loopback.plist \
+        --data-root "$work/data-$(basename "$project")" --allow-insecure-loopback) > "$work/run.log" 2>&1 || {
+        cat "$work/run.log" >&2; fail "bahost run of $(basename "$project")"; }
+    cmp -s "$work/data-$(basename "$project")/containers/$group/Assets/level-1" "$work/www/levels/level-1.pack" \
+        || { cat "$work/run.log" >&2; fail "$(basename "$project"): level-1 did not land in $group's container"; }
+    echo "   bahost run: level-1 landed in $group's container"
+}
+
+mkdir -p "$work/projects"
+cd "$work/projects"
+
+step "bahost new extension --c LevelsC: make, make test, bahost run"
+bahost new extension --c LevelsC > /dev/null
+(cd LevelsC && make -s && make -s test) || fail "the C project did not build or pass its test"
+run_life_cycle "$work/projects/LevelsC" libLevelsC.so manifest.txt group.com.example.levelsc
+
+step "bahost new extension --c --managed PacksC: make, make test, bahost pack package"
+bahost new extension --c --managed PacksC > /dev/null
+(cd PacksC && make -s && make -s test | tee "$work/check.out") || fail "the managed C project did not build or pass its test"
+grep -q "shouldDownload: true" "$work/check.out" || fail "the managed C extension did not answer shouldDownload"
+(cd PacksC && bahost pack package AssetPacks/Intro/Manifest.json -o "$work/intro.tar.zst" >/dev/null) \
+    || fail "the scaffolded asset pack does not package"
+
+step "bahost new extension --swift LevelsSwift (against $repo): swift build, swift test, bahost run"
+bahost new extension --swift LevelsSwift --bahost-package "$repo" > /dev/null
+(cd LevelsSwift && swift build > "$work/swift.log" 2>&1 && swift test >> "$work/swift.log" 2>&1) || {
+    tail -40 "$work/swift.log" >&2; fail "the Swift project did not build or pass its test"; }
+grep -q "Test answersTheInstallRequestWithinItsBudget() passed" "$work/swift.log" || fail "the Swift budget test did not run"
+run_life_cycle "$work/projects/LevelsSwift" .build/debug/libLevelsSwift.so manifest.json group.com.example.levelsswift
+
+step "bahost new extension --swift --managed PacksSwift: swift build, swift test"
+bahost new extension --swift --managed PacksSwift --bahost-package "$repo" > /dev/null
+(cd PacksSwift && swift build > "$work/swift.log" 2>&1 && swift test >> "$work/swift.log" 2>&1) || {
+    tail -40 "$work/swift.log" >&2; fail "the managed Swift project did not build or pass its test"; }
+grep -q "Test answersShouldDownloadWithinItsBudget() passed" "$work/swift.log" || fail "the managed Swift budget test did not run"
+
+step "bahost new refuses what it cannot make"
+bahost new extension --c 9lives > "$work/refusal" 2>&1 && fail "a name starting with a digit was accepted"
+grep -q "starting with a letter" "$work/refusal" || fail "the refusal does not say why: $(cat "$work/refusal")"
+bahost new extension --c LevelsC > "$work/refusal" 2>&1 && fail "an existing project was overwritten"
+grep -q "exists and is not empty" "$work/refusal" || fail "the refusal does not say why: $(cat "$work/refusal")"
+
+cd "$repo"
+step "scripts/uninstall.sh: exactly what was installed"
+echo "the user's own note" > "$prefix/share/doc/bahost/NOTE"
+scripts/uninstall.sh --prefix "$prefix" > /dev/null
+left=$(cd "$prefix" && find . | sort | tr '\n' ' ')
+[ "$left" = ". ./share ./share/doc ./share/doc/bahost ./share/doc/bahost/NOTE " ] || fail "after uninstall: $left"
+rm "$prefix/share/doc/bahost/NOTE"
+
+step "scripts/install.sh --user and scripts/uninstall.sh --user"
+home="$work/home"
+mkdir -p "$home"
+HOME="$home" env -u XDG_CONFIG_HOME scripts/install.sh --user --skip-build > "$work/install.log" 2>&1 || {
+    cat "$work/install.log" >&2; fail "install --user"; }
+[ -x "$home/.local/bin/bahost" ] || fail "--user did not install into ~/.local"
+grep -qx "ExecStart=$home/.local/bin/bahost daemon" "$home/.config/systemd/user/bahost.service" || fail "--user: no unit"
+HOME="$home" scripts/uninstall.sh --user > /dev/null
+[ -z "$(ls -A "$home")" ] || fail "uninstall --user left: $(cd "$home" && find . | tr '\n' ' ')"
+echo "PASS: install, scaffolds (C, Swift, managed), run under the installed bahost, uninstall"

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Every code snippet the README shows builds as written, and the runnable ones run:
+#   - its Package.swift, verbatim, beside a copy of this checkout named bahost (`.package(path: "../bahost")`), with
+#     the Swift extension snippet as its target; the README's other Swift snippets (the managed extension, the
+#     AssetPackManager code, the BackgroundAssetsTesting test) go into targets the test appends to that package;
+#     then `swift build` and `swift test`, whose test is the README's own harness snippet;
+#   - its C extension, compiled with the README's own cc command, then held to its budget by `bahost check`.
+# A Swift or C snippet the test does not know fails it, so that a new snippet gets a place here.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+bin=$(swift build --show-bin-path)
+[ -x "$bin/bahost" ] || { echo "build first (swift build)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/bahost-readme.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+mkdir -p "$work/bahost"
+git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work/bahost"
+
+python3 - README.md "$work" <<'PYTHON'
+import re, sys
+from pathlib import Path
+readme, work = Path(sys.argv[1]).read_text(), Path(sys.argv[2])
+blocks = re.findall(r"^```(\w*)\n(.*?)^```", readme, re.S | re.M)
+places = [  # (language, what identifies it, where it goes)
+    ("swift", "// swift-tools-version", "LevelsExtension/Package.swift"),
+    ("swift", "struct LevelsExtension: BADownloaderExtension", "LevelsExtension/Sources/LevelsExtension/LevelsExtension.swift"),
+    ("swift", "struct LevelsExtension: ManagedDownloaderExtension", "LevelsExtension/Sources/ManagedLevels/ManagedLevels.swift"),
+    ("swift", "AssetPackManager.shared", "LevelsExtension/Sources/PacksApp/main.swift"),
+    ("swift", "import BackgroundAssetsTesting", "LevelsExtension/Tests/LevelsExtensionTests/LevelsExtensionTests.swift"),
+    ("c", "ba_extension_entry", "bahost/levels.c"),
+]
+placed = set()
+for language, text in blocks:
+    if language == "sh" and "cc -shared" in text:
+        (work / "cc-command").write_text(next(l for l in text.splitlines() if l.startswith("cc ")))
+    if language not in ("swift", "c"):
+        continue
+    matches = [path for lang, marker, path in places if lang == language and marker in text]
+    if len(matches) != 1:
+        sys.exit(f"a {language} snippet the README test does not know (add it to Tests/Shipping/readme-snippets.sh):\n{text[:300]}")
+    if matches[0] in placed:
+        sys.exit(f"two README snippets for {matches[0]}")
+    placed.add(matches[0])
+    file = work / matches[0]
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text)
+missing = {path for _, _, path in places} - placed
+if missing:
+    sys.exit(f"the README no longer shows the snippets for {sorted(missing)}: update the test")
+PYTHON
+
+cat >> "$work/LevelsExtension/Package.swift" <<'SWIFT'
+
+// Appended by Tests/Shipping/readme-snippets.sh: the README's other Swift snippets, a target each.
+package.products += [.library(name: "ManagedLevels", type: .dynamic, targets: ["ManagedLevels"])]
+package.targets += [
+    .target(name: "ManagedLevels", dependencies: [.product(name: "BackgroundAssets", package: "bahost")]),
+    .executableTarget(name: "PacksApp", dependencies: [.product(name: "BackgroundAssets", package: "bahost")]),
+    .testTarget(
+        name: "LevelsExtensionTests",
+        dependencies: [
+            .product(name: "BackgroundAssetsTesting", package: "bahost"),
+            .product(name: "bahost-extension-runner", package: "bahost"),
+        ]),
+]
+SWIFT
+
+echo "== the README's Swift snippets: swift build, swift test"
+(cd "$work/LevelsExtension" && swift build > "$work/swift.log" 2>&1 && swift test >> "$work/swift.log" 2>&1) || {
+    grep -E "error:" "$work/swift.log" >&2 || tail -30 "$work/swift.log" >&2; fail "the README's Swift snippets do not build or pass"; }
+grep -q "Test levelsExtensionIsQuick() passed" "$work/swift.log" || fail "the README's harness test did not run"
+
+echo "== the README's C snippet: $(cat "$work/cc-command")"
+(cd "$work/bahost" && eval "$(cat "$work/cc-command")") || fail "the README's C snippet does not compile"
+"$bin/bahost" check --plugin "$work/bahost/levels.so" --event install --within 5 > "$work/check.out" || {
+    cat "$work/check.out" >&2; fail "the README's C extension fails bahost check"; }
+grep -q "1 download: level-1" "$work/check.out" || fail "the README's C extension: $(cat "$work/check.out")"
+echo "PASS: every Swift and C snippet of the README builds, and its extensions and test run"
