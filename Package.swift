@@ -165,8 +165,8 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner", "ExampleApp",
-                "ManagedApp",
+                "Service", "ExtensionRuntime", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner",
+                "ExampleApp", "ManagedApp",
             ]),
     ]
 )

@@ -2,6 +2,9 @@
 #include <malloc.h>
 #include "host_support.h"
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -9,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +44,149 @@ int bahost_spawn(const char *path, char *const argv[], char *const envp[], int c
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     return error;
+}
+
+struct isolated_start {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int channel_fd, output_fd;
+    int maps_written; /* read end: one byte once the parent has written our uid and gid maps */
+    int maps_writer;  /* its write end, which the child closes so that a parent that gives up means EOF */
+    int exec_status;  /* write end, close-on-exec: EOF tells the parent that execve succeeded, else errno */
+};
+
+/* Runs in the child, on its own stack and in the parent's memory (CLONE_VM), until execve: system calls only. */
+static int isolated_child(void *argument) {
+    struct isolated_start *start = argument;
+    char byte;
+    int error = 0;
+    close(start->maps_writer);
+    /* Above 4, so that the descriptors dup2'd to 0-3 below cannot land on it. */
+    int exec_status = fcntl(start->exec_status, F_DUPFD_CLOEXEC, 5);
+    if (exec_status < 0) {
+        error = errno;
+        ssize_t ignored = write(start->exec_status, &error, sizeof error);
+        (void)ignored;
+        _exit(127);
+    }
+    /* Until the maps exist we are no one in the namespace: wait for them. */
+    if (read(start->maps_written, &byte, 1) != 1) error = EIO;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (!error && (null < 0 || dup2(null, 0) < 0 || dup2(start->output_fd, 1) < 0 || dup2(start->output_fd, 2) < 0
+                   || dup2(start->channel_fd, 3) < 0))
+        error = errno;
+    if (!error) {
+        /* Keep only 0-3 and the status pipe (close-on-exec) past execve. */
+        close_range(4, (unsigned)exec_status - 1, 0);
+        close_range((unsigned)exec_status + 1, ~0U, 0);
+        setpgid(0, 0);
+        struct sigaction defaults = {.sa_handler = SIG_DFL};
+        sigaction(SIGPIPE, &defaults, NULL);
+        sigaction(SIGCHLD, &defaults, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(start->path, start->argv, start->envp);
+        error = errno;
+    }
+    ssize_t ignored = write(exec_status, &error, sizeof error);
+    (void)ignored;
+    _exit(127);
+}
+
+static int write_file(pid_t pid, const char *name, const char *text) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    ssize_t length = (ssize_t)strlen(text);
+    int error = write(fd, text, (size_t)length) == length ? 0 : errno;
+    close(fd);
+    return error;
+}
+
+int bahost_spawn_isolated(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
+                          pid_t *pid) {
+    int maps[2], status[2];
+    if (pipe2(maps, O_CLOEXEC) != 0) return errno;
+    if (pipe2(status, O_CLOEXEC) != 0) {
+        int error = errno;
+        close(maps[0]), close(maps[1]);
+        return error;
+    }
+    struct isolated_start start = {path, argv, envp, channel_fd, output_fd, maps[0], maps[1], status[1]};
+    const size_t stack_size = 64 * 1024;
+    char *stack = malloc(stack_size);
+    int error = stack ? 0 : ENOMEM;
+    pid_t child = -1;
+    if (!error) {
+        /* No signal handler of ours may run in the child before execve: block them all around the clone. */
+        sigset_t all, previous;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &previous);
+        child = clone(isolated_child, stack + stack_size, CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, &start);
+        if (child < 0) error = errno;
+        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    }
+    close(maps[0]);
+    close(status[1]);
+    if (!error) {
+        char map[64];
+        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+        error = write_file(child, "setgroups", "deny");
+        if (!error) error = write_file(child, "uid_map", map);
+        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+        if (!error) error = write_file(child, "gid_map", map);
+        if (!error && write(maps[1], "", 1) != 1) error = errno;
+    }
+    close(maps[1]); /* a child still waiting reads EOF and gives up */
+    if (child > 0) {
+        /* The child shares our memory until execve: wait until it has happened (EOF) or failed (its errno). */
+        int child_error = 0;
+        ssize_t got;
+        do got = read(status[0], &child_error, sizeof child_error);
+        while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)sizeof child_error && !error) error = child_error;
+        if (error) {
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+        } else {
+            *pid = child;
+        }
+    }
+    close(status[0]);
+    free(stack);
+    return error;
+}
+
+int bahost_same_pid_namespace(pid_t pid) {
+    char path[64];
+    struct stat theirs, ours;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+    if (stat(path, &theirs) != 0 || stat("/proc/self/ns/pid", &ours) != 0) return -1;
+    return theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+}
+
+static int exit_at_once(void *argument) {
+    (void)argument;
+    _exit(0);
+}
+
+int bahost_user_namespaces(void) {
+    static char stack[16 * 1024];
+    pid_t child = clone(exit_at_once, stack + sizeof stack, CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, NULL);
+    if (child < 0) return errno;
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+    return 0;
+}
+
+int bahost_landlock_abi(void) {
+#ifdef SYS_landlock_create_ruleset
+    return (int)syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 int bahost_pidfd_open(pid_t pid) {

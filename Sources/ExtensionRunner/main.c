@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
     /* stdout is the host's pipe: line-buffer it so that what the extension prints arrives as it prints it. */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
+    sandbox_apply(argv[1]);
     const ba_extension_t *ext = load(argv[1]);
     entry_thread_start(ext);
 

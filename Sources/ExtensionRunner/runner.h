@@ -32,4 +32,7 @@ void entry_thread_start(const ba_extension_t *ext);
 void entry_thread_enqueue(uint8_t *packet, size_t length);
 void terminate_thread_start(const ba_extension_t *ext);
 
+/* sandbox.c: restricts this process before `plugin` is loaded and reports what it applied to the host. */
+void sandbox_apply(const char *plugin);
+
 #endif

@@ -14,6 +14,8 @@ public final class ExtensionWindow {
     public let pluginPath: String
     public let limits: WindowLimits
     public let appGroup: AppGroup?
+    /// Whether the window's process is sandboxed (README, "The sandbox"); off only to debug an extension.
+    public let sandboxed: Bool
     private let runnerPath: String
 
     /// The app group whose container the extension may use: its process gets `BAHOST_APP_GROUP` and
@@ -33,10 +35,13 @@ public final class ExtensionWindow {
     ///   - pluginPath: the extension; a relative path is taken from the current folder (dlopen would otherwise search
     ///     the library path for a bare file name).
     ///   - runnerPath: the runner executable; by default `bahost-extension-runner` beside this program.
+    ///   - sandboxed: false only to debug; by default on unless `BAHOST_SANDBOX=off` (`--sandbox off`).
     public init(
-        pluginPath: String, limits: WindowLimits = .default, appGroup: AppGroup? = nil, runnerPath: String? = nil
+        pluginPath: String, limits: WindowLimits = .default, appGroup: AppGroup? = nil, runnerPath: String? = nil,
+        sandboxed: Bool = ProcessInfo.processInfo.environment["BAHOST_SANDBOX"] != "off"
     ) throws(WindowSetupError) {
         self.pluginPath = URL(fileURLWithPath: pluginPath).path
+        self.sandboxed = sandboxed
         self.limits = limits
         self.appGroup = appGroup
         if let runnerPath {
@@ -53,9 +58,22 @@ public final class ExtensionWindow {
         onLog: ((WindowLogLine) -> Void)? = nil
     ) throws(WindowSetupError) -> WindowOutcome {
         let loop = WindowLoop(events: events, limits: limits, services: services, onLog: onLog)
-        let environment = appGroup.map {
+        var environment = appGroup.map {
             ["BAHOST_APP_GROUP": $0.identifier, "BAHOST_APP_GROUP_CONTAINER": $0.container]
         } ?? [:]
+        // Beyond the container, the sandbox lets the extension read this window's manifests and handle the files it
+        // is given (in the service they lie in the container already; the harness keeps them in a scratch folder).
+        var readable: [String] = [], writable: [String] = []
+        for event in events {
+            switch event {
+            case .contentRequest(_, let manifestPath, _): readable.append(manifestPath)
+            case .downloadFinished(_, let filePath): writable.append((filePath as NSString).deletingLastPathComponent)
+            default: break
+            }
+        }
+        environment["BAHOST_SANDBOX"] = sandboxed ? "on" : "off"
+        environment["BAHOST_SANDBOX_READ"] = readable.joined(separator: "\n")
+        environment["BAHOST_SANDBOX_WRITE"] = writable.joined(separator: "\n")
         return loop.run(try RunnerProcess(runner: runnerPath, plugin: pluginPath, environment: environment))
     }
 }
@@ -77,6 +95,7 @@ private final class WindowLoop {
     var helloAt: ContinuousClock.Instant?
     var identifier: String?
     var abiVersion: String?
+    var sandbox: String?
     var completedEvents = 0
     /// What content requests added, with the event that added them.
     var returned: [(eventID: UInt32, download: Download)] = []
@@ -181,7 +200,7 @@ private final class WindowLoop {
         }
         var outcome = WindowOutcome(
             stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
-            extensionIdentifier: identifier, abiVersion: abiVersion, returnedDownloads: kept,
+            extensionIdentifier: identifier, abiVersion: abiVersion, sandbox: sandbox, returnedDownloads: kept,
             completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
             killSentAt: killSentAt.map { ($0 - start).inSeconds },
             refusedCalls: refused, log: log, peakResidentBytes: peakResident)
@@ -272,6 +291,10 @@ private final class WindowLoop {
             for (index, event) in events.enumerated() { send(event, id: UInt32(index + 1)) }
         case .loadFailed(let failure, let text):
             loadFailure = (failure, text)
+        case .sandbox(let text):
+            // The runner says it once, before loading the extension; another is the extension writing to the socket.
+            guard sandbox == nil, helloAt == nil else { throw WireViolation(message: "the extension sent a sandbox report") }
+            sandbox = text
         case .downloads(let eventID, let downloads):
             guard let index = currentEventIndex, eventID == UInt32(index + 1),
                 case .contentRequest = events[index]

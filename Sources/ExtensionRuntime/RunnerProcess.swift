@@ -64,9 +64,19 @@ final class RunnerProcess {
         let arguments = [runner, plugin]
         let environmentLines = environment.map { "\($0.key)=\($0.value)" }
         var child: pid_t = 0
-        let error = withCStrings(arguments) { argv in
+        // The window's own PID namespace (nothing it starts outlives it), unless the sandbox is off or the machine
+        // allows no user namespace; the runner then says so in the window's report.
+        let isolated = environment["BAHOST_SANDBOX"] != "off"
+        var error = withCStrings(arguments) { argv in
             withCStrings(environmentLines) { envp in
-                bahost_spawn(runner, argv, envp, pair[1], pipeEnds[1], &child)
+                isolated
+                    ? bahost_spawn_isolated(runner, argv, envp, pair[1], pipeEnds[1], &child)
+                    : bahost_spawn(runner, argv, envp, pair[1], pipeEnds[1], &child)
+            }
+        }
+        if isolated, [EPERM, EINVAL, ENOSPC, EUSERS, ENOSYS].contains(error) {
+            error = withCStrings(arguments) { argv in
+                withCStrings(environmentLines) { envp in bahost_spawn(runner, argv, envp, pair[1], pipeEnds[1], &child) }
             }
         }
         guard error == 0 else {

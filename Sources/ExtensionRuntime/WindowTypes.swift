@@ -108,6 +108,9 @@ public struct WindowOutcome: Sendable {
     public var extensionIdentifier: String?
     /// The ABI version the extension was built against, "major.minor".
     public var abiVersion: String?
+    /// What the window's sandbox applied, and what the machine could not give (the runner's own words); nil when
+    /// the runner never said, which only an old runner does.
+    public var sandbox: String?
     /// What content requests returned, in the order the extension added them: only from requests whose entry point
     /// returned, and nothing after a protocol violation.
     public var returnedDownloads: [Download]

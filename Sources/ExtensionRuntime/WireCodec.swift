@@ -34,6 +34,8 @@ enum RunnerMessage {
     case log(level: Int32, String)
     case violation(String)
     case terminateDone
+    /// What the sandbox applied, before the extension was loaded.
+    case sandbox(String)
 
     /// Decodes `packet`; anything short, long, unknown or not UTF-8 is a `WireViolation`.
     static func decode(_ packet: UnsafeRawBufferPointer) throws(WireViolation) -> RunnerMessage {
@@ -75,6 +77,8 @@ enum RunnerMessage {
             case BA_WIRE_RELEASE_EXCLUSIVE.rawValue: message = .call(id: id, .releaseExclusiveControl)
             default: throw WireViolation(message: "the extension sent a call to unknown host function \(function)")
             }
+        case BA_WIRE_SANDBOX.rawValue:
+            message = .sandbox(try reader.string() ?? "")
         case BA_WIRE_LOG.rawValue:
             message = .log(level: try reader.i32(), try reader.string() ?? "")
         case BA_WIRE_VIOLATION.rawValue:

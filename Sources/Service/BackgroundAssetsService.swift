@@ -20,6 +20,8 @@ public final class BackgroundAssetsService: Sendable {
     private let listener: ServiceListener
     let overrides = Mutex(SystemConditions())
     let scheduler: PeriodicScheduler
+    /// What the extensions' sandbox can do on this machine, probed at start.
+    let sandbox = SandboxSupport.probe()
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
@@ -51,6 +53,8 @@ public final class BackgroundAssetsService: Sendable {
                 ended: { session in self.ended(session) })
         }
         logger.info("listening", metadata: ["socket": "\(settings.socketPath)", "data": "\(settings.dataRoot.url.path)"])
+        logger.info("sandbox: \(sandbox.summary)")
+        for missing in sandbox.missing { logger.warning("sandbox: \(missing)") }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {

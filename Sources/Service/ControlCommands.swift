@@ -255,6 +255,7 @@ extension BackgroundAssetsService {
         text += String(
             format: "periodic: every %.0f h for occasional use; daily runtime budget %.0f s\n", policy.interval / 3600,
             policy.dailyRuntime)
+        text += "sandbox: \(sandbox.summary)\n" + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
         var apps: [[String: Any]] = []
         for app in try engine.installedApps() {
             guard let schedule = try engine.schedule(app.appIdentifier) else { continue }
@@ -293,6 +294,8 @@ extension BackgroundAssetsService {
             true, text,
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps,
+             "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
+                         "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing],
              "engine": ["turns": turns.count, "meanTurnMilliseconds": milliseconds(turns.mean),
                         "longestTurnMilliseconds": milliseconds(turns.longest)],
              "policy": ["intervalSeconds": policy.interval, "dailyRuntimeSeconds": policy.dailyRuntime,

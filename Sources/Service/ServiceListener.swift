@@ -66,15 +66,21 @@ final class ServiceListener: Sendable {
                 var pid: pid_t = 0
                 var uid: uid_t = 0
                 let socket = FramedSocket(descriptor: fd)
-                guard bahost_peer_credentials(fd, &pid, &uid) == 0, uid == getuid() else {
-                    // Another user: told why, then dropped, before anything it sent is read.
+                // Told why, then dropped, before anything it sent is read.
+                func refuse(_ message: String) {
                     let refusal = ServiceMessage.reply(
-                        id: 0,
-                        .failure(HostError(
-                            code: 55, domain: "BAErrorDomain",
-                            message: "the bahost service of user \(getuid()) does not accept connections from user \(uid)")))
+                        id: 0, .failure(HostError(code: 55, domain: "BAErrorDomain", message: message)))
                     if let data = try? ServiceProtocol.encoder.encode(refusal) { try? socket.send(data) }
                     socket.close()
+                }
+                guard bahost_peer_credentials(fd, &pid, &uid) == 0, uid == getuid() else {
+                    refuse("the bahost service of user \(getuid()) does not accept connections from user \(uid)")
+                    continue
+                }
+                // An extension reaches the host through its runner, never here: a peer inside a window's PID
+                // namespace is an extension posing as an app.
+                guard bahost_same_pid_namespace(pid) != 0 else {
+                    refuse("a process inside an extension's window may not connect to the service")
                     continue
                 }
                 handle(socket, pid)

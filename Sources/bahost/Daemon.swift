@@ -59,6 +59,7 @@ struct Daemon: AsyncParsableCommand {
     }
 
     func run() async throws {
+        window.applySandbox()
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "bahost.daemon")
         logger.logLevel = .info

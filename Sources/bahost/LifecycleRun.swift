@@ -64,6 +64,7 @@ struct Resume: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
+        window.applySandbox()
         let reporter = EventReporter(json: json)
         guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { throw ExitCode(70) }
         do {

@@ -39,6 +39,7 @@ struct Report {
         out += "  ran \(milliseconds(outcome.elapsed))"
         if let activation = outcome.activation { out += " (loaded in \(milliseconds(activation)))" }
         out += ", peak memory \(mebibytes(outcome.peakResidentBytes))\n"
+        if let sandbox = outcome.sandbox { out += "  sandbox: \(sandbox.printable())\n" }
         if let sent = outcome.willTerminateSentAt {
             out += "  extensionWillTerminate sent at \(String(format: "%.3f", sent)) s\n"
         }
@@ -107,6 +108,7 @@ private struct JSONReport: Encodable {
     var event: String
     var extensionIdentifier: String?
     var abiVersion: String?
+    var sandbox: String?
     var stopReason: Stop
     var elapsedSeconds: Double
     var activationSeconds: Double?
@@ -139,6 +141,7 @@ private struct JSONReport: Encodable {
         event = report.request.name
         extensionIdentifier = o.extensionIdentifier
         abiVersion = o.abiVersion
+        sandbox = o.sandbox
         stopReason = stop
         elapsedSeconds = o.elapsed.inSeconds
         activationSeconds = o.activation?.inSeconds

@@ -63,6 +63,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        window.applySandbox()
         let request = ContentRequest(name: event)!
         let config: AppConfiguration?
         do {
@@ -130,6 +131,24 @@ struct WindowOptions: ParsableArguments {
 
     @Option(help: "Resident memory limit of the extension's process, in MiB.")
     var memoryLimit: Int = 128
+
+    @Option(
+        help: """
+            The extensions' sandbox: on, or off to debug an extension it stops (the extension then has every right \
+            of your user).
+            """)
+    var sandbox: SandboxSwitch = .on
+
+    enum SandboxSwitch: String, ExpressibleByArgument { case on, off }
+
+    /// Applies --sandbox to every window this process opens (through the runner's environment), and says loudly
+    /// what is not protected: the switch turned off, or a protection this machine's kernel lacks.
+    func applySandbox() {
+        if sandbox == .off { setenv("BAHOST_SANDBOX", "off", 1) }
+        for missing in SandboxSupport.probe().missing {
+            FileHandle.standardError.write(Data("bahost: WARNING: \(missing)\n".utf8))
+        }
+    }
 
     func validate() throws {
         guard budget > 0, grace >= 0, memoryLimit > 0 else {

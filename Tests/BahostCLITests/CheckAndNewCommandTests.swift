@@ -63,7 +63,7 @@ import TestSupport
         func files(_ sub: String) throws -> [String] {
             try FileManager.default.subpathsOfDirectory(atPath: folder.path + "/" + sub).filter {
                 var directory: ObjCBool = false
-                FileManager.default.fileExists(atPath: folder.path + "/\(sub)/\($0)", isDirectory: &directory)
+                _ = FileManager.default.fileExists(atPath: folder.path + "/\(sub)/\($0)", isDirectory: &directory)
                 return !directory.boolValue
             }.sorted()
         }

@@ -34,3 +34,25 @@ func inMemoryServices() -> InMemoryHostServices {
 }
 
 func isAlive(_ pid: pid_t) -> Bool { kill(pid, 0) == 0 }
+
+/// The processes of this machine whose name (comm) or command line holds one of `markers`: a window's process
+/// knows its pid only inside its own namespace, so tests find what it left by name.
+func processes(named markers: [String]) -> [String] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.filter { Int($0) != nil }.compactMap { pid -> String? in
+        let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+        let commandLine = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")))
+            .map { String(decoding: $0.map { $0 == 0 ? 32 : $0 }, as: UTF8.self) } ?? ""
+        return markers.contains { comm.contains($0) || commandLine.contains($0) } ? "\(pid) \(comm)" : nil
+    }
+}
+
+/// True once no process named by `markers` is left (the kernel reaps a namespace's processes right after its end).
+func waitUntilGone(_ markers: [String], within limit: Duration = .seconds(5)) -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if processes(named: markers).isEmpty { return true }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return processes(named: markers).isEmpty
+}

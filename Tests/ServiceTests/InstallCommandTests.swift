@@ -32,6 +32,11 @@ import TestSupport
         #expect(status?.first?["launched"] as? Bool == true)
         #expect(statusReport["abiVersion"] as? String == "1.1")
         #expect(try daemon.bahost(["debug", "status"]).stdout.contains("extension ABI 1.1"))
+        // What the sandbox can do here, probed at start (this machine's kernel has it all).
+        let sandbox = try #require(statusReport["sandbox"] as? [String: Any])
+        #expect(sandbox["off"] as? Bool == false)
+        #expect(sandbox["pidNamespaces"] as? Bool == true && (sandbox["landlockABI"] as? Int ?? 0) >= 6, "\(sandbox)")
+        #expect(sandbox["missing"] as? [String] == [])
 
         // Installing twice is refused; update runs the update request and keeps the launch.
         let again = try daemon.report(["install", app.folder.path])

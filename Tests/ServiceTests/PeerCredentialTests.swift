@@ -1,3 +1,4 @@
+import ExtensionRuntime
 import Foundation
 import Testing
 import TestSupport
@@ -32,5 +33,20 @@ import TestSupport
         let refused = try Bahost.run(["debug", "status", "--socket", socket])
         #expect(refused.status == 69)
         #expect(refused.stderr.contains("does not accept connections from user 0"), "\(refused.stderr)")
+    }
+
+    /// An extension reaches bahost through its runner only: one that connects to the service's socket to pose as its
+    /// app (same user, so the peer check above lets it by) is refused because it runs in a window's PID namespace.
+    @Test func anExtensionPosingAsAnAppIsRefused() throws {
+        try #require(SandboxSupport.probe().pidNamespaces, "needs user namespaces")
+        let daemon = try ServiceDaemon()
+        let manifest = try TestPlugins.file(daemon.socket, name: "manifest")
+        let outcome = try ExtensionWindow(pluginPath: try TestPlugins.c("misbehaving/poses_as_an_app")).run(
+            [.contentRequest(.install, manifestPath: manifest, info: .unrestricted)])
+        #expect(outcome.stopReason == .returned)
+        let line = try #require(outcome.log.first?.message)
+        #expect(line.contains("may not connect to the service") || line == "connect: Permission denied", "\(line)")
+        // The app itself still gets in.
+        #expect(try daemon.bahost(["debug", "status"]).status == 0)
     }
 }

@@ -12,6 +12,23 @@
 int bahost_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
                  pid_t *pid);
 
+/* As bahost_spawn, but the child is the first process (init) of a new PID namespace inside a new user namespace
+ * that maps only our uid and gid to themselves: when it dies, the kernel kills every process left in the namespace,
+ * whatever it did (setsid, double forks, exec), and none of them can address a process outside by its pid.
+ * Returns 0, or an errno value; EPERM, EINVAL, ENOSPC and EUSERS mean this machine allows no such namespace
+ * (the caller may then fall back to bahost_spawn). */
+int bahost_spawn_isolated(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
+                          pid_t *pid);
+
+/* 1 when `pid` is in our PID namespace, 0 when in another (an extension's window), -1 when it cannot be told. */
+int bahost_same_pid_namespace(pid_t pid);
+
+/* 0 when this machine lets us create the user and PID namespaces of bahost_spawn_isolated, else the errno. */
+int bahost_user_namespaces(void);
+
+/* The Landlock ABI version the kernel offers, or -1 with errno set when it has none (ENOSYS, EOPNOTSUPP). */
+int bahost_landlock_abi(void);
+
 /* A descriptor that polls readable when `pid` exits, or -1 where the kernel has no pidfd_open. */
 int bahost_pidfd_open(pid_t pid);
 

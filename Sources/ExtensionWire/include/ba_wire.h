@@ -41,6 +41,7 @@ typedef enum ba_wire_type {
     BA_WIRE_LOG = 6,            /* i32 level, str message */
     BA_WIRE_VIOLATION = 7,      /* str what the extension did wrong */
     BA_WIRE_TERMINATE_DONE = 8, /* will_terminate returned (or there is none) */
+    BA_WIRE_SANDBOX = 10,       /* str: what the sandbox applied; first, before the extension is loaded, once only */
     BA_WIRE_ANSWER = 9,         /* u32 event id, u8 answer: what should_download_asset_pack returned (1.1), sent
                                    before the event's EVENT_DONE */
     /* host → runner */
