@@ -125,6 +125,12 @@ public final class HostEngine: Sendable {
         }
     }
 
+    /// Forgets downloads whose completion was delivered before `cutoff` (QueueStore.pruneDelivered).
+    @discardableResult
+    public func pruneDelivered(before cutoff: Date) throws -> Int {
+        try context.store.pruneDelivered(before: cutoff)
+    }
+
     // MARK: Draining the queue
 
     /// Performs transfers and delivers completions for `appIdentifiers` until none of them has work left.

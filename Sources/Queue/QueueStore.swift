@@ -198,6 +198,13 @@ public final class QueueStore: Sendable {
         migrator.registerMigration("v6: the development override of the manifest URL") { db in
             try db.alter(table: AppRecord.databaseTableName) { t in t.add(column: "manifestURLOverride", .text) }
         }
+        migrator.registerMigration("v7: when a completion was delivered, so that delivered rows can be pruned") { db in
+            try db.alter(table: QueuedDownload.databaseTableName) { t in t.add(column: "deliveredAt", .double) }
+            // Rows delivered before this column existed count from now.
+            try db.execute(
+                sql: "UPDATE download SET deliveredAt = ? WHERE delivered = 1", arguments: [Date().timeIntervalSince1970])
+            try db.execute(sql: "CREATE INDEX download_by_delivered_at ON download(deliveredAt) WHERE deliveredAt IS NOT NULL")
+        }
         return migrator
     }
 
@@ -419,16 +426,18 @@ public final class QueueStore: Sendable {
     }
 
     private static func saveState(_ download: QueuedDownload, db: Database) throws {
+        // deliveredAt is the moment a row was first saved as delivered: what pruneDelivered counts from.
         let statement = try db.cachedStatement(sql: """
             UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
-                errorCode = ?, errorDomain = ?, errorMessage = ?, filePath = ?, deliveryAttempts = ?, delivered = ?
+                errorCode = ?, errorDomain = ?, errorMessage = ?, filePath = ?, deliveryAttempts = ?, delivered = ?,
+                deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END
             WHERE uniqueIdentifier = ?
             """)
         try statement.execute(arguments: [
             download.state.rawValue, download.bytesReceived, download.etag, download.lastModified, download.attempts,
             download.retryAt?.timeIntervalSince1970, download.error?.code, download.error?.domain,
             download.error?.message, download.filePath, download.deliveryAttempts, download.delivered,
-            download.uniqueIdentifier,
+            download.delivered, Date().timeIntervalSince1970, download.uniqueIdentifier,
         ])
         guard db.changesCount == 1 else {
             throw RecordError.recordNotFound(
@@ -629,6 +638,28 @@ public final class QueueStore: Sendable {
             SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt > ?
             """)
         return try Double.fetchOne(statement, arguments: [now.timeIntervalSince1970]).map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// Deletes the rows of downloads whose completion was delivered before `cutoff`, and returns how many went. Such
+    /// a row serves nothing once delivered (no answer of the API lists it, and its file is the app's), so a
+    /// long-lived service keeps a bounded queue: SQLite reuses the freed pages. Batches of 10,000 a transaction keep
+    /// a long backlog from holding the writer.
+    @discardableResult
+    public func pruneDelivered(before cutoff: Date) throws -> Int {
+        var total = 0
+        while true {
+            let deleted = try database.write { db in
+                try db.execute(
+                    sql: """
+                        DELETE FROM download WHERE rowid IN
+                            (SELECT rowid FROM download WHERE deliveredAt < ? AND delivered = 1 LIMIT 10000)
+                        """,
+                    arguments: [cutoff.timeIntervalSince1970])
+                return db.changesCount
+            }
+            total += deleted
+            if deleted < 10000 { return total }
+        }
     }
 
     /// Cancels an active download (by unique identifier when given, else by identifier); false when none matched.

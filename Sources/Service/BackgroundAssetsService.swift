@@ -22,6 +22,8 @@ public final class BackgroundAssetsService: Sendable {
     let scheduler: PeriodicScheduler
     /// What the extensions' sandbox can do on this machine, probed at start.
     let sandbox = SandboxSupport.probe()
+    /// When delivered downloads were last pruned, by the service's clock.
+    private let lastPrune = Mutex<Date?>(nil)
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
@@ -70,6 +72,24 @@ public final class BackgroundAssetsService: Sendable {
         sessions.closeAll()
         await engine.shutdown()
         logger.info("stopped")
+    }
+
+    /// Prunes delivered downloads older than the retention, at most once an hour (the periodic scheduler's turns
+    /// call it), so that a service that delivers for months keeps a bounded queue.
+    func pruneDeliveredIfDue() {
+        let now = clock.now
+        let due = lastPrune.withLock { last in
+            guard last.map({ now.timeIntervalSince($0) >= 3600 }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        do {
+            let pruned = try engine.pruneDelivered(before: now.addingTimeInterval(-settings.deliveredRetention))
+            if pruned > 0 { logger.info("pruned \(pruned) delivered downloads") }
+        } catch {
+            logger.error("pruning delivered downloads failed: \(error)")
+        }
     }
 
     // MARK: Requests

@@ -17,12 +17,15 @@ public struct ServiceSettings: Sendable {
     public var development: Bool
     /// Accept plain http to loopback hosts (local test servers only).
     public var allowInsecureLoopback: Bool
+    /// How long a delivered download stays in the queue (and in `bahost debug downloads`) before it is pruned.
+    public var deliveredRetention: TimeInterval
 
     public init(
         socketPath: String, dataRoot: DataRoot, engine: HostEngine.Settings, periodic: PeriodicPolicy = PeriodicPolicy(),
         schedulerInterval: Duration = .seconds(60), sysfsRoot: String = "/sys", development: Bool = false,
-        allowInsecureLoopback: Bool = false
+        allowInsecureLoopback: Bool = false, deliveredRetention: TimeInterval = 7 * 86400
     ) {
+        self.deliveredRetention = deliveredRetention
         self.socketPath = socketPath
         self.dataRoot = dataRoot
         self.engine = engine

@@ -39,6 +39,9 @@ struct Daemon: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Skip periodic requests in power-saver mode.")
     var skipInPowerSaver = true
 
+    @Option(help: "Days a delivered download stays in the queue (and in bahost debug downloads) before it is pruned.")
+    var keepDeliveredDays: Double = 7
+
     @Option(help: "Seconds between the periodic scheduler's looks at the apps.")
     var schedulerInterval: Double = 60
 
@@ -56,6 +59,7 @@ struct Daemon: AsyncParsableCommand {
         guard periodicInterval > 0, dailyRuntime >= 0, schedulerInterval > 0, (0...100).contains(lowBattery) else {
             throw ValidationError("--periodic-interval and --scheduler-interval must be positive, --daily-runtime not negative, --low-battery 0...100")
         }
+        guard keepDeliveredDays >= 0 else { throw ValidationError("--keep-delivered-days must not be negative") }
     }
 
     func run() async throws {
@@ -70,7 +74,8 @@ struct Daemon: AsyncParsableCommand {
                 interval: periodicInterval * 3600, dailyRuntime: dailyRuntime, lowBatteryPercent: lowBattery,
                 skipWhenMetered: skipWhenMetered, skipInPowerSaver: skipInPowerSaver),
             schedulerInterval: .milliseconds(Int64(schedulerInterval * 1000)), sysfsRoot: sysfsRoot,
-            development: development, allowInsecureLoopback: allowInsecureLoopback)
+            development: development, allowInsecureLoopback: allowInsecureLoopback,
+            deliveredRetention: keepDeliveredDays * 86400)
         let service: BackgroundAssetsService
         do {
             service = try BackgroundAssetsService(settings: settings, logger: logger)

@@ -123,6 +123,44 @@ import Vocabulary
         #expect(try store.cancel(appIdentifier: "app", uniqueIdentifier: nil, identifier: "b") == nil)
         #expect(try store.activeDownloads(for: "app").isEmpty)
     }
+
+    /// Delivered rows go after their retention; a queue that delivered 100,000 downloads, pruned along the way, is no
+    /// larger than one that delivered half as many: SQLite reuses the pages the pruned rows freed.
+    @Test func deliveredDownloadsArePrunedAndTheQueueStaysBounded() throws {
+        let (queue, path) = try store()
+        func bytesOnDisk() -> Int64 {
+            [path, path + "-wal"].compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int64 }
+                .reduce(0, +)
+        }
+        func deliverBatch(_ cycle: Int) throws {
+            for batch in 0..<10 {
+                let queued = try queue.enqueue(
+                    (0..<5000).map { self.download("c\(cycle)-\(batch)-\($0)") }, for: "app") { _, _ in nil }
+                try queue.save(try queued.map { result in
+                    var row = try result.result.get()
+                    row.state = .finished
+                    row.delivered = true
+                    return row
+                })
+            }
+        }
+        try deliverBatch(0)
+        // Rows delivered after the cutoff, and a finished row not yet delivered, stay.
+        let pending = try queue.enqueue([download("pending")], for: "app") { _, _ in nil }
+        var row = try pending[0].result.get()
+        row.state = .finished
+        try queue.save(row)
+        #expect(try queue.pruneDelivered(before: Date().addingTimeInterval(-60)) == 0)
+        #expect(try queue.pruneDelivered(before: Date().addingTimeInterval(1)) == 50_000)
+        #expect(try queue.pendingCompletions(for: "app").map(\.identifier) == ["pending"])
+        let afterFirst = bytesOnDisk()
+
+        try deliverBatch(1)
+        #expect(try queue.pruneDelivered(before: Date().addingTimeInterval(1)) == 50_000)
+        let afterSecond = bytesOnDisk()
+        #expect(afterSecond <= afterFirst + afterFirst / 4, "\(afterFirst) then \(afterSecond) bytes")
+        #expect(try queue.downloads(for: "app").map(\.identifier) == ["pending"])
+    }
 }
 
 @Suite struct QueueTurnTests {

@@ -42,6 +42,27 @@ import TestSupport
         daemon.logText.components(separatedBy: "returning 0 downloads for periodic").count - 1
     }
 
+    /// A delivered download leaves the queue once its retention (`--keep-delivered-days`) has passed by the
+    /// service's clock, so that a daemon that delivers for months keeps a bounded queue.
+    @Test func deliveredDownloadsArePrunedAfterTheirRetention() throws {
+        let dir = "prune-\(UUID().uuidString.prefix(8))"
+        try nginx.serve(Data(count: 100_000), at: "\(dir)/level-1.pack")
+        try nginx.serve(Data("""
+            {"assets": [{"id": "level-1", "url": "\(nginx.https("\(dir)/level-1.pack"))", "size": 100000, "essential": true}]}
+            """.utf8), at: "\(dir)/manifest.json")
+        let app = try TestApp(manifestURL: nginx.https("\(dir)/manifest.json"), plugin: TestPlugins.swiftExample)
+        let daemon = try ServiceDaemon(extra: ["--keep-delivered-days", "2"])
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        // No app runs: the extension gets the completion in a window, and the row is marked delivered.
+        #expect(ServiceDaemon.waitUntil(20) { (try? daemon.downloads(app.identifier)["level-1"]?["delivered"] as? Bool) == true })
+
+        _ = try advance(daemon, 3600, app)
+        #expect(try daemon.downloads(app.identifier)["level-1"] != nil, "pruned within its retention")
+        _ = try advance(daemon, 3 * 86400, app)
+        #expect(ServiceDaemon.waitUntil(5) { (try? daemon.downloads(app.identifier)["level-1"]) == nil })
+        #expect(daemon.logText.contains("pruned 1 delivered downloads"))
+    }
+
     @Test func cadenceFollowsLaunchesAndSkipsWhenTheMachineOrTheAppSaySo() throws {
         let power = try sysfs(capacity: 80)
         let (daemon, app) = try installed(["--sysfs-root", power.path])

@@ -41,6 +41,7 @@ final class PeriodicScheduler: Sendable {
             busy.withLock { $0 = false }
             turnEnded.fire()
         }
+        service.pruneDeliveredIfDue()
         var decisions: [String: String] = [:]
         let conditions = service.conditions()
         guard let apps = try? service.engine.installedApps() else { return decisions }
