@@ -15,11 +15,15 @@ let package = Package(
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
         // The managed example extension (ManagedDownloaderExtension), for an app with BAHasManagedAssetPacks.
         .library(name: "ManagedExampleExtension", type: .dynamic, targets: ["ManagedExampleExtension"]),
+        // A Swift extension the tests use: exclusive-control handlers from completion callbacks.
+        .library(name: "ExclusiveHandlersProbe", type: .dynamic, targets: ["ExclusiveHandlersProbe"]),
         // The example app, which talks to `bahost daemon` through the same SDK.
         .executable(name: "levels-app", targets: ["ExampleApp"]),
         // The managed example app, which uses AssetPackManager.
         .executable(name: "packs-app", targets: ["ManagedApp"]),
         .executable(name: "bahost-bench-app", targets: ["BenchApp"]),
+        // Every parser of another party's bytes as a fuzz target (Fuzz/run.sh); built normally, a replay tool.
+        .executable(name: "bahost-fuzz", targets: ["FuzzEntry"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -113,6 +117,9 @@ let package = Package(
         .target(name: "ExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ExampleExtension"),
         .target(
             name: "ManagedExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ManagedExtension"),
+        .target(
+            name: "ExclusiveHandlersProbe", dependencies: ["BackgroundAssets"],
+            path: "Plugins/Swift/Probes/ExclusiveHandlers"),
         .executableTarget(
             name: "ExampleApp",
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -128,6 +135,16 @@ let package = Package(
             name: "BenchApp",
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Benchmarks/BenchApp"),
+
+        // Fuzzing: the targets (debug builds only: two parsers are reached with @testable) and the one program.
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "AppConfig", "CBAExtension", "ExtensionRuntime", "ExtensionWire", "Packs", "ServiceWire", "Transfer",
+                "Vocabulary", .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Fuzz/Targets"),
+        .executableTarget(name: "FuzzEntry", dependencies: ["FuzzTargets"], path: "Fuzz/Entry"),
 
         // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner so
         // that it is built beside the test bundle (`swift build --build-tests` builds the example .so there too).
@@ -158,6 +175,7 @@ let package = Package(
                 "ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "Vocabulary", "TestSupport", "ExtensionRunner",
             ]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "Vocabulary", "TestSupport"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
         .testTarget(
             name: "TransferTests",
             dependencies: ["Transfer", "Vocabulary", "TestSupport", .product(name: "NIOHTTP1", package: "swift-nio")]),

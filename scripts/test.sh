@@ -14,6 +14,9 @@ swift test --skip-build --no-parallel
 # The benchmark suite in its smoke mode (small sizes, one run), so that it cannot rot; it asserts no timing.
 Benchmarks/run.sh --smoke
 
+# The fuzz targets, 5 seconds each, so that they cannot rot (the tests above replay their corpus).
+Fuzz/run.sh --smoke
+
 # What a user gets, tested as a user gets it (Tests/Shipping): the SDK's documentation complete and building; every
 # README snippet building as written; a release installed with scripts/install.sh, projects from `bahost new
 # extension` built and run under it, and uninstalled; the .deb installed with apt into a clean Debian root (chroot:

@@ -1,6 +1,6 @@
 import Foundation
 
-/// An app's Background Assets configuration, read from its Info.plist (XML or binary) with Apple's keys.
+/// An app's Background Assets configuration, read from its Info.plist (XML; a binary one is refused) with Apple's keys.
 public struct AppConfiguration: Sendable, Hashable {
     /// `CFBundleIdentifier`.
     public var appIdentifier: String
@@ -43,8 +43,20 @@ public struct AppConfiguration: Sendable, Hashable {
 
     /// Checks Info.plist bytes; `file` names them in errors.
     public init(infoPlist data: Data, file: String = "Info.plist") throws(AppConfigurationError) {
+        // Binary property lists are refused: on a malformed one, Foundation's binary parser on Linux confuses types and
+        // crashes the process (found by fuzzing: Fuzz/Findings/info-plist), and the service parses apps' files.
+        guard !data.starts(with: Data("bplist".utf8)) else {
+            throw AppConfigurationError(
+                file: file,
+                problem: "is a binary property list, which bahost does not read (a malformed one can crash Foundation's "
+                    + "parser on Linux): convert it to XML, with plutil -convert xml1 on macOS or Python's plistlib")
+        }
         let plist: InfoPlist
         do {
+            // PropertyListSerialization first: Foundation's PropertyListDecoder stops the process (a fatal error, not
+            // a thrown one) on some malformed files, an <integer> with non-digits among them (found by fuzzing:
+            // Fuzz/Findings/info-plist). Only a file the parser accepts reaches the decoder.
+            _ = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
             plist = try PropertyListDecoder().decode(InfoPlist.self, from: data)
         } catch let error as DecodingError {
             throw AppConfigurationError(file: file, problem: Self.describe(error))
@@ -111,7 +123,7 @@ public struct AppConfiguration: Sendable, Hashable {
             return "the key \(path(context)) must be \(typeName(type))"
         case .dataCorrupted(let context):
             return context.codingPath.isEmpty
-                ? "is not a property list (XML or binary)" : "the key \(path(context)) is malformed"
+                ? "is not an XML property list" : "the key \(path(context)) is malformed"
         @unknown default:
             return "cannot be decoded"
         }

@@ -147,7 +147,8 @@ const ba_host_t *host_table_create(void) {
         .struct_size = sizeof host,
         .abi_version = BA_ABI_VERSION,
         .name = "bahost",
-        .version = BAHOST_VERSION,
+        /* The host's release, which it hands the runner (Vocabulary's BahostVersion, its one home). */
+        .version = getenv("BAHOST_RELEASE") ? strdup(getenv("BAHOST_RELEASE")) : "unknown",
     };
     for (size_t i = 0; i < FUNCTION_COUNT; i++) {
         const host_function_t *f = &functions[i];

@@ -1,5 +1,6 @@
 import CHostSupport
 import Foundation
+import Vocabulary
 
 /// Why a window could not even be opened. Not the extension's fault: the host is missing a part.
 public struct WindowSetupError: Error, CustomStringConvertible {
@@ -60,6 +61,8 @@ final class RunnerProcess {
         var environment = ProcessInfo.processInfo.environment
         // A crashing Swift extension would otherwise spend ~30 ms writing a backtrace into our output.
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        // What the extension sees as ba_host_t.version.
+        environment["BAHOST_RELEASE"] = BahostVersion.release
         environment.merge(extra) { $1 }
         let arguments = [runner, plugin]
         let environmentLines = environment.map { "\($0.key)=\($0.value)" }

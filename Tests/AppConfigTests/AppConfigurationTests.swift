@@ -20,18 +20,17 @@ import Testing
         try PropertyListSerialization.data(fromPropertyList: values, format: format, options: 0)
     }
 
-    func problem(_ values: [String: Any]) throws -> String? {
+    func problem(_ values: [String: Any], format: PropertyListSerialization.PropertyListFormat = .xml) throws -> String? {
         do {
-            _ = try AppConfiguration(infoPlist: try plist(values))
+            _ = try AppConfiguration(infoPlist: try plist(values, format: format))
             return nil
         } catch let error as AppConfigurationError {
             return error.problem
         }
     }
 
-    @Test(arguments: [PropertyListSerialization.PropertyListFormat.xml, .binary])
-    func readsApplesKeysFromXMLAndBinary(format: PropertyListSerialization.PropertyListFormat) throws {
-        let config = try AppConfiguration(infoPlist: try plist(Self.complete, format: format))
+    @Test func readsApplesKeysFromXML() throws {
+        let config = try AppConfiguration(infoPlist: try plist(Self.complete))
         #expect(config.appIdentifier == "com.example.levels")
         #expect(config.appGroupIdentifier == "group.com.example.levels")
         #expect(config.manifestURL.absoluteString == "https://assets.example.com/manifest.json")
@@ -62,6 +61,26 @@ import Testing
         restrictions["BADownloadAllowance"] = nil
         nested["BAInitialDownloadRestrictions"] = restrictions
         #expect(try problem(nested) == "the required key BAInitialDownloadRestrictions.BADownloadAllowance is missing")
+    }
+
+    /// Found by fuzzing: Foundation's binary parser crashed on a malformed file; every binary one is refused, saying
+    /// how to convert it.
+    @Test func aBinaryPropertyListIsRefusedWithTheWayOut() throws {
+        #expect(try problem(Self.complete, format: .binary)?.contains("convert it to XML") == true)
+    }
+
+    /// Found by fuzzing: Foundation's PropertyListDecoder stopped the process on an <integer> with non-digits.
+    @Test func aMalformedIntegerIsRefusedNotACrash() throws {
+        let xml = String(decoding: try plist(Self.complete), as: UTF8.self)
+        #expect(xml.contains("<integer>20000000</integer>"))
+        let malformed = xml
+            .replacingOccurrences(of: "<integer>20000000</integer>", with: "<integer>20\u{FF}00000</integer>")
+        do {
+            _ = try AppConfiguration(infoPlist: Data(malformed.utf8))
+            Issue.record("a malformed integer was accepted")
+        } catch {
+            #expect(error.problem.hasPrefix("is not a property list"), "\(error.problem)")
+        }
     }
 
     @Test func aKeyOfTheWrongTypeIsNamed() throws {

@@ -110,6 +110,32 @@ import Vocabulary
         app.release()
     }
 
+    /// Two completions in one window, each taking exclusive control with the closure form in its callback and
+    /// returning at once: both handlers run, in order, before the window ends (in about half the runs one never
+    /// ran, when the SDK asked for control only after the callback had returned).
+    @Test func everyExclusiveControlHandlerRunsInOrderBeforeTheWindowEnds() throws {
+        let plugin = TestPlugins.buildFolder.appendingPathComponent("libExclusiveHandlersProbe.so").path
+        for _ in 0..<5 {
+            var events: [WindowEvent] = []
+            for identifier in ["first", "second"] {
+                let file = try TestPlugins.file("contents", name: identifier)
+                events.append(.downloadFinished(
+                    Download(identifier: identifier, url: "https://a.example.com/\(identifier)",
+                             applicationGroupIdentifier: "group.g", fileSize: 8),
+                    filePath: file))
+            }
+            let outcome = try ExtensionWindow(pluginPath: plugin, limits: shortLimits).run(events, services: inMemoryServices())
+            #expect(outcome.stopReason == .returned)
+            #expect(outcome.log.map(\.message) == ["handler first: acquired", "handler second: acquired"])
+        }
+    }
+
+    /// The host's table names the host, its release (the one `bahost --version` prints) and its ABI.
+    @Test func theHostTableSaysWhichHostItIs() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("probes/host_identity"))
+        #expect(outcome.log.map(\.message) == ["bahost \(BahostVersion.release) ABI \(BahostVersion.abi)"])
+    }
+
     @Test func aNewerMinorVersionLoadsAndItsNewFieldsAreIgnored() throws {
         let outcome = try runContentRequest(try TestPlugins.c("probes/newer_minor"))
         #expect(outcome.stopReason == .returned)

@@ -11,9 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The host's release, shown to extensions as ba_host_t.version. */
-#define BAHOST_VERSION "0.1.0"
-
 /* The largest packet either side sends or accepts. */
 #define BA_WIRE_MAX_PACKET (256u * 1024u)
 /* The most request headers one download may carry. */

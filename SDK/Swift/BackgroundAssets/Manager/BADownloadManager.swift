@@ -123,18 +123,34 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
         return try body()
     }
 
+    /// The closure forms. In an extension, control is acquired (or refused) before this returns, on the calling
+    /// thread, and only the handler runs on a thread of its own: the window then holds a callback open until it has
+    /// control, and control until the handler returns, so every handler an extension asks for runs, in the order
+    /// asked, before the window ends (or the window's budget ends it). Acquiring on another thread let the callback
+    /// return first, and the window ended before the request reached the host. In an app, nothing waits for the
+    /// caller: everything happens on the handler's thread.
     private func withExclusiveControl(
         timeoutMilliseconds: Int64, _ performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
     ) {
         let transport = self.transport
-        Thread.detachNewThread {
+        let acquire: @Sendable () -> (any Error)? = {
             do {
                 try transport.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
+                return nil
             } catch {
-                return performHandler(false, error)
+                return error
             }
+        }
+        let run: @Sendable ((any Error)?) -> Void = { error in
+            guard error == nil else { return performHandler(false, error) }
             performHandler(true, nil)
             transport.releaseExclusiveControl()
+        }
+        if transport.isExtension {
+            let error = acquire()
+            Thread.detachNewThread { run(error) }
+        } else {
+            Thread.detachNewThread { run(acquire()) }
         }
     }
 

@@ -1,0 +1,103 @@
+import AppConfig
+@testable import ExtensionRuntime
+import Foundation
+import NIOHTTP1
+import Packs
+import ServiceWire
+@testable import Transfer
+import Vocabulary
+
+/// Every parser that reads what another party wrote, as a fuzz target: bytes in, parsed or refused, never a crash,
+/// a hang or unbounded memory. A thrown error is a refusal, which is the right answer to most inputs.
+///
+/// Two of the parsers are internal to their modules (the runner's messages, a response's headers), hence
+/// `@testable`: fuzz builds are debug builds (`Fuzz/run.sh`), which allow it.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// What an extension's process sends the host (`RunnerMessage.decode`).
+    case runnerMessages = "runner-messages"
+    /// What an app sends the service: compact frames and JSON (`ServiceProtocol.decodeClientMessage`).
+    case serviceFrames = "service-frames"
+    /// An app's Info.plist, XML or binary (`AppConfiguration`).
+    case infoPlist = "info-plist"
+    /// A pack author's manifest (`PackManifest`).
+    case packManifest = "pack-manifest"
+    /// A server's download manifest (`DownloadManifest`).
+    case downloadManifest = "download-manifest"
+    /// A pack archive's index and its extraction (libarchive, the checks around it).
+    case packArchive = "pack-archive"
+    /// A server's response: status, Location, Content-Range, ETag, Retry-After, WWW-Authenticate (`ResponseVerdict`).
+    case httpResponse = "http-response"
+
+    /// Feeds `data` to the parser; true when it was accepted (parsed, or for an archive, extracted).
+    @discardableResult
+    public func run(_ data: Data) -> Bool {
+        switch self {
+        case .runnerMessages:
+            return data.withUnsafeBytes { (try? RunnerMessage.decode($0)) != nil }
+        case .serviceFrames:
+            return (try? ServiceProtocol.decodeClientMessage(data)) != nil
+        case .infoPlist:
+            return (try? AppConfiguration(infoPlist: data)) != nil
+        case .packManifest:
+            return (try? JSONDecoder().decode(PackManifest.self, from: data)) != nil
+        case .downloadManifest:
+            return (try? DownloadManifest(data: data)) != nil
+        case .packArchive:
+            return Self.extractArchive(data)
+        case .httpResponse:
+            return Self.readResponse(data)
+        }
+    }
+
+    /// A scratch folder of this process, for the archive target's files.
+    private static let scratch: URL = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-fuzz-\(getpid())")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }()
+
+    /// Reads the archive's index; when there is one, extracts the archive against it into a fresh folder.
+    private static func extractArchive(_ data: Data) -> Bool {
+        let archive = scratch.appendingPathComponent("input.tar.zst")
+        let staging = scratch.appendingPathComponent("staging")
+        try? FileManager.default.removeItem(at: staging)
+        guard (try? data.write(to: archive)) != nil, let index = try? PackArchive.readIndex(archive.path) else {
+            return false
+        }
+        try? FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+        return (try? PackArchive.extract(archive.path, expected: index, into: staging)) != nil
+    }
+
+    /// The input: a status line ("206 123": status and the bytes already on disk), then header lines, as a server
+    /// sends them. Accepted: a verdict that read the headers (a body, a redirect, a Retry-After, a challenge).
+    private static func readResponse(_ data: Data) -> Bool {
+        // Split on the bytes: "\r\n" is one Character to Swift's String.
+        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            String(decoding: $0.last == UInt8(ascii: "\r") ? $0.dropLast() : $0, as: UTF8.self)
+        }
+        guard !lines.isEmpty else { return false }
+        let first = lines.removeFirst().split(separator: " ")
+        guard let status = first.first.flatMap({ Int($0) }) else { return false }
+        let offset = first.dropFirst().first.flatMap { Int64($0) } ?? 0
+        var headers = HTTPHeaders()
+        for line in lines {
+            // Only what an HTTP parser hands on: a name of token characters (NIO's headers refuse anything else).
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
+                line[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "!#$%&'*+-.^_`|~".contains($0)) })
+            else { continue }
+            headers.add(
+                name: String(line[..<colon]), value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        let request = TransferRequest(
+            url: "https://assets.example.com/level.pack", expectedSize: 1_048_576, partialPath: "/nonexistent",
+            validator: Validator(etag: "\"v1\"", lastModified: nil)
+        ) { _ in nil }
+        let verdict = ResponseVerdict.of(
+            status: status, headers: headers, url: request.url, offset: max(0, offset), request: request)
+        switch verdict {
+        case .body, .redirect: return true
+        case .fail(let error): return error.retryAfter != nil || error.challenge != nil
+        case .restart: return false
+        }
+    }
+}
