@@ -173,7 +173,8 @@ static int exit_at_once(void *argument) {
 }
 
 int bahost_user_namespaces(void) {
-    static char stack[16 * 1024];
+    /* The child's stack, in this frame (not static: callers may probe from several threads at once). */
+    char stack[16 * 1024];
     pid_t child = clone(exit_at_once, stack + sizeof stack, CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, NULL);
     if (child < 0) return errno;
     while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
