@@ -73,6 +73,9 @@ extension FuzzTarget {
             ("downloads", packet(BA_WIRE_DOWNLOAD) { ba_wire_put_u32(&$0, 1); download(&$0); download(&$0) }),
             ("event-done", packet(BA_WIRE_EVENT_DONE) { ba_wire_put_u32(&$0, 1) }),
             ("answer", packet(BA_WIRE_ANSWER) { ba_wire_put_u32(&$0, 1); ba_wire_put_u8(&$0, 1) }),
+            ("challenge-answer", packet(BA_WIRE_CHALLENGE_ANSWER) {
+                ba_wire_put_u32(&$0, 1); ba_wire_put_i32(&$0, 0); ba_wire_put_str(&$0, "player"); ba_wire_put_str(&$0, "level-up")
+            }),
             ("schedule", packet(BA_WIRE_CALL) { ba_wire_put_u32(&$0, 7); ba_wire_put_u8(&$0, UInt8(BA_WIRE_SCHEDULE.rawValue)); download(&$0) }),
             ("acquire", packet(BA_WIRE_CALL) { ba_wire_put_u32(&$0, 8); ba_wire_put_u8(&$0, UInt8(BA_WIRE_ACQUIRE_EXCLUSIVE.rawValue)); ba_wire_put_i64(&$0, 500) }),
             ("log", packet(BA_WIRE_LOG) { ba_wire_put_i32(&$0, 1); ba_wire_put_str(&$0, "requesting level-1") }),

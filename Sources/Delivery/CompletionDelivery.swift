@@ -5,14 +5,17 @@ import Vocabulary
 
 /// Hands finished and failed downloads back to the app's extension, woken in a fresh window for each batch.
 ///
-/// Exactly once: a completion counts as delivered when its entry point returned. One whose entry point never
-/// returned (the window crashed or ran out of time first) is delivered again in a later window, at most
-/// `maximumAttempts` times, then given up. A finished file still where the host put it after the callback
-/// returned is deleted (Apple: it "must be moved before this method exits scope").
+/// Exactly once (`DeliveryClaim`): the batch is claimed for the window before it opens; the runner removes each
+/// completion's ticket when its entry point returned (a finished file still there is deleted then, as Apple
+/// does). A completion is delivered when its ticket is gone. One whose entry point never returned (the window
+/// crashed or ran out of time first) is released and delivered again in a later window, at most
+/// `maximumAttempts` times, then given up.
 public struct CompletionDelivery: Sendable {
     public var store: QueueStore
     public var limits: WindowLimits
     public var appGroup: ExtensionWindow.AppGroup?
+    /// The folder where the completions' tickets lie (the finished files, and the failed ones' tickets).
+    public var deliveries: URL
     /// Completions per window.
     public var batchSize: Int
     public var maximumAttempts: Int
@@ -22,13 +25,14 @@ public struct CompletionDelivery: Sendable {
     public static let defaultBatchSize = 32
 
     public init(
-        store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?,
+        store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?, deliveries: URL,
         batchSize: Int = defaultBatchSize,
         maximumAttempts: Int = 3
     ) {
         self.store = store
         self.limits = limits
         self.appGroup = appGroup
+        self.deliveries = deliveries
         self.batchSize = batchSize
         self.maximumAttempts = maximumAttempts
     }
@@ -41,12 +45,17 @@ public struct CompletionDelivery: Sendable {
         public var abandoned: [QueuedDownload]
     }
 
-    /// Delivers one batch of the app's pending completions; nil when none is pending.
+    /// Delivers one batch of the app's pending completions that nobody holds; nil when none is pending.
     public func deliverBatch(for app: AppRecord, services: ExtensionHostServices) throws -> Report? {
         var batch = try store.pendingCompletions(for: app.appIdentifier, limit: batchSize)
         guard !batch.isEmpty else { return nil }
-        // Counted before the window opens, so that a host killed during it still counts the attempt.
-        for index in batch.indices { batch[index].deliveryAttempts += 1 }
+        try CompletionTicket.issue(batch, deliveries: deliveries)
+        // Claimed and counted before the window opens, so that a host killed during it still counts the attempt, and
+        // nobody else gets the batch meanwhile.
+        for index in batch.indices {
+            batch[index].deliveryAttempts += 1
+            batch[index].claim = DeliveryClaim.window.text
+        }
         try store.save(batch)
         let events: [WindowEvent] = batch.map { completion in
             if completion.state == .finished, let path = completion.filePath {
@@ -54,22 +63,32 @@ public struct CompletionDelivery: Sendable {
             }
             return .downloadFailed(
                 completion.described,
-                completion.error ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed"))
+                completion.error ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed"),
+                ticket: CompletionTicket.path(of: completion, deliveries: deliveries))
         }
         let outcome = try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup)
             .run(events, services: services)
 
         var delivered: [QueuedDownload] = []
         var abandoned: [QueuedDownload] = []
+        var released: [QueuedDownload] = []
         for (index, var completion) in batch.enumerated() {
-            let returned = index < outcome.completedEvents
-            guard returned || completion.deliveryAttempts >= maximumAttempts else { continue }
-            if let path = completion.filePath { unlink(path) }
-            completion.filePath = nil
-            completion.delivered = true
-            if returned { delivered.append(completion) } else { abandoned.append(completion) }
+            let ticket = CompletionTicket.path(of: completion, deliveries: deliveries)
+            // An entry point that returned had its ticket removed; one that crashed after taking the file took it.
+            if index < outcome.completedEvents || !CompletionTicket.exists(ticket) {
+                unlink(ticket)
+                completion.markDelivered()
+                delivered.append(completion)
+            } else if completion.deliveryAttempts >= maximumAttempts {
+                unlink(ticket)
+                completion.markDelivered()
+                abandoned.append(completion)
+            } else {
+                completion.claim = nil
+                released.append(completion)
+            }
         }
-        try store.save(delivered + abandoned)
+        try store.save(delivered + abandoned + released)
         return Report(outcome: outcome, delivered: delivered, abandoned: abandoned)
     }
 }

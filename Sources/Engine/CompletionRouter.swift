@@ -4,12 +4,13 @@ import Foundation
 import Queue
 import Synchronization
 
-/// Delivers each finished or failed download exactly once: a managed app's asset packs to the host's own installer
-/// (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each counted delivered
-/// when the method returned), else to the extension, woken in a window for a batch.
+/// Delivers each finished or failed download exactly once (`DeliveryClaim`): a managed app's asset packs to the
+/// host's own installer (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each
+/// delivered when the method returned), else to the extension, woken in a window for a batch.
 /// For the extension, completions go out when the app's transfers are done, when a batch is full, or when the
 /// oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
-/// holds up only its own app.
+/// holds up only its own app. A completion held by an app process still in its callback is looked at again every
+/// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released).
 final class CompletionRouter: Sendable {
     private let context: EngineContext
     private let state = Mutex(State())
@@ -19,7 +20,11 @@ final class CompletionRouter: Sendable {
         var deliveries: [String: Task<Void, Never>] = [:]
         /// When an app's oldest undelivered completion appeared.
         var pendingSince: [String: ContinuousClock.Instant] = [:]
+        /// Apps with completions held by a receiver, and when their claims were last settled.
+        var claimsCheckedAt: [String: ContinuousClock.Instant] = [:]
     }
+
+    static let claimCheckInterval = Duration.seconds(1)
 
     init(context: EngineContext) {
         self.context = context
@@ -43,18 +48,37 @@ final class CompletionRouter: Sendable {
 
     /// Starts the deliveries that are due, given the queue as the scheduler read it.
     func deliverDue(_ apps: Set<String>, _ snapshot: QueueStore.Snapshot) {
-        for app in apps where isDue(app, snapshot) { start(app) }
+        for app in apps where isDue(app, snapshot) || claimsDue(app, snapshot) { start(app) }
     }
 
-    /// How long until the oldest waiting batch is due, at most `limit`.
+    /// How long until the oldest waiting batch is due, or claims are to be settled again, at most `limit`.
     func nextDeadline(within limit: Duration) -> Duration {
-        guard let oldest = state.withLock({ $0.pendingSince.values.min() }) else { return limit }
-        return min(limit, max(.zero, oldest + context.settings.deliveryDelay - ContinuousClock.now))
+        let (oldest, claims) = state.withLock { ($0.pendingSince.values.min(), $0.claimsCheckedAt.values.min()) }
+        var next = limit
+        if let oldest { next = min(next, oldest + context.settings.deliveryDelay - ContinuousClock.now) }
+        if let claims { next = min(next, claims + Self.claimCheckInterval - ContinuousClock.now) }
+        return max(.zero, next)
+    }
+
+    /// Whether an app's claimed completions are to be settled now: at once the first time they are seen (the
+    /// claims a killed service left), then every `claimCheckInterval`.
+    private func claimsDue(_ appIdentifier: String, _ snapshot: QueueStore.Snapshot) -> Bool {
+        state.withLock { state in
+            guard snapshot.appsWithClaimedCompletions.contains(appIdentifier) else {
+                state.claimsCheckedAt.removeValue(forKey: appIdentifier)
+                return false
+            }
+            guard let last = state.claimsCheckedAt[appIdentifier] else { return true }
+            return ContinuousClock.now - last >= Self.claimCheckInterval
+        }
     }
 
     /// The app was removed: nothing of it waits any longer.
     func forget(_ appIdentifier: String) {
-        state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
+        state.withLock {
+            _ = $0.pendingSince.removeValue(forKey: appIdentifier)
+            _ = $0.claimsCheckedAt.removeValue(forKey: appIdentifier)
+        }
     }
 
     /// Waits for the deliveries in progress: a window runs to its end (its budget bounds it), so that what it
@@ -66,7 +90,7 @@ final class CompletionRouter: Sendable {
     private func isDue(_ appIdentifier: String, _ snapshot: QueueStore.Snapshot) -> Bool {
         let pending = snapshot.pendingCompletions[appIdentifier, default: 0]
         guard pending > 0 else {
-            forget(appIdentifier)
+            state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
             return false
         }
         if context.delegates?.hasDelegate(appIdentifier) == true || isManaged(appIdentifier) { return true }
@@ -100,7 +124,7 @@ final class CompletionRouter: Sendable {
     private func deliver(_ appIdentifier: String) async throws {
         let store = context.store
         guard let app = try store.app(appIdentifier) else { return }
-        forget(appIdentifier)
+        state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
         if app.hasManagedAssetPacks {
             let packs = ManagedPacks(context: context)
             try await onWindowThread { try packs.installFinished(appIdentifier) }
@@ -108,25 +132,21 @@ final class CompletionRouter: Sendable {
             context.transferEnded.fire()
             try context.announceLaunchIfReady(appIdentifier)
         }
-        if let delegates = context.delegates, delegates.hasDelegate(appIdentifier) {
-            var declined = false
-            for var completion in try store.pendingCompletions(for: appIdentifier) {
-                guard await delegates.offer(completion) else {
-                    declined = true
-                    continue
-                }
-                // Delivered: a file the delegate left where it was is deleted, as Apple does.
-                if let path = completion.filePath { unlink(path) }
-                completion.filePath = nil
-                completion.delivered = true
-                try store.save(completion)
-                context.observe(.deliveredToApp(completion))
-            }
-            // What the app's delegate did not handle (it lacks the method) wakes the extension now.
-            guard declined else { return }
+        let deliveries = context.dataRoot.deliveries(for: app.appGroupIdentifier)
+        let settlement = try ClaimSettlement.settle(store, appIdentifier: appIdentifier, deliveries: deliveries)
+        state.withLock { state in
+            if settlement.inFlight > 0 { state.claimsCheckedAt[appIdentifier] = .now }
+            else { state.claimsCheckedAt.removeValue(forKey: appIdentifier) }
+        }
+        for (completion, claim) in settlement.delivered {
+            context.observe(claim == .window ? .delivered(completion) : .deliveredToApp(completion))
+        }
+        if let delegates = context.delegates, let pid = delegates.delegateProcess(appIdentifier) {
+            guard try await offerToDelegate(delegates, pid, appIdentifier, deliveries) else { return }
         }
         let delivery = CompletionDelivery(
-            store: store, limits: context.settings.limits, appGroup: context.dataRoot.appGroup(of: app))
+            store: store, limits: context.settings.limits, appGroup: context.dataRoot.appGroup(of: app),
+            deliveries: deliveries)
         let services = AppDownloads(context: context, appIdentifier: appIdentifier)
         guard let report = try await onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
         else { return }
@@ -134,5 +154,40 @@ final class CompletionRouter: Sendable {
             .completions(report.delivered.count + report.abandoned.count), report.outcome, appIdentifier: appIdentifier))
         report.delivered.forEach { context.observe(.delivered($0)) }
         report.abandoned.forEach { context.observe(.abandoned($0)) }
+    }
+
+    /// Offers the app's pending completions to its delegate in process `pid`, each claimed for that process first;
+    /// true when the delegate declined some (it lacks the method), which the extension then gets.
+    private func offerToDelegate(
+        _ delegates: AppDelegateRouter, _ pid: Int32, _ appIdentifier: String, _ deliveries: URL
+    ) async throws -> Bool {
+        guard let process = ProcessStamp(pid: pid) else { return false }
+        let store = context.store
+        let pending = try store.pendingCompletions(for: appIdentifier)
+        try CompletionTicket.issue(pending, deliveries: deliveries)
+        var declined = false
+        for var completion in pending {
+            let ticket = CompletionTicket.path(of: completion, deliveries: deliveries)
+            completion.claim = DeliveryClaim.app(process).text
+            try store.save(completion)
+            let result = await delegates.offer(completion, ticket: ticket, to: pid)
+            if result == .handled || !CompletionTicket.exists(ticket) {
+                // Delivered; a file the delegate left where it was is deleted, as Apple does.
+                unlink(ticket)
+                completion.markDelivered()
+                try store.save(completion)
+                context.observe(.deliveredToApp(completion))
+            } else if result == .noAnswer && process.isAlive {
+                // The delegate is late: the completion stays with it until it returns or its process ends (never
+                // both it and the extension), and the next offers would only queue behind it.
+                state.withLock { $0.claimsCheckedAt[appIdentifier] = .now }
+                return false
+            } else {
+                completion.claim = nil
+                try store.save(completion)
+                if result == .declined { declined = true } else { return false }
+            }
+        }
+        return declined
     }
 }

@@ -26,12 +26,7 @@ extension LifecycleEvent {
         case .manifestFailed(let error):
             return EventLine(json: ["event": "manifestFailed", "error": Self.json(error)], text: "manifest failed: \(error)")
         case .window(let purpose, let outcome, let app):
-            let name: String
-            switch purpose {
-            case .contentRequest(let request): name = "\(request.name) content request"
-            case .completions(let count): name = "delivery of \(count) completion\(count == 1 ? "" : "s")"
-            case .assetPackQuestions(let count): name = "shouldDownload for \(count) asset pack\(count == 1 ? "" : "s")"
-            }
+            let name = purpose.name
             var object = Self.windowJSON(outcome)
             object["event"] = "window"
             object["purpose"] = name

@@ -10,6 +10,18 @@ public enum WindowPurpose: Sendable {
     case completions(Int)
     /// Asking a managed extension about this many asset packs (`shouldDownload(_:)`).
     case assetPackQuestions(Int)
+    /// Asking the extension to answer a server's challenge for one download, no app delegate having answered it.
+    case challenge(identifier: String)
+
+    /// What the window was for, in words (its identifiers escaped).
+    public var name: String {
+        switch self {
+        case .contentRequest(let request): "\(request.name) content request"
+        case .completions(let count): "delivery of \(count) completion\(count == 1 ? "" : "s")"
+        case .assetPackQuestions(let count): "shouldDownload for \(count) asset pack\(count == 1 ? "" : "s")"
+        case .challenge(let identifier): "authentication challenge for \(identifier.printable())"
+        }
+    }
 }
 
 /// Everything the host does for an app, as it happens, for progress displays and `--json` event lines.

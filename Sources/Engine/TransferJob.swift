@@ -54,7 +54,7 @@ struct TransferJob {
                 credentials.forget(uniqueIdentifier)
                 outcome = try finish(&current, size: size, partialPath: request.partialPath)
             case .failure(let error):
-                if let challenge = error.challenge, await credentials.ask(context.delegates, challenge, for: current) {
+                if let challenge = error.challenge, await credentials.ask(context, challenge, for: current) {
                     current.state = .queued
                     try context.store.save(current)
                     return .notCompleted
@@ -126,10 +126,10 @@ struct TransferJob {
     }
 }
 
-/// Credentials an app's delegate gave for a download, and how many it has given: kept in memory only, as URLSession
-/// keeps a session's credentials.
+/// Credentials an app's delegate or its extension gave for a download, and how many were given: kept in memory
+/// only, as URLSession keeps a session's credentials.
 final class Credentials: Sendable {
-    /// Credentials asked of an app for one download before its 401 is final.
+    /// Credentials asked for one download before its 401 is final.
     static let maximumChallenges = 3
 
     private let given = Mutex([String: (credential: Credential, count: Int)]())
@@ -142,17 +142,41 @@ final class Credentials: Sendable {
         given.withLock { _ = $0.removeValue(forKey: uniqueIdentifier) }
     }
 
-    /// Asks the app's delegate for credentials; true when it gave some to try (a few times at most).
-    func ask(_ delegates: AppDelegateRouter?, _ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
+    /// Asks the app's delegate for credentials, else (no delegate answered) the extension, in a window of its own;
+    /// true when one gave some to try (a few times at most).
+    func ask(_ context: EngineContext, _ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
         let count = given.withLock { $0[download.uniqueIdentifier]?.count ?? 0 }
-        guard let delegates, count < Self.maximumChallenges,
-            case .useCredential(let user, let password)? = await delegates.challenge(
-                download, challenge, previousFailureCount: count)
-        else { return false }
+        guard count < Self.maximumChallenges else { return false }
+        var answer = await context.delegates?.challenge(download, challenge, previousFailureCount: count)
+        if answer == nil { answer = await askExtension(context, challenge, download, previousFailureCount: count) }
+        guard case .useCredential(let user, let password)? = answer else { return false }
         given.withLock {
             $0[download.uniqueIdentifier] = (Credential(host: challenge.host, user: user, password: password), count + 1)
         }
         return true
+    }
+
+    /// The extension's answer (`backgroundDownload(_:didReceive:)`); nil when its window ended without one.
+    private func askExtension(
+        _ context: EngineContext, _ challenge: ServerChallenge, _ download: QueuedDownload, previousFailureCount: Int
+    ) async -> ChallengeAnswer? {
+        guard let app = try? context.store.app(download.appIdentifier) else { return nil }
+        let event = WindowEvent.challenge(download.described, AuthenticationChallenge(
+            host: challenge.host, port: challenge.port, scheme: challenge.scheme, realm: challenge.realm,
+            authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount))
+        let (plugin, limits, group) = (app.pluginPath, context.settings.limits, context.dataRoot.appGroup(of: app))
+        let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)
+        let outcome: WindowOutcome
+        do {
+            outcome = try await onWindowThread {
+                try ExtensionWindow(pluginPath: plugin, limits: limits, appGroup: group).run([event], services: services)
+            }
+        } catch {
+            context.observe(.queueFailed("asking \(app.appIdentifier)'s extension about a challenge: \(error)"))
+            return nil
+        }
+        context.observe(.window(.challenge(identifier: download.identifier), outcome, appIdentifier: app.appIdentifier))
+        return outcome.challengeAnswers[0]
     }
 }
 

@@ -1,5 +1,7 @@
 #include "runner.h"
 #include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -76,6 +78,35 @@ static bool sink_add(const ba_download_sink_t *sink, const ba_download_t *downlo
     return true;
 }
 
+/* A challenge's reply, kept until the extension calls complete (and then on, as it may still hold the pointer: a
+ * few bytes per challenge in a process that lives for one window). */
+typedef struct challenge_reply {
+    ba_challenge_reply_t reply;
+    uint32_t event_id;
+    atomic_bool completed;
+} challenge_reply_t;
+
+static void challenge_complete(const ba_challenge_reply_t *reply, int32_t disposition, const char *user,
+                               const char *password) {
+    challenge_reply_t *state = reply->reply_data;
+    if (atomic_exchange(&state->completed, true)) return;
+    bool credential = disposition == BA_CHALLENGE_USE_CREDENTIAL;
+    if (credential && ((user && strlen(user) > BA_WIRE_MAX_CREDENTIAL) ||
+                       (password && strlen(password) > BA_WIRE_MAX_CREDENTIAL))) {
+        char message[160];
+        snprintf(message, sizeof message, "a challenge's credential is longer than %u bytes", BA_WIRE_MAX_CREDENTIAL);
+        channel_send_text(BA_WIRE_VIOLATION, message);
+        return;
+    }
+    ba_wire_writer_t w;
+    ba_wire_writer_init(&w, BA_WIRE_CHALLENGE_ANSWER);
+    ba_wire_put_u32(&w, state->event_id);
+    ba_wire_put_i32(&w, disposition);
+    ba_wire_put_str(&w, credential ? user : NULL);
+    ba_wire_put_str(&w, credential ? password : NULL);
+    channel_send(&w);
+}
+
 /* Runs one EVENT packet's entry point. A packet the runner cannot read is the host's fault: say so and go on. */
 static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t length) {
     ba_wire_reader_t r;
@@ -103,19 +134,25 @@ static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t le
         }
         break;
     }
+    /* A completion's ticket (the finished file, or the failure's own) goes once the entry point returned, before
+     * EVENT_DONE: its absence is what tells a host killed in between that the completion was delivered. */
     case BA_WIRE_FAILED: {
         ba_error_t error = {.struct_size = sizeof error};
+        const char *ticket = NULL;
         if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_i64(&r, &error.code) &&
-            ba_wire_get_str(&r, &domain, &n) && ba_wire_get_str(&r, &text, &n) && HAS(download_failed)) {
+            ba_wire_get_str(&r, &domain, &n) && ba_wire_get_str(&r, &text, &n) && ba_wire_get_str(&r, &ticket, &n)) {
             snprintf(error.domain, sizeof error.domain, "%s", domain ? domain : "");
             snprintf(error.message, sizeof error.message, "%s", text ? text : "");
-            ext->download_failed(ext, &download, &error);
+            if (HAS(download_failed)) ext->download_failed(ext, &download, &error);
+            if (ticket) unlink(ticket);
         }
         break;
     }
     case BA_WIRE_FINISHED:
-        if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_str(&r, &text, &n) && HAS(download_finished))
-            ext->download_finished(ext, &download, text);
+        if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_str(&r, &text, &n)) {
+            if (HAS(download_finished)) ext->download_finished(ext, &download, text);
+            if (text) unlink(text);
+        }
         break;
     case BA_WIRE_SHOULD_DOWNLOAD: {
         ba_asset_pack_t pack = {.struct_size = sizeof pack};
@@ -132,6 +169,24 @@ static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t le
             ba_wire_put_u32(&w, event_id);
             ba_wire_put_u8(&w, answer ? 1 : 0);
             channel_send(&w);
+        }
+        break;
+    }
+    case BA_WIRE_CHALLENGE: {
+        ba_auth_challenge_t challenge = {.struct_size = sizeof challenge};
+        if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_str(&r, &challenge.host, &n) &&
+            ba_wire_get_i32(&r, &challenge.port) && ba_wire_get_str(&r, &challenge.protocol, &n) &&
+            ba_wire_get_str(&r, &challenge.realm, &n) && ba_wire_get_str(&r, &challenge.authentication_method, &n) &&
+            ba_wire_get_i32(&r, &challenge.previous_failure_count)) {
+            challenge_reply_t *state = calloc(1, sizeof *state);
+            if (!state) abort();
+            state->reply = (ba_challenge_reply_t){
+                .struct_size = sizeof state->reply, .reply_data = state, .complete = challenge_complete};
+            state->event_id = event_id;
+            if (HAS(did_receive_challenge))
+                ext->did_receive_challenge(ext, &download, &challenge, &state->reply);
+            else
+                challenge_complete(&state->reply, BA_CHALLENGE_PERFORM_DEFAULT_HANDLING, NULL, NULL);
         }
         break;
     }

@@ -67,7 +67,8 @@ public final class ExtensionWindow {
         for event in events {
             switch event {
             case .contentRequest(_, let manifestPath, _): readable.append(manifestPath)
-            case .downloadFinished(_, let filePath): writable.append((filePath as NSString).deletingLastPathComponent)
+            case .downloadFinished(_, let filePath), .downloadFailed(_, _, ticket: let filePath?):
+                writable.append((filePath as NSString).deletingLastPathComponent)
             default: break
             }
         }
@@ -101,6 +102,9 @@ private final class WindowLoop {
     var returned: [(eventID: UInt32, download: Download)] = []
     /// What `shouldDownload(_:)` answered, by event.
     var answers: [UInt32: Bool] = [:]
+    /// How challenges were answered, by event; the window waits for every one.
+    var challengeAnswers: [UInt32: ChallengeAnswer] = [:]
+    let challengeEvents: Int
     var refused: [RefusedCall] = []
     var log: [WindowLogLine] = []
     var peakResident: Int64 = 0
@@ -143,6 +147,7 @@ private final class WindowLoop {
         self.limits = limits
         self.services = services
         self.onLog = onLog
+        challengeEvents = events.count { if case .challenge = $0 { true } else { false } }
         start = clock.now
         deadline = start + limits.budget
     }
@@ -205,6 +210,9 @@ private final class WindowLoop {
             killSentAt: killSentAt.map { ($0 - start).inSeconds },
             refusedCalls: refused, log: log, peakResidentBytes: peakResident)
         outcome.assetPackAnswers = packAnswers
+        if case .protocolViolation = reason {} else {
+            outcome.challengeAnswers = Dictionary(uniqueKeysWithValues: challengeAnswers.map { (Int($0.key) - 1, $0.value) })
+        }
         return outcome
     }
 
@@ -238,7 +246,8 @@ private final class WindowLoop {
 
     func endIfDone() {
         guard helloAt != nil, !endSent, terminateSentAt == nil, stopReason == nil,
-            completedEvents == events.count, !holdsExclusiveControl, waitingForLock.isEmpty
+            completedEvents == events.count, challengeAnswers.count == challengeEvents, !holdsExclusiveControl,
+            waitingForLock.isEmpty
         else { return }
         endSent = true
         killAt = clock.now + limits.grace
@@ -308,6 +317,12 @@ private final class WindowLoop {
                 answers[eventID] == nil
             else { throw WireViolation(message: "the extension answered a question nobody asked") }
             answers[eventID] = answer
+        case .challengeAnswer(let eventID, let answer):
+            // A reply may come after its entry point returned, but not before the entry point was called.
+            guard eventID >= 1, eventID <= UInt32(completedEvents + 1), Int(eventID) <= events.count,
+                case .challenge = events[Int(eventID) - 1], challengeAnswers[eventID] == nil
+            else { throw WireViolation(message: "the extension answered a challenge nobody asked") }
+            challengeAnswers[eventID] = answer
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
                 throw WireViolation(message: "the extension reported an entry point return out of order")
@@ -353,16 +368,26 @@ private final class WindowLoop {
             packet.string(manifestPath)
             packet.i64(info.restrictedDownloadSizeRemaining ?? -1)
             packet.i64(info.restrictedEssentialDownloadSizeRemaining ?? -1)
-        case .downloadFailed(let download, let error):
+        case .downloadFailed(let download, let error, let ticket):
             packet.u8(UInt8(BA_WIRE_FAILED.rawValue))
             packet.download(download)
             packet.i64(error.code)
             packet.string(error.domain)
             packet.string(error.message)
+            packet.string(ticket)
         case .downloadFinished(let download, let filePath):
             packet.u8(UInt8(BA_WIRE_FINISHED.rawValue))
             packet.download(download)
             packet.string(filePath)
+        case .challenge(let download, let challenge):
+            packet.u8(UInt8(BA_WIRE_CHALLENGE.rawValue))
+            packet.download(download)
+            packet.string(challenge.host)
+            packet.i32(Int32(clamping: challenge.port))
+            packet.string(challenge.scheme)
+            packet.string(challenge.realm)
+            packet.string(challenge.authenticationMethod)
+            packet.i32(Int32(clamping: challenge.previousFailureCount))
         case .shouldDownload(let offer):
             packet.u8(UInt8(BA_WIRE_SHOULD_DOWNLOAD.rawValue))
             packet.string(offer.id)

@@ -6,13 +6,18 @@ public enum WindowEvent: Sendable {
     /// `downloads(for:manifestURL:extensionInfo:)`. The window deletes the manifest file when the entry point
     /// returns (Apple's rule), or when the window ends: hand it a copy the extension may lose.
     case contentRequest(ContentRequest, manifestPath: String, info: AppExtensionInfo)
-    /// `backgroundDownload(_:failedWithError:)`.
-    case downloadFailed(Download, HostError)
-    /// `backgroundDownload(_:finishedWithFileURL:)`.
+    /// `backgroundDownload(_:failedWithError:)`. The runner removes `ticket`, if any, once the entry point returned
+    /// (the delivery's proof that it did: `DeliveryClaim`).
+    case downloadFailed(Download, HostError, ticket: String? = nil)
+    /// `backgroundDownload(_:finishedWithFileURL:)`. The runner deletes the file, if still there, once the entry
+    /// point returned (Apple: it "must be moved before this method exits scope").
     case downloadFinished(Download, filePath: String)
     /// `ManagedDownloaderExtension.shouldDownload(_:)` (ABI 1.1): whether the host may download this pack on its
     /// own.
     case shouldDownload(AssetPackInfo)
+    /// `backgroundDownload(_:didReceive:)`: a server asked for credentials for `Download`. The window stays open
+    /// until the extension answers (or its budget ends).
+    case challenge(Download, AuthenticationChallenge)
 }
 
 /// How a window ended. Every window ends with exactly one.
@@ -117,6 +122,8 @@ public struct WindowOutcome: Sendable {
     /// What `shouldDownload(_:)` returned, by pack ID: only from calls that returned. A pack missing here gets
     /// Apple's default (download it).
     public var assetPackAnswers: [String: Bool] = [:]
+    /// How the extension answered challenges, by the index of their event; one it never answered is missing.
+    public var challengeAnswers: [Int: ChallengeAnswer] = [:]
     /// Entry points that returned.
     public var completedEvents: Int
     /// Seconds after opening at which `extensionWillTerminate` was sent, if it was.

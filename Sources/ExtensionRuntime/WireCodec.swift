@@ -30,6 +30,8 @@ enum RunnerMessage {
     case eventDone(eventID: UInt32)
     /// What `should_download_asset_pack` returned for this event.
     case answer(eventID: UInt32, Bool)
+    /// How the extension answered this event's challenge.
+    case challengeAnswer(eventID: UInt32, ChallengeAnswer)
     case call(id: UInt32, HostCall)
     case log(level: Int32, String)
     case violation(String)
@@ -64,6 +66,17 @@ enum RunnerMessage {
             case 1: message = .answer(eventID: eventID, true)
             case let other: throw WireViolation(message: "the extension sent an answer of \(other), not a boolean")
             }
+        case BA_WIRE_CHALLENGE_ANSWER.rawValue:
+            let eventID = try reader.u32()
+            let disposition = try reader.i32()
+            let user = try reader.string(), password = try reader.string()
+            guard (user?.utf8.count ?? 0) <= Int(BA_WIRE_MAX_CREDENTIAL),
+                (password?.utf8.count ?? 0) <= Int(BA_WIRE_MAX_CREDENTIAL)
+            else { throw WireViolation(message: "a challenge's credential is longer than \(BA_WIRE_MAX_CREDENTIAL) bytes") }
+            guard let answer = ChallengeAnswer(disposition: Int(disposition), user: user, password: password) else {
+                throw WireViolation(message: "the extension answered a challenge with disposition \(disposition), which Apple does not define")
+            }
+            message = .challengeAnswer(eventID: eventID, answer)
         case BA_WIRE_CALL.rawValue:
             let id = try reader.u32()
             let function = UInt32(try reader.u8())

@@ -159,7 +159,9 @@ public final class QueueStore: Sendable {
                 t.column("delivered", .boolean).notNull()
             }
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM download")
-            let insert = try db.makeStatement(sql: QueuedDownload.insertSQL(into: "download_v4"))
+            // v4's columns: those that later migrations add come after them.
+            let v4Columns = 26
+            let insert = try db.makeStatement(sql: QueuedDownload.insertSQL(into: "download_v4", count: v4Columns))
             while let row = try rows.next() {
                 let decoder = JSONDecoder()
                 let download = try decoder.decode(Download.self, from: Data((row["download"] as String).utf8))
@@ -176,7 +178,7 @@ public final class QueueStore: Sendable {
                 queued.filePath = row["filePath"]
                 queued.deliveryAttempts = row["deliveryAttempts"]
                 queued.delivered = row["delivered"]
-                try insert.execute(arguments: StatementArguments(queued.databaseValues))
+                try insert.execute(arguments: StatementArguments(Array(queued.databaseValues.prefix(v4Columns))))
             }
             try db.drop(table: "download")
             try db.rename(table: "download_v4", to: "download")
@@ -204,6 +206,9 @@ public final class QueueStore: Sendable {
             try db.execute(
                 sql: "UPDATE download SET deliveredAt = ? WHERE delivered = 1", arguments: [Date().timeIntervalSince1970])
             try db.execute(sql: "CREATE INDEX download_by_delivered_at ON download(deliveredAt) WHERE deliveredAt IS NOT NULL")
+        }
+        migrator.registerMigration("v8: who holds a completion while its callback runs") { db in
+            try db.alter(table: QueuedDownload.databaseTableName) { t in t.add(column: "claim", .text) }
         }
         return migrator
     }
@@ -430,14 +435,14 @@ public final class QueueStore: Sendable {
         let statement = try db.cachedStatement(sql: """
             UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
                 errorCode = ?, errorDomain = ?, errorMessage = ?, filePath = ?, deliveryAttempts = ?, delivered = ?,
-                deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END
+                claim = ?, deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END
             WHERE uniqueIdentifier = ?
             """)
         try statement.execute(arguments: [
             download.state.rawValue, download.bytesReceived, download.etag, download.lastModified, download.attempts,
             download.retryAt?.timeIntervalSince1970, download.error?.code, download.error?.domain,
             download.error?.message, download.filePath, download.deliveryAttempts, download.delivered,
-            download.delivered, Date().timeIntervalSince1970, download.uniqueIdentifier,
+            download.claim, download.delivered, Date().timeIntervalSince1970, download.uniqueIdentifier,
         ])
         guard db.changesCount == 1 else {
             throw RecordError.recordNotFound(
@@ -503,9 +508,11 @@ public final class QueueStore: Sendable {
     public struct Snapshot: Sendable {
         /// Downloads that may start now, best first (see `runnable`).
         public var runnable: [QueuedDownload]
-        /// Per app, the completions waiting, counted up to `Snapshot.countLimit`.
+        /// Per app, the completions waiting that nobody holds, counted up to `Snapshot.countLimit`.
         public var pendingCompletions: [String: Int]
         public var appsWithActiveDownloads: Set<String>
+        /// Apps with a completion held by a receiver whose callback may still be running (`QueuedDownload.claim`).
+        public var appsWithClaimedCompletions: Set<String> = []
         /// The next moment, after the snapshot was read, that a waiting download becomes runnable. One already due
         /// but not started (its host is at its cap) is not counted: it starts when a transfer ends, which wakes the
         /// engine anyway, and counting it would have the engine turn without pause until then.
@@ -517,6 +524,7 @@ public final class QueueStore: Sendable {
 
         public func hasWork(_ appIdentifier: String) -> Bool {
             appsWithActiveDownloads.contains(appIdentifier) || pendingCompletions[appIdentifier, default: 0] > 0
+                || appsWithClaimedCompletions.contains(appIdentifier)
         }
     }
 
@@ -532,11 +540,15 @@ public final class QueueStore: Sendable {
                     backgroundLimit: backgroundLimit),
                 pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db, after: now))
             let pending = try db.cachedStatement(sql: """
-                SELECT COUNT(*) FROM (SELECT 1 FROM download WHERE \(Self.pendingCondition) LIMIT \(Snapshot.countLimit))
+                SELECT COUNT(*) FROM (
+                    SELECT 1 FROM download WHERE \(Self.pendingCondition) AND claim IS NULL LIMIT \(Snapshot.countLimit))
                 """)
+            let claimed = try db.cachedStatement(
+                sql: "SELECT 1 FROM download WHERE \(Self.pendingCondition) AND claim IS NOT NULL LIMIT 1")
             let active = try db.cachedStatement(sql: "SELECT 1 FROM download WHERE \(Self.activeCondition) LIMIT 1")
             for app in apps {
                 snapshot.pendingCompletions[app] = try Int.fetchOne(pending, arguments: [app]) ?? 0
+                if try Bool.fetchOne(claimed, arguments: [app]) != nil { snapshot.appsWithClaimedCompletions.insert(app) }
                 if try Bool.fetchOne(active, arguments: [app]) != nil { snapshot.appsWithActiveDownloads.insert(app) }
             }
             return snapshot
@@ -675,13 +687,16 @@ public final class QueueStore: Sendable {
     ///
     /// Asset-pack downloads are left out unless `assetPacks`: the host installs them itself, and they never reach an
     /// app's delegate or an extension.
-    public func pendingCompletions(for appIdentifier: String, limit: Int? = nil, assetPacks: Bool = false) throws
-        -> [QueuedDownload]
-    {
+    /// - Parameter claimed: those nobody holds (false), those a receiver holds (true), or all (nil).
+    public func pendingCompletions(
+        for appIdentifier: String, limit: Int? = nil, assetPacks: Bool = false, claimed: Bool? = false
+    ) throws -> [QueuedDownload] {
         let kind = "kind \(assetPacks ? "=" : "!=") \(Download.Kind.assetPack.rawValue)"
+        let claim = claimed.map { $0 ? " AND claim IS NOT NULL" : " AND claim IS NULL" } ?? ""
         return try database.read { db in
             try Self.fetch(
-                db, where: "\(Self.pendingCondition) AND \(kind) ORDER BY sequence LIMIT ?", [appIdentifier, limit ?? -1])
+                db, where: "\(Self.pendingCondition) AND \(kind)\(claim) ORDER BY sequence LIMIT ?",
+                [appIdentifier, limit ?? -1])
         }
     }
 

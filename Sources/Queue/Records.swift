@@ -62,6 +62,10 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     /// Windows that were opened to deliver this completion; it is given up after a few that never returned.
     public var deliveryAttempts: Int
     public var delivered: Bool
+    /// Who holds the completion while its callback may run (`DeliveryClaim`'s text in the Delivery module): made
+    /// durable before the callback is made, so that no other receiver gets it meanwhile, and cleared when it is
+    /// delivered or its receiver is gone. Nil: never offered since it was last released.
+    public var claim: String?
     /// Started or promoted by the app with `startForegroundDownload`: it goes first and does not wait for the
     /// network.
     public var foreground: Bool
@@ -102,7 +106,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         "uniqueIdentifier", "appIdentifier", "sequence", "kind", "identifier", "url", "applicationGroupIdentifier",
         "fileSize", "priority", "isEssential", "sha256", "httpHeaders", "host", "foreground", "state", "bytesReceived",
         "etag", "lastModified", "attempts", "retryAt", "errorCode", "errorDomain", "errorMessage", "filePath",
-        "deliveryAttempts", "delivered",
+        "deliveryAttempts", "delivered", "claim",
     ]
     /// `columns` for SQL: `SELECT \(selection) FROM download …`.
     static let selection = columns.joined(separator: ", ")
@@ -135,11 +139,13 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         filePath = row[23]
         deliveryAttempts = row[24]
         delivered = row[25]
+        claim = row[26]
     }
 
-    /// An INSERT of every column into `table`.
-    static func insertSQL(into table: String) -> String {
-        "INSERT INTO \(table) (\(selection)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+    /// An INSERT into `table` of the first `count` columns (all of them unless a migration of an older table asks).
+    static func insertSQL(into table: String, count: Int = columns.count) -> String {
+        let names = columns.prefix(count)
+        return "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
     }
 
     public func encode(to container: inout PersistenceContainer) throws {
@@ -153,7 +159,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
             download.applicationGroupIdentifier, download.fileSize, priority, isEssential, download.sha256,
             Self.headersText(download.httpHeaders), host, foreground, state.rawValue, bytesReceived, etag, lastModified,
             attempts, retryAt?.timeIntervalSince1970, error?.code, error?.domain, error?.message, filePath,
-            deliveryAttempts, delivered,
+            deliveryAttempts, delivered, claim,
         ]
     }
 

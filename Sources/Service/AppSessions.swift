@@ -11,7 +11,9 @@ import Vocabulary
 /// progress.
 final class AppSessions: AppDelegateRouter {
     private let state = Mutex(State())
-    /// How long an app's delegate may take over a completion before the extension gets it instead.
+    /// How long the service waits for an app's delegate to answer. A completion whose callback takes longer stays
+    /// with the app until its method returns or its process ends (`DeliveryClaim`); a challenge not answered in
+    /// time goes to the extension.
     let callbackTimeout: Duration
     /// The least time between two progress callbacks for one download.
     let progressInterval: Duration
@@ -55,37 +57,42 @@ final class AppSessions: AppDelegateRouter {
 
     // MARK: AppDelegateRouter
 
-    func hasDelegate(_ appIdentifier: String) -> Bool { delegateSession(appIdentifier) != nil }
+    func delegateProcess(_ appIdentifier: String) -> Int32? { delegateSession(appIdentifier)?.peerPID }
 
-    func offer(_ completion: QueuedDownload) async -> Bool {
-        guard let session = delegateSession(completion.appIdentifier) else { return false }
+    func offer(_ completion: QueuedDownload, ticket: String, to pid: Int32) async -> OfferResult {
+        let session = state.withLock { state in
+            state.sessions.values.first {
+                $0.appIdentifier == completion.appIdentifier && $0.hasDelegate && $0.peerPID == pid
+            }
+        }
+        guard let session else { return .notSent }
         let callback: AppCallback
         if completion.state == .finished, let path = completion.filePath {
             callback = .finished(completion.described, filePath: path)
         } else {
             let error = completion.error
                 ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed")
-            callback = .failed(completion.described, error)
+            callback = .failed(completion.described, error, ticket: ticket)
         }
-        return await session.call(callback, timeout: callbackTimeout)?.handled ?? false
+        switch await session.call(callback, timeout: callbackTimeout) {
+        case .replied(let reply): return reply.handled ? .handled : .declined
+        case .noAnswer: return .noAnswer
+        case .notSent: return .notSent
+        }
     }
 
     func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async
         -> ChallengeAnswer?
     {
         guard let session = delegateSession(download.appIdentifier) else { return nil }
-        let wire = WireChallenge(
+        let wire = AuthenticationChallenge(
             host: challenge.host, port: challenge.port, scheme: challenge.scheme, realm: challenge.realm,
             authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount)
-        guard let reply = await session.call(.challenge(download.described, wire), timeout: callbackTimeout),
+        guard let reply = await session.call(.challenge(download.described, wire), timeout: callbackTimeout).reply,
             reply.handled
         else { return nil }
-        switch reply.disposition {
-        case 0: return .useCredential(user: reply.user ?? "", password: reply.password ?? "")
-        case 2: return .cancelAuthenticationChallenge
-        case 3: return .rejectProtectionSpace
-        default: return .performDefaultHandling
-        }
+        return ChallengeAnswer(disposition: reply.disposition ?? 1, user: reply.user, password: reply.password)
+            ?? .performDefaultHandling
     }
 
     // MARK: Events

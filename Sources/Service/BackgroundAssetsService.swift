@@ -28,7 +28,7 @@ public final class BackgroundAssetsService: Sendable {
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
         self.logger = logger
-        let sessions = AppSessions()
+        let sessions = AppSessions(callbackTimeout: settings.appCallbackTimeout)
         self.sessions = sessions
         let box = EngineObserverBox()
         listener = try ServiceListener(path: settings.socketPath)
@@ -243,11 +243,14 @@ public final class BackgroundAssetsService: Sendable {
     func observe(_ event: LifecycleEvent) {
         sessions.forward(event)
         switch event {
-        case .window(_, let outcome, let app):
+        case .window(let purpose, let outcome, let app):
             // Every window counts against the app's daily runtime.
             let now = clock.now
             try? engine.updateSchedule(app) { settings.periodic.charge(outcome.elapsed.inSeconds, to: &$0, now: now) }
-            logger.info("window", metadata: ["app": "\(app)", "stop": "\(outcome.stopReason.kind)", "seconds": "\(outcome.elapsed.inSeconds)"])
+            logger.info("window", metadata: [
+                "app": "\(app)", "purpose": "\(purpose.name)", "stop": "\(outcome.stopReason.kind)",
+                "seconds": "\(outcome.elapsed.inSeconds)",
+            ])
             for line in outcome.log {
                 logger.info("[\(line.source.rawValue)] \(line.message.printable())", metadata: ["app": "\(app)"])
             }

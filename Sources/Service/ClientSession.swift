@@ -18,7 +18,7 @@ final class ClientSession: Sendable {
         var hello: Hello?
         var hasDelegate = false
         var nextCallback: UInt64 = 1
-        var callbacks: [UInt64: CheckedContinuation<CallbackReply?, Never>] = [:]
+        var callbacks: [UInt64: CheckedContinuation<CallResult, Never>] = [:]
         var ended = false
     }
 
@@ -49,15 +49,29 @@ final class ClientSession: Sendable {
         }
     }
 
-    /// Asks the app a question and waits for its answer; nil when the connection ends or `timeout` passes first.
-    func call(_ callback: AppCallback, timeout: Duration) async -> CallbackReply? {
+    /// How a question to the app ended.
+    enum CallResult: Sendable {
+        case replied(CallbackReply)
+        /// `timeout` passed, or the connection ended, after the question was sent.
+        case noAnswer
+        /// The connection had ended: the app never saw the question.
+        case notSent
+
+        var reply: CallbackReply? {
+            if case .replied(let reply) = self { return reply }
+            return nil
+        }
+    }
+
+    /// Asks the app a question and waits for its answer, at most `timeout`.
+    func call(_ callback: AppCallback, timeout: Duration) async -> CallResult {
         let id = state.withLock { state -> UInt64 in
             defer { state.nextCallback += 1 }
             return state.nextCallback
         }
         let timer = Task {
             try? await Task.sleep(for: timeout)
-            self.answer(id, nil)
+            self.answer(id, .noAnswer)
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { continuation in
@@ -66,13 +80,13 @@ final class ClientSession: Sendable {
                 state.callbacks[id] = continuation
                 return false
             }
-            if ended || !send(.callback(id: id, callback)) { answer(id, nil, orResume: ended ? continuation : nil) }
+            if ended || !send(.callback(id: id, callback)) { answer(id, .notSent, orResume: ended ? continuation : nil) }
         }
     }
 
-    private func answer(_ id: UInt64, _ reply: CallbackReply?, orResume fallback: CheckedContinuation<CallbackReply?, Never>? = nil) {
+    private func answer(_ id: UInt64, _ result: CallResult, orResume fallback: CheckedContinuation<CallResult, Never>? = nil) {
         let waiter = state.withLock { $0.callbacks.removeValue(forKey: id) }
-        (waiter ?? fallback)?.resume(returning: reply)
+        (waiter ?? fallback)?.resume(returning: result)
     }
 
     /// Reads requests until the peer goes away, then calls `ended` once. `immediate` answers a request on the reading
@@ -98,16 +112,16 @@ final class ClientSession: Sendable {
                         Task { self.send(.reply(id: id, await handle(self, id, request))) }
                     }
                 case .callbackReply(let id, let reply):
-                    self.answer(id, reply)
+                    self.answer(id, .replied(reply))
                 }
             }
             self.socket.close()
-            let waiting = self.state.withLock { state -> [CheckedContinuation<CallbackReply?, Never>] in
+            let waiting = self.state.withLock { state -> [CheckedContinuation<CallResult, Never>] in
                 state.ended = true
                 defer { state.callbacks = [:] }
                 return Array(state.callbacks.values)
             }
-            waiting.forEach { $0.resume(returning: nil) }
+            waiting.forEach { $0.resume(returning: .noAnswer) }
             ended(self)
         }
     }

@@ -19,13 +19,17 @@ public struct ServiceSettings: Sendable {
     public var allowInsecureLoopback: Bool
     /// How long a delivered download stays in the queue (and in `bahost debug downloads`) before it is pruned.
     public var deliveredRetention: TimeInterval
+    /// How long the service waits for an app's delegate to answer a callback (`AppSessions.callbackTimeout`).
+    public var appCallbackTimeout: Duration
 
     public init(
         socketPath: String, dataRoot: DataRoot, engine: HostEngine.Settings, periodic: PeriodicPolicy = PeriodicPolicy(),
         schedulerInterval: Duration = .seconds(60), sysfsRoot: String = "/sys", development: Bool = false,
-        allowInsecureLoopback: Bool = false, deliveredRetention: TimeInterval = 7 * 86400
+        allowInsecureLoopback: Bool = false, deliveredRetention: TimeInterval = 7 * 86400,
+        appCallbackTimeout: Duration = .seconds(30)
     ) {
         self.deliveredRetention = deliveredRetention
+        self.appCallbackTimeout = appCallbackTimeout
         self.socketPath = socketPath
         self.dataRoot = dataRoot
         self.engine = engine

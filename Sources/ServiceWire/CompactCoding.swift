@@ -76,8 +76,8 @@ private final class CompactWriter {
             writer.header(.progress, 0).download(download).int(written).int(total).int(expected)
         case .callback(let id, .finished(let download, let path)):
             writer.header(.finished, id).download(download).string(path)
-        case .callback(let id, .failed(let download, let error)):
-            writer.header(.failed, id).download(download).error(error)
+        case .callback(let id, .failed(let download, let error, let ticket)):
+            writer.header(.failed, id).download(download).error(error).string(ticket)
         case .progress(let id, let line): writer.header(.progressLine, id).optional(line.text).string(line.json)
         default: return nil
         }
@@ -175,7 +175,7 @@ private struct CompactReader {
             message = .event(.progress(
                 try download(), bytesWritten: try int(), totalBytesWritten: try int(), totalBytesExpected: try int()))
         case .finished: message = .callback(id: id, .finished(try download(), filePath: try string()))
-        case .failed: message = .callback(id: id, .failed(try download(), try error()))
+        case .failed: message = .callback(id: id, .failed(try download(), try error(), ticket: try string()))
         case .progressLine: message = .progress(id: id, ProgressLine(text: try optional(), json: try string()))
         default: throw ServiceWireError.protocolViolation("a compact frame of kind \(kind) is not a service message")
         }

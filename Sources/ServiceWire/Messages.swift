@@ -9,7 +9,7 @@ import Vocabulary
 /// delegate, an authentication challenge), each with an id of its own.
 public enum ServiceProtocol {
     /// Raised when a message changes incompatibly; a hello with another version is refused.
-    public static let version = 1
+    public static let version = 2
 
     /// Where the service listens: `$BAHOST_SOCKET`, else `$XDG_RUNTIME_DIR/bahost/service.sock`, else a per-user
     /// folder under /tmp.
@@ -191,30 +191,11 @@ public struct ProgressLine: Codable, Sendable {
 
 /// Callbacks that go to the app's delegate when it has one.
 public enum AppCallback: Codable, Sendable {
+    /// The SDK deletes the file, if still there, once the delegate's method returned, and only then answers.
     case finished(Download, filePath: String)
-    case failed(Download, HostError)
-    case challenge(Download, WireChallenge)
-}
-
-/// A server's request for credentials (Apple's `URLAuthenticationChallenge`, with its protection space).
-public struct WireChallenge: Codable, Sendable, Hashable {
-    public var host: String
-    public var port: Int
-    /// `http` or `https`.
-    public var scheme: String
-    public var realm: String?
-    /// `NSURLAuthenticationMethodHTTPBasic` and the like.
-    public var authenticationMethod: String
-    public var previousFailureCount: Int
-
-    public init(host: String, port: Int, scheme: String, realm: String?, authenticationMethod: String, previousFailureCount: Int) {
-        self.host = host
-        self.port = port
-        self.scheme = scheme
-        self.realm = realm
-        self.authenticationMethod = authenticationMethod
-        self.previousFailureCount = previousFailureCount
-    }
+    /// The SDK removes `ticket` once the delegate's method returned, and only then answers (the delivery's proof).
+    case failed(Download, HostError, ticket: String)
+    case challenge(Download, AuthenticationChallenge)
 }
 
 /// One-way events for the app's delegate.

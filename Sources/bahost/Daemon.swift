@@ -45,6 +45,11 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: "Seconds between the periodic scheduler's looks at the apps.")
     var schedulerInterval: Double = 60
 
+    @Option(help: ArgumentHelp(
+        "Seconds to wait for an app's delegate to answer a callback.",
+        discussion: "A completion whose callback takes longer stays with the app until the method returns or the process ends; a challenge not answered in time goes to the extension."))
+    var appCallbackTimeout: Double = 30
+
     @Option(help: "Where power supplies are read (sysfs).")
     var sysfsRoot: String = "/sys"
 
@@ -60,6 +65,7 @@ struct Daemon: AsyncParsableCommand {
             throw ValidationError("--periodic-interval and --scheduler-interval must be positive, --daily-runtime not negative, --low-battery 0...100")
         }
         guard keepDeliveredDays >= 0 else { throw ValidationError("--keep-delivered-days must not be negative") }
+        guard appCallbackTimeout > 0 else { throw ValidationError("--app-callback-timeout must be positive") }
     }
 
     func run() async throws {
@@ -75,7 +81,8 @@ struct Daemon: AsyncParsableCommand {
                 skipWhenMetered: skipWhenMetered, skipInPowerSaver: skipInPowerSaver),
             schedulerInterval: .milliseconds(Int64(schedulerInterval * 1000)), sysfsRoot: sysfsRoot,
             development: development, allowInsecureLoopback: allowInsecureLoopback,
-            deliveredRetention: keepDeliveredDays * 86400)
+            deliveredRetention: keepDeliveredDays * 86400,
+            appCallbackTimeout: .milliseconds(Int64(appCallbackTimeout * 1000)))
         let service: BackgroundAssetsService
         do {
             service = try BackgroundAssetsService(settings: settings, logger: logger)

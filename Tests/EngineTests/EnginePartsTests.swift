@@ -165,7 +165,8 @@ final class Events: Sendable {
     }
 }
 
-/// An app running with a delegate that handles the completions of `accepting` and lacks the method for the rest.
+/// An app running with a delegate (in this process) that handles the completions of `accepting` and lacks the
+/// method for the rest; like the SDK, it removes the ticket of what it handled before it answers.
 final class Delegates: AppDelegateRouter {
     private let accepting: Set<String>
     private let offers = Mutex<[String]>([])
@@ -174,11 +175,13 @@ final class Delegates: AppDelegateRouter {
 
     var offered: [String] { offers.withLock { $0 } }
 
-    func hasDelegate(_ appIdentifier: String) -> Bool { appIdentifier == "app" }
+    func delegateProcess(_ appIdentifier: String) -> Int32? { appIdentifier == "app" ? getpid() : nil }
 
-    func offer(_ completion: QueuedDownload) async -> Bool {
+    func offer(_ completion: QueuedDownload, ticket: String, to pid: Int32) async -> OfferResult {
         offers.withLock { $0.append(completion.identifier) }
-        return accepting.contains(completion.identifier)
+        guard accepting.contains(completion.identifier) else { return .declined }
+        unlink(ticket)
+        return .handled
     }
 
     func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async

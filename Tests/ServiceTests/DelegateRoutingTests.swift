@@ -7,26 +7,12 @@ import TestSupport
 @Suite struct DelegateRoutingTests {
     let nginx = Nginx.shared
 
-    func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+    func random(_ count: Int) -> Data { ExampleAppService.random(count) }
 
     /// A daemon with the Swift example app installed: one essential and one other asset in its manifest.
     func installed() throws -> (ServiceDaemon, TestApp, String) {
-        let dir = "svc-\(UUID().uuidString.prefix(8))"
-        try nginx.serve(random(300_000), at: "\(dir)/level-1.pack")
-        try nginx.serve(random(200_000), at: "\(dir)/level-2.pack")
-        try nginx.serve(Data("""
-            {"assets": [
-              {"id": "level-1", "url": "\(nginx.https("\(dir)/level-1.pack"))", "size": 300000, "essential": true},
-              {"id": "level-2", "url": "\(nginx.https("\(dir)/level-2.pack"))", "size": 200000}
-            ]}
-            """.utf8), at: "\(dir)/manifest.json")
-        let app = try TestApp(manifestURL: nginx.https("\(dir)/manifest.json"), plugin: TestPlugins.swiftExample)
-        let daemon = try ServiceDaemon()
-        let install = try daemon.report(["install", app.folder.path])
-        #expect(install.status == 0, "\(install)")
-        #expect(install.report["success"] as? Bool == true)
-        #expect(install.events.contains { $0["event"] as? String == "finished" && $0["identifier"] as? String == "level-1" })
-        return (daemon, app, dir)
+        let service = try ExampleAppService()
+        return (service.daemon, service.app, service.dir)
     }
 
     @Test func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension() throws {

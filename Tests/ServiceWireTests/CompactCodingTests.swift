@@ -28,7 +28,7 @@ import Vocabulary
             .reply(id: 3, .ok), .reply(id: 3, .downloads([download, download])), .reply(id: 3, .failure(error)),
             .event(.began(download)), .event(.paused(download)),
             .event(.progress(download, bytesWritten: 1, totalBytesWritten: 2, totalBytesExpected: 3)),
-            .callback(id: 9, .finished(download, filePath: "/x/y")), .callback(id: 9, .failed(download, error)),
+            .callback(id: 9, .finished(download, filePath: "/x/y")), .callback(id: 9, .failed(download, error, ticket: "/x/y.failed")),
             .progress(id: 4, ProgressLine(text: "queued a", json: "{}")), .progress(id: 4, ProgressLine(text: nil, json: "{}")),
         ]
         for message in messages {

@@ -22,6 +22,10 @@ struct LevelsApp: AsyncParsableCommand {
     @Option(help: "Seconds to wait for them.") var timeout: Double = 60
     @Option(help: "Seconds to keep running after acting, with the delegate set.") var stay: Double = 0
     @Option(help: "USER:PASSWORD to answer a server's authentication challenge with.") var credential: String?
+    @Option(help: ArgumentHelp(
+        "How the full delegate's finished method misbehaves, for the tests: sleep=SECONDS (before moving the file), exit (ends the process before touching it), or kill=PID (moves it, then sends PID SIGKILL).",
+        valueName: "misbehaviour"))
+    var inFinished: FinishedMisbehaviour?
     @Option(help: "Take exclusive control (waiting up to this many ms; --exclusive-control=-1 waits as long as needed) before acting.")
     var exclusiveControl: Int?
     @Option(help: "Seconds to hold exclusive control.") var hold: Double = 0
@@ -33,7 +37,7 @@ struct LevelsApp: AsyncParsableCommand {
         let manager = BADownloadManager.shared
         let received = Received()
         let delegateObject: (any BADownloadManagerDelegate)? = switch delegate {
-        case .full: FullDelegate(printer: printer, received: received, credential: credential)
+        case .full: FullDelegate(printer: printer, received: received, credential: credential, misbehaviour: inFinished)
         case .progressOnly: ProgressOnlyDelegate(printer: printer)
         case .none: nil
         }
@@ -110,6 +114,25 @@ enum DelegateKind: String, ExpressibleByArgument {
     case full, progressOnly = "progress-only", none
 }
 
+/// What `--in-finished` asks the finished method to do wrong.
+enum FinishedMisbehaviour: ExpressibleByArgument {
+    case sleep(Double)
+    case exit
+    case kill(pid_t)
+
+    init?(argument: String) {
+        if argument == "exit" {
+            self = .exit
+        } else if argument.hasPrefix("sleep="), let seconds = Double(argument.dropFirst(6)) {
+            self = .sleep(seconds)
+        } else if argument.hasPrefix("kill="), let pid = pid_t(argument.dropFirst(5)) {
+            self = .kill(pid)
+        } else {
+            return nil
+        }
+    }
+}
+
 /// `ID=URL@SIZE`.
 struct DownloadSpec: ExpressibleByArgument {
     var identifier: String
@@ -149,11 +172,13 @@ final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendab
     let printer: Printer
     let received: Received
     let credential: String?
+    let misbehaviour: FinishedMisbehaviour?
 
-    init(printer: Printer, received: Received, credential: String?) {
+    init(printer: Printer, received: Received, credential: String?, misbehaviour: FinishedMisbehaviour?) {
         self.printer = printer
         self.received = received
         self.credential = credential
+        self.misbehaviour = misbehaviour
     }
 
     func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
@@ -192,6 +217,12 @@ final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendab
     func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
         // Move the file before returning, or the system deletes it.
         var fields: [String: Any] = ["identifier": download.identifier]
+        printer.event("finishing", fields)
+        switch misbehaviour {
+        case .sleep(let seconds): Thread.sleep(forTimeInterval: seconds)
+        case .exit: Foundation.exit(3)
+        default: break
+        }
         if let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.levels") {
             let assets = container.appendingPathComponent("Assets")
             let destination = assets.appendingPathComponent(download.identifier)
@@ -204,6 +235,7 @@ final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendab
                 fields["error"] = "\(error)"
             }
         }
+        if case .kill(let pid) = misbehaviour { kill(pid, SIGKILL) }
         printer.event("finished", fields)
         received.add()
     }

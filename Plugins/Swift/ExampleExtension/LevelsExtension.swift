@@ -99,6 +99,20 @@ struct LevelsExtension: BADownloaderExtension {
         }
     }
 
+    func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+        -> (URLSession.AuthChallengeDisposition, URLCredential?)
+    {
+        // The app keeps the account's credential in the group's container ("USER:PASSWORD" in `credential`); a
+        // credential the server already refused is not offered again.
+        guard challenge.previousFailureCount == 0,
+            let file = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: Self.appGroup)?
+                .appendingPathComponent("credential"),
+            let text = try? String(contentsOf: file, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { return (.cancelAuthenticationChallenge, nil) }
+        let password = text[text.index(after: colon)...].trimmingCharacters(in: .newlines)
+        return (.useCredential, URLCredential(user: String(text[..<colon]), password: password, persistence: .forSession))
+    }
+
     func extensionWillTerminate() {
         print("extensionWillTerminate")
     }

@@ -23,6 +23,7 @@
 #define BA_WIRE_MAX_SHA256 64u
 #define BA_WIRE_MAX_HEADER 8192u       /* one "Name: value" */
 #define BA_WIRE_MAX_HEADERS_BYTES (32u * 1024u)
+#define BA_WIRE_MAX_CREDENTIAL 4096u   /* a challenge reply's user, and its password */
 /* How many bytes of downloads the runner gathers into one DOWNLOAD packet: a packet a download made a set of
  * 100,000 cost 100,000 sends and receives. Well under BA_WIRE_MAX_PACKET, which one download may approach alone. */
 #define BA_WIRE_BATCH_BYTES (64u * 1024u)
@@ -41,6 +42,8 @@ typedef enum ba_wire_type {
     BA_WIRE_SANDBOX = 10,       /* str: what the sandbox applied; first, before the extension is loaded, once only */
     BA_WIRE_ANSWER = 9,         /* u32 event id, u8 answer: what should_download_asset_pack returned (1.1), sent
                                    before the event's EVENT_DONE */
+    BA_WIRE_CHALLENGE_ANSWER = 11, /* u32 event id, i32 disposition, str user, str password: a challenge's reply,
+                                   before or after its EVENT_DONE */
     /* host → runner */
     BA_WIRE_EVENT = 64,          /* u32 event id, u8 ba_wire_event, arguments (see ba_wire_event) */
     BA_WIRE_WILL_TERMINATE = 65, /* call will_terminate now */
@@ -67,9 +70,13 @@ typedef enum ba_wire_function {
 
 typedef enum ba_wire_event {
     BA_WIRE_CONTENT_REQUEST = 1, /* i32 request, str manifest path, i64 remaining, i64 essential remaining */
-    BA_WIRE_FAILED = 2,          /* download, i64 code, str domain, str message */
-    BA_WIRE_FINISHED = 3,        /* download, str file path */
+    BA_WIRE_FAILED = 2,          /* download, i64 code, str domain, str message, str ticket (NULL for none): the
+                                    runner removes the ticket once the entry point returned */
+    BA_WIRE_FINISHED = 3,        /* download, str file path: the runner deletes the file, if still there, once the
+                                    entry point returned */
     BA_WIRE_SHOULD_DOWNLOAD = 4, /* str pack id, i64 version, i64 download size, str user info JSON ("" for none) */
+    BA_WIRE_CHALLENGE = 5,       /* download, str host, i32 port, str protocol, str realm (NULL for none),
+                                    str authentication method, i32 previous failure count */
 } ba_wire_event_t;
 
 /* A packet being written. Writes never fail short of memory exhaustion, which aborts. */

@@ -55,7 +55,8 @@ typedef struct ba_auth_challenge {
 } ba_auth_challenge_t;
 
 /* The answer to a challenge. complete must be called exactly once, from any thread, possibly after the entry
- * point returned; the reply stays valid until then and the window stays open until then. */
+ * point returned; the reply stays valid until then and the window stays open until then. user and password are
+ * read only with BA_CHALLENGE_USE_CREDENTIAL (each at most 4,096 bytes); a second call is ignored. */
 typedef struct ba_challenge_reply ba_challenge_reply_t;
 struct ba_challenge_reply {
     uint32_t struct_size;
@@ -90,7 +91,12 @@ struct ba_extension {
      * before this returns, or the host deletes it. */
     void (*download_finished)(const ba_extension_t *ext, const ba_download_t *download, const char *file_path);
 
-    /* [entry thread] Apple's backgroundDownload(_:didReceive:). Answer through reply->complete. */
+    /* [entry thread] Apple's backgroundDownload(_:didReceive:): a server asked for credentials for one of the app's
+     * downloads (a 401 with WWW-Authenticate: Basic) and no app delegate answered. Answer through reply->complete,
+     * now or later from any thread; the window stays open until it is called (or its budget ends). A credential is
+     * sent to that host only, for that download; the question comes again, with previous_failure_count, when the
+     * server refuses it. NULL: Apple's default, BA_CHALLENGE_PERFORM_DEFAULT_HANDLING (the download fails with the
+     * 401). */
     void (*did_receive_challenge)(const ba_extension_t *ext, const ba_download_t *download,
                                   const ba_auth_challenge_t *challenge, const ba_challenge_reply_t *reply);
 

@@ -1,4 +1,5 @@
 import CBAExtension
+import Vocabulary
 
 /// The C entry of a Swift extension: what the exported `ba_extension_entry` symbol returns.
 ///
@@ -45,8 +46,9 @@ enum ExtensionBridge {
             },
             download_failed: { _, download, error in ExtensionBridge.failed(download, error) },
             download_finished: { _, download, path in ExtensionBridge.finished(download, path) },
-            // Authentication challenges reach extensions once the host performs transfers itself.
-            did_receive_challenge: nil,
+            did_receive_challenge: { _, download, challenge, reply in
+                ExtensionBridge.challenge(download, challenge, reply)
+            },
             will_terminate: { _ in ExtensionBridge.willTerminate() },
             should_download_asset_pack: { _, pack in ExtensionBridge.shouldDownload(pack) }))
         return UnsafePointer(table)
@@ -97,9 +99,59 @@ enum ExtensionBridge {
             ABIDownload.object(download.pointee), finishedWithFileURL: URL(fileURLWithPath: String(cString: path)))
     }
 
+    /// Runs the async method on a task and answers when it returns; the arguments are copied first, as they are
+    /// borrowed for the call only (the reply stays valid until answered).
+    static func challenge(
+        _ download: UnsafePointer<ba_download_t>?, _ challenge: UnsafePointer<ba_auth_challenge_t>?,
+        _ reply: UnsafePointer<ba_challenge_reply_t>?
+    ) {
+        guard let reply else { return }
+        let answer = UnsafeReply(reply)
+        guard let instance, let download, let challenge, let host = challenge.pointee.host else {
+            return answer.complete(.performDefaultHandling, nil)
+        }
+        let question = AuthenticationChallenge(
+            host: String(cString: host), port: Int(challenge.pointee.port),
+            scheme: challenge.pointee.protocol.map { String(cString: $0) } ?? "https",
+            realm: challenge.pointee.realm.map { String(cString: $0) },
+            authenticationMethod: challenge.pointee.authentication_method.map { String(cString: $0) }
+                ?? NSURLAuthenticationMethodHTTPBasic,
+            previousFailureCount: Int(challenge.pointee.previous_failure_count))
+        let object = ABIDownload.object(download.pointee)
+        let handler = UnsafeExtension(instance)
+        Task {
+            let (disposition, credential) = await handler.instance.backgroundDownload(object, didReceive: question.object)
+            answer.complete(disposition, credential)
+        }
+    }
+
     static func willTerminate() {
         instance?.extensionWillTerminate()
     }
 
     static func optionalSize(_ size: Int64) -> Int? { size < 0 ? nil : Int(size) }
+}
+
+/// The runner's reply to one challenge: valid until `complete` is called, from any thread.
+private struct UnsafeReply: @unchecked Sendable {
+    let reply: UnsafePointer<ba_challenge_reply_t>
+
+    init(_ reply: UnsafePointer<ba_challenge_reply_t>) { self.reply = reply }
+
+    func complete(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?) {
+        let user = credential?.user ?? "", password = credential?.password ?? ""
+        user.withCString { user in
+            password.withCString { password in
+                reply.pointee.complete(reply, Int32(disposition.rawValue), user, password)
+            }
+        }
+    }
+}
+
+/// The window's extension instance, handed to the task that runs its async method (entry points run one at a time,
+/// and the instance lives as long as the process).
+private struct UnsafeExtension: @unchecked Sendable {
+    let instance: any BADownloaderExtension
+
+    init(_ instance: any BADownloaderExtension) { self.instance = instance }
 }

@@ -232,15 +232,20 @@ final class ServiceTransport: HostTransport, Sendable {
             }
             let call = DelegateCall()
             switch callback {
+            // Once the method returned, the completion's ticket goes (for a finished download, the file, which
+            // Apple deletes then too), and only then does the answer: a service killed in between still knows the
+            // completion was delivered, and never hands it to the extension as well.
             case .finished(let download, let path):
                 DelegateCall.$current.withValue(call) {
                     delegate.download(download.object, finishedWithFileURL: URL(fileURLWithPath: path))
                 }
+                if !call.unhandled { unlink(path) }
                 connection.answer(id, CallbackReply(handled: !call.unhandled))
-            case .failed(let download, let error):
+            case .failed(let download, let error, let ticket):
                 DelegateCall.$current.withValue(call) {
                     delegate.download(download.object, failedWithError: NSError(wire: error))
                 }
+                if !call.unhandled { unlink(ticket) }
                 connection.answer(id, CallbackReply(handled: !call.unhandled))
             case .challenge(let download, let challenge):
                 DelegateCall.$current.withValue(call) {
@@ -354,24 +359,6 @@ final class DelegateCall: Sendable {
     static func markUnhandled() { current?.marked.store(true, ordering: .releasing) }
 }
 
-extension WireChallenge {
-    /// Apple's challenge object. Replies go through the delegate's completion handler, not the sender.
-    var object: URLAuthenticationChallenge {
-        let space = URLProtectionSpace(
-            host: host, port: port, protocol: scheme, realm: realm, authenticationMethod: authenticationMethod)
-        return URLAuthenticationChallenge(
-            protectionSpace: space, proposedCredential: nil, previousFailureCount: previousFailureCount,
-            failureResponse: nil, error: nil, sender: IgnoredChallengeSender())
-    }
-}
-
-private final class IgnoredChallengeSender: NSObject, URLAuthenticationChallengeSender {
-    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
-    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
-    func cancel(_ challenge: URLAuthenticationChallenge) {}
-    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
-    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
-}
 
 extension Duration {
     fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
