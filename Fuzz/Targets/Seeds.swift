@@ -73,6 +73,7 @@ extension FuzzTarget {
             ("downloads", packet(BA_WIRE_DOWNLOAD) { ba_wire_put_u32(&$0, 1); download(&$0); download(&$0) }),
             ("event-done", packet(BA_WIRE_EVENT_DONE) { ba_wire_put_u32(&$0, 1) }),
             ("answer", packet(BA_WIRE_ANSWER) { ba_wire_put_u32(&$0, 1); ba_wire_put_u8(&$0, 1) }),
+            ("file-left", packet(BA_WIRE_FILE_LEFT) { ba_wire_put_u32(&$0, 1) }),
             ("challenge-answer", packet(BA_WIRE_CHALLENGE_ANSWER) {
                 ba_wire_put_u32(&$0, 1); ba_wire_put_i32(&$0, 0); ba_wire_put_str(&$0, "player"); ba_wire_put_str(&$0, "level-up")
             }),

@@ -61,7 +61,8 @@ public struct ExtensionHarness: Sendable {
         let file = try Self.scratchDirectory().appendingPathComponent(download.identifier)
         try contents.write(to: file)
         var result = try run([.downloadFinished(download, filePath: file.path)], request: nil)
-        result.leftFileBehind = FileManager.default.fileExists(atPath: file.path)
+        // The runner deletes a file left in place when the callback returns, and says so.
+        result.leftFileBehind = result.outcome.filesLeftBehind.contains(0)
         try? FileManager.default.removeItem(at: file)
         return result
     }

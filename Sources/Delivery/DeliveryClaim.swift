@@ -46,31 +46,6 @@ public enum DeliveryClaim: Sendable, Hashable {
     }
 }
 
-/// A process, told apart from a later one that reuses its PID by its start time.
-public struct ProcessStamp: Sendable, Hashable {
-    public var pid: Int32
-    /// Clock ticks after boot at which it started (`/proc/PID/stat`, field 22).
-    public var startTime: UInt64
-
-    public init(pid: Int32, startTime: UInt64) {
-        self.pid = pid
-        self.startTime = startTime
-    }
-
-    /// The running process `pid`; nil when there is none (a zombie counts as gone: it runs no code).
-    public init?(pid: Int32) {
-        guard pid > 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        // After the command's name (which may hold anything, parentheses included) come fields 3, 4, …
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 19, fields[0] != "Z", fields[0] != "X", let start = UInt64(fields[19]) else { return nil }
-        self.init(pid: pid, startTime: start)
-    }
-
-    public var isAlive: Bool { ProcessStamp(pid: pid) == self }
-}
-
 /// A completion's ticket.
 public enum CompletionTicket {
     /// Where the ticket of `completion` lies: its file when it finished, else `NAME.failed` in `deliveries`.

@@ -3,6 +3,7 @@ import ExtensionRuntime
 import Foundation
 import Queue
 import Synchronization
+import Vocabulary
 
 /// Delivers each finished or failed download exactly once (`DeliveryClaim`): a managed app's asset packs to the
 /// host's own installer (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each

@@ -1,4 +1,5 @@
 import Foundation
+import Vocabulary
 import Queue
 
 /// What the service and the command line ask of the engine about installed apps. They speak in these intents and
@@ -22,13 +23,23 @@ extension HostEngine {
 
     /// The app launched: its initial restrictions lift (downloads that waited for them may start now) and the
     /// launch counts toward its usage.
-    public func launched(_ appIdentifier: String, at date: Date, nextPeriodic: ([Date]) -> Date?) throws {
+    /// - Parameter process: the process that runs as the app from now on (`bahost launch APP -- COMMAND` execs it).
+    public func launched(
+        _ appIdentifier: String, at date: Date, process: ProcessStamp?, nextPeriodic: ([Date]) -> Date?
+    ) throws {
         try store.updateApp(appIdentifier) { $0.launched = true }
         try store.updateSchedule(appIdentifier) { schedule in
-            schedule.recordLaunch(at: date)
+            schedule.recordLaunch(at: date, process: process)
             if schedule.nextPeriodic == nil { schedule.nextPeriodic = nextPeriodic(schedule.launches) }
         }
         wake()
+    }
+
+    /// Whether process `pid` may act as the app: it is, or descends from, a process launched as the app that still
+    /// runs (PIDs are matched with their start times, so a reused PID proves nothing).
+    public func isLaunchedProcess(_ pid: Int32, of appIdentifier: String) throws -> Bool {
+        guard let launched = try store.schedule(appIdentifier)?.launchedProcesses, !launched.isEmpty else { return false }
+        return ProcessStamp.ancestry(of: pid).contains { launched.contains($0) }
     }
 
     /// Development: fetch the app's manifest from `url` (nil: from its `BAManifestURL` again).

@@ -151,7 +151,12 @@ static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t le
     case BA_WIRE_FINISHED:
         if (ba_wire_get_download(&r, &download, headers) && ba_wire_get_str(&r, &text, &n)) {
             if (HAS(download_finished)) ext->download_finished(ext, &download, text);
-            if (text) unlink(text);
+            if (text && unlink(text) == 0) {
+                ba_wire_writer_t w;
+                ba_wire_writer_init(&w, BA_WIRE_FILE_LEFT);
+                ba_wire_put_u32(&w, event_id);
+                channel_send(&w);
+            }
         }
         break;
     case BA_WIRE_SHOULD_DOWNLOAD: {

@@ -105,6 +105,7 @@ private final class WindowLoop {
     /// How challenges were answered, by event; the window waits for every one.
     var challengeAnswers: [UInt32: ChallengeAnswer] = [:]
     let challengeEvents: Int
+    var filesLeftBehind: Set<Int> = []
     var refused: [RefusedCall] = []
     var log: [WindowLogLine] = []
     var peakResident: Int64 = 0
@@ -213,6 +214,7 @@ private final class WindowLoop {
         if case .protocolViolation = reason {} else {
             outcome.challengeAnswers = Dictionary(uniqueKeysWithValues: challengeAnswers.map { (Int($0.key) - 1, $0.value) })
         }
+        outcome.filesLeftBehind = filesLeftBehind
         return outcome
     }
 
@@ -323,6 +325,11 @@ private final class WindowLoop {
                 case .challenge = events[Int(eventID) - 1], challengeAnswers[eventID] == nil
             else { throw WireViolation(message: "the extension answered a challenge nobody asked") }
             challengeAnswers[eventID] = answer
+        case .fileLeft(let eventID):
+            guard let index = currentEventIndex, eventID == UInt32(index + 1), case .downloadFinished = events[index] else {
+                throw WireViolation(message: "the extension reported a file left behind outside backgroundDownload(_:finishedWithFileURL:)")
+            }
+            filesLeftBehind.insert(index)
         case .eventDone(let eventID):
             guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
                 throw WireViolation(message: "the extension reported an entry point return out of order")

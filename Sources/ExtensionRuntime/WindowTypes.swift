@@ -124,6 +124,9 @@ public struct WindowOutcome: Sendable {
     public var assetPackAnswers: [String: Bool] = [:]
     /// How the extension answered challenges, by the index of their event; one it never answered is missing.
     public var challengeAnswers: [Int: ChallengeAnswer] = [:]
+    /// The indexes of `downloadFinished` events whose file was still where the host put it when the entry point
+    /// returned: the extension did not move it (the runner deleted it, as Apple does).
+    public var filesLeftBehind: Set<Int> = []
     /// Entry points that returned.
     public var completedEvents: Int
     /// Seconds after opening at which `extensionWillTerminate` was sent, if it was.

@@ -32,6 +32,8 @@ enum RunnerMessage {
     case answer(eventID: UInt32, Bool)
     /// How the extension answered this event's challenge.
     case challengeAnswer(eventID: UInt32, ChallengeAnswer)
+    /// This event's finished file was still in place when its entry point returned.
+    case fileLeft(eventID: UInt32)
     case call(id: UInt32, HostCall)
     case log(level: Int32, String)
     case violation(String)
@@ -77,6 +79,8 @@ enum RunnerMessage {
                 throw WireViolation(message: "the extension answered a challenge with disposition \(disposition), which Apple does not define")
             }
             message = .challengeAnswer(eventID: eventID, answer)
+        case BA_WIRE_FILE_LEFT.rawValue:
+            message = .fileLeft(eventID: try reader.u32())
         case BA_WIRE_CALL.rawValue:
             let id = try reader.u32()
             let function = UInt32(try reader.u8())

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Vocabulary
 
 /// What the service keeps per installed app besides its queue: where the app lives, how it is used (for the
 /// cadence of periodic content requests), and its daily extension runtime budget.
@@ -26,6 +27,9 @@ public struct AppSchedule: Codable, Sendable, Hashable, FetchableRecord, Persist
     /// The queue's last sequence number when the latest install or update request began: essential downloads
     /// after it are the ones that gate the app's launch.
     public var contentRequestSequence: Int64
+    /// The processes `bahost launch` started as this app, while they may live: the app's identity is proved by
+    /// descending from one of them (README, "App identity").
+    public var launchedProcesses: [ProcessStamp]
 
     public static let launchHistory = 64
 
@@ -38,10 +42,14 @@ public struct AppSchedule: Codable, Sendable, Hashable, FetchableRecord, Persist
         budgetUsedSeconds = 0
         unlimitedRuntime = false
         contentRequestSequence = 0
+        launchedProcesses = []
     }
 
-    public mutating func recordLaunch(at date: Date) {
+    /// Records a launch, and the process it started as the app (those that ended are forgotten then).
+    public mutating func recordLaunch(at date: Date, process: ProcessStamp? = nil) {
         launches.append(date)
         if launches.count > Self.launchHistory { launches.removeFirst(launches.count - Self.launchHistory) }
+        launchedProcesses.removeAll { !$0.isAlive }
+        if let process { launchedProcesses.append(process) }
     }
 }

@@ -210,6 +210,11 @@ public final class QueueStore: Sendable {
         migrator.registerMigration("v8: who holds a completion while its callback runs") { db in
             try db.alter(table: QueuedDownload.databaseTableName) { t in t.add(column: "claim", .text) }
         }
+        migrator.registerMigration("v9: the processes launched as each app") { db in
+            try db.alter(table: AppSchedule.databaseTableName) { t in
+                t.add(column: "launchedProcesses", .jsonText).notNull().defaults(to: "[]")
+            }
+        }
         return migrator
     }
 

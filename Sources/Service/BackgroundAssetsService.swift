@@ -182,6 +182,12 @@ public final class BackgroundAssetsService: Sendable {
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "no app '\(hello.appIdentifier ?? "")' is installed: bahost install APP_DIR first"))
         }
+        guard (try? engine.isLaunchedProcess(session.peerPID, of: appIdentifier)) == true else {
+            logger.notice("refused a process posing as an app", metadata: ["app": "\(appIdentifier)", "pid": "\(session.peerPID)"])
+            return .failure(HostError(
+                BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
+                "process \(session.peerPID) was not started by 'bahost launch \(appIdentifier) -- COMMAND' (nor by a process that was): an app's identity is proved by its launch, not declared"))
+        }
         session.introduce(hello)
         logger.info("app connected", metadata: ["app": "\(appIdentifier)", "pid": "\(session.peerPID)"])
         return .hello(HelloReply(

@@ -151,7 +151,10 @@ extension BackgroundAssetsService {
         defer { sessions.unfollow(session, request: id) }
         let failures = try await engine.awaitEssentials(app)
         let now = clock.now
-        try engine.launched(app, at: now) { launches in settings.periodic.next(after: now, launches: launches) }
+        // `bahost launch APP -- COMMAND` execs the app in its own process: that process, and what it starts, is the app.
+        try engine.launched(app, at: now, process: ProcessStamp(pid: session.peerPID)) { launches in
+            settings.periodic.next(after: now, launches: launches)
+        }
         var text = "\(app) launched"
         if !failures.isEmpty {
             text += "; its essential downloads that failed:\n"
@@ -274,6 +277,7 @@ extension BackgroundAssetsService {
                 "launches": schedule.launches.count, "usage": usage.rawValue, "backgroundRefresh": schedule.backgroundRefresh,
                 "runtimeUsedSeconds": used, "unlimitedRuntime": schedule.unlimitedRuntime, "activeDownloads": active,
                 "hasDelegate": sessions.hasDelegate(app.appIdentifier),
+                "launchedProcesses": schedule.launchedProcesses.filter(\.isAlive).map(\.pid),
             ]
             if let cadence = policy.cadence(usage) { row["cadenceSeconds"] = cadence }
             if let next = schedule.nextPeriodic { row["nextPeriodic"] = formatter.string(from: next) }

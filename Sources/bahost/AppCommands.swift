@@ -54,9 +54,10 @@ struct Launch: ParsableCommand {
         discussion: """
             Blocks until the app's essential downloads have finished or failed (saying which failed and why), \
             then marks the app launched, which lifts its initial download restrictions and starts its periodic \
-            content requests. With a COMMAND, then runs it with BAHOST_APP_IDENTIFIER set, so that the app's \
-            BADownloadManager connects as this app, and exits with its status. Without, exits 0, or 2 when an \
-            essential download failed.
+            content requests. With a COMMAND, then runs it in this process (exec) with BAHOST_APP_IDENTIFIER \
+            set: the service recorded this process as the app, so the app's BADownloadManager (and that of any \
+            process it starts) is accepted as this app, which no other process is. Exits with the app's status. \
+            Without a COMMAND, exits 0, or 2 when an essential download failed.
             """)
 
     @Argument(help: "The app's CFBundleIdentifier.") var appIdentifier: String

@@ -56,4 +56,16 @@ import Vocabulary
         #expect(try String(contentsOf: moved, encoding: .utf8) == "hello")
         #expect(run.log == ["kept \(download.identifier) at \(moved.path)"])
     }
+
+    /// An extension without the callback leaves the file where it was: the harness says so, and the file is gone
+    /// once the callback returned, as on Apple.
+    @Test func aFileTheExtensionDidNotMoveIsReportedAndDeleted() throws {
+        let harness = ExtensionHarness(plugin: try TestPlugins.c("probes/managed_veto"))
+        let download = Download(
+            identifier: "unmoved", url: "https://assets.example.com/u", applicationGroupIdentifier: "group.com.example.levels",
+            fileSize: 5)
+        let run = try harness.downloadFinished(download, contents: Data("hello".utf8))
+        #expect(run.stopReason == .returned)
+        #expect(run.leftFileBehind)
+    }
 }

@@ -29,14 +29,18 @@ import TestSupport
         return line?["error"] as? String ?? ""
     }
 
+    /// The app's first JSON line (what `bahost launch` printed before it ran the app is not JSON), as it comes.
     func firstLine(_ pipe: Pipe) -> [String: Any]? {
-        var line = Data()
         while true {
-            let byte = pipe.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
+            var line = Data()
+            while true {
+                let byte = pipe.fileHandleForReading.readData(ofLength: 1)
+                if byte.isEmpty { return nil }
+                if byte == Data("\n".utf8) { break }
+                line.append(byte)
+            }
+            if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] { return object }
         }
-        return try? JSONSerialization.jsonObject(with: line) as? [String: Any]
     }
 
     @Test func exclusiveControlHoldsBetweenAppProcessesAndTheExtension() throws {
@@ -128,11 +132,12 @@ import TestSupport
         #expect(error(intruder, "schedule").hasPrefix("BAErrorDomain 55"))
         #expect(try daemon.downloads(levels.identifier)["mine"] != nil)
 
-        // An app that is not installed is not accepted (55); with no service there is no connection (56).
-        let stranger = try LevelsApp.run(["--delegate", "none", "--list"], app: "com.example.stranger", daemon: daemon)
+        // An app that is not installed is not accepted (55); with no service there is no connection (56). (Neither can
+        // be launched: these processes only claim to be those apps.)
+        let stranger = try LevelsApp.runClaiming(["--delegate", "none", "--list"], app: "com.example.stranger", daemon: daemon)
         #expect(error(stranger).hasPrefix("BAErrorDomain 55"), "\(stranger.stdout)")
         daemon.stop(SIGTERM)
-        let alone = try LevelsApp.run(["--delegate", "none", "--list"], app: levels.identifier, daemon: daemon)
+        let alone = try LevelsApp.runClaiming(["--delegate", "none", "--list"], app: levels.identifier, daemon: daemon)
         #expect(error(alone).hasPrefix("BAErrorDomain 56"), "\(alone.stdout)")
     }
 
@@ -149,8 +154,9 @@ import TestSupport
             try FileManager.default.contentsOfDirectory(atPath: daemon.dataRoot.appendingPathComponent("transfers").path)
                 .filter { $0.hasSuffix(".part") }.isEmpty
         })
-        let gone = try LevelsApp.run(["--delegate", "none", "--list"], app: app.identifier, daemon: daemon)
+        let gone = try LevelsApp.runClaiming(["--delegate", "none", "--list"], app: app.identifier, daemon: daemon)
         #expect(error(gone).hasPrefix("BAErrorDomain 55"))
+        #expect(error(gone).contains("no app 'com.example.levels' is installed"), "\(gone.stdout)")
         #expect(try daemon.report(["debug", "downloads", "--app", app.identifier]).status == 2)
     }
 }

@@ -12,9 +12,7 @@ import TestSupport
     }
 
     func launch(_ service: ExampleAppService, _ arguments: [String]) throws -> Bahost.Result {
-        try Bahost.run(
-            ["launch", service.app.identifier, "--socket", service.daemon.socket, "--", LevelsApp.path, "--json"]
-                + arguments)
+        try service.daemon.launch(service.app.identifier, LevelsApp.path, ["--json"] + arguments)
     }
 
     /// The delegate takes 4 s over a callback the service waits 1 s for: the completion stays with the app (the
@@ -87,19 +85,18 @@ import TestSupport
         let service = try ExampleAppService()
         let daemon = service.daemon
         let (data, url) = try service.serve("slow", 100_000)
-        let app = try Bahost.start(
-            ["launch", service.app.identifier, "--socket", daemon.socket, "--", LevelsApp.path, "--json",
-             "--schedule", "slow=\(url)@100000", "--in-finished", "sleep=6", "--wait-for", "1", "--timeout", "60"])
+        let app = try LevelsApp.start(
+            ["--schedule", "slow=\(url)@100000", "--in-finished", "sleep=6", "--wait-for", "1", "--timeout", "60"],
+            app: service.app.identifier, daemon: daemon)
         // Finished, and so offered to the delegate at once; then the service dies while the delegate sleeps.
         #expect(try ServiceDaemon.waitUntil { try daemon.downloads(service.app.identifier)["slow"]?["state"] as? String == "finished" })
         Thread.sleep(forTimeInterval: 1)
         daemon.stop(SIGKILL)
         try daemon.restart()
 
-        app.process.waitUntilExit()
-        let output = String(decoding: app.out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(app.process.terminationStatus == 0, "\(output)")
-        #expect(output.contains(#""event":"finished""#), "\(output)")
+        let result = Bahost.finish(app)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(!result.events("finished").isEmpty, "\(result.stdout)")
         let kept = service.app.container(in: daemon.dataRoot).appendingPathComponent("Assets/slow")
         #expect(try Data(contentsOf: kept) == data)
         #expect(try ServiceDaemon.waitUntil(10) {

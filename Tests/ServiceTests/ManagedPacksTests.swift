@@ -156,14 +156,11 @@ import TestSupport
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
         #expect(try daemon.report(["launch", app.identifier]).status == 0)
 
-        let run = try Bahost.run(
-            [
+        let run = try daemon.launch(app.identifier, TestPlugins.buildFolder.appendingPathComponent("packs-app").path, [
                 "--list", "--status", "intro", "--status", "bonus", "--read", "intro/readme.txt",
                 "--ensure", "bonus", "--ensure", "nope", "--read", "bonus:bonus/readme.txt",
                 "--read", "bonus:intro/readme.txt", "--read", "../etc/passwd", "--remove", "bonus",
-            ],
-            environment: ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket],
-            executable: TestPlugins.buildFolder.appendingPathComponent("packs-app").path)
+            ])
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.events()
         func line(_ key: String, _ value: String) -> [String: Any]? {
@@ -187,17 +184,16 @@ import TestSupport
         #expect(line("ensured", "nope")?["error"] as? String == "assetPackNotFound(nope)")
         #expect(line("removed", "bonus")?["available"] as? Bool == false)
         let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
-        let environment = ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket]
-        let gone = try Bahost.run(["--read", "bonus/readme.txt"], environment: environment, executable: packsApp)
+        let gone = try daemon.launch(app.identifier, packsApp, ["--read", "bonus/readme.txt"])
         #expect(gone.events().first?["error"] as? String == "fileNotFound(bonus/readme.txt)", "\(gone.stdout)")
 
         // The server drops bonus and ships a new intro: checkForUpdates updates one and removes the other.
         let next = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "hello again")
         try publish([next], previous: first)
-        let check = try Bahost.run(["--check-for-updates"], environment: environment, executable: packsApp)
+        let check = try daemon.launch(app.identifier, packsApp, ["--check-for-updates"])
         #expect(check.events().first?["updating"] as? [String] == ["intro"], "\(check.stdout) \(check.stderr)")
         #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "intro") == "hello again" })
-        let ensure = try Bahost.run(["--ensure", "bonus"], environment: environment, executable: packsApp)
+        let ensure = try daemon.launch(app.identifier, packsApp, ["--ensure", "bonus"])
         #expect(ensure.events().first?["error"] as? String == "assetPackNotFound(bonus)", "\(ensure.stdout)")
     }
 
@@ -259,10 +255,7 @@ import TestSupport
             managedAssetPacks: true)
         let daemon = try ServiceDaemon()
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
-        let run = try Bahost.run(
-            ["--cancel", "big", "--cancel", "big"],
-            environment: ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket],
-            executable: TestPlugins.buildFolder.appendingPathComponent("packs-app").path)
+        let run = try daemon.launch(app.identifier, TestPlugins.buildFolder.appendingPathComponent("packs-app").path, ["--cancel", "big", "--cancel", "big"])
         let attempts = run.events().filter { $0["cancelled"] as? String == "big" }
         #expect(attempts.count == 2, "\(run.stdout) \(run.stderr)")
         for attempt in attempts {
@@ -370,11 +363,8 @@ import TestSupport
         #expect(try daemon.report(["launch", app.identifier]).status == 0)
 
         let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
-        let environment = ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket]
-        let first = try Bahost.run(
-            ["--read", "intro/readme.txt", "--ensure", "bonus", "--ensure", "extra", "--ensure", "nope",
-             "--read", "bonus/readme.txt", "--read", "missing.txt", "--remove", "extra"],
-            environment: environment, executable: packsApp)
+        let first = try daemon.launch(app.identifier, packsApp, ["--read", "intro/readme.txt", "--ensure", "bonus", "--ensure", "extra", "--ensure", "nope",
+             "--read", "bonus/readme.txt", "--read", "missing.txt", "--remove", "extra"])
         let lines = first.events()
         let reads = lines.filter { $0["read"] != nil }.map { ($0["text"] as? String) ?? ($0["error"] as? String) ?? "" }
         #expect(reads == ["welcome", "bonus", "fileNotFound(missing.txt)"], "\(first.stdout) \(first.stderr)")
@@ -385,11 +375,11 @@ import TestSupport
 
         // The server moves on: intro changes, bonus is gone. checkForUpdates updates one and removes the other.
         _ = try serve([try packWithTheTool("intro", essential, "welcome back"), extra], port: port)
-        let check = try Bahost.run(["--check-for-updates"], environment: environment, executable: packsApp)
+        let check = try daemon.launch(app.identifier, packsApp, ["--check-for-updates"])
         #expect(check.events().first?["updating"] as? [String] == ["intro"], "\(check.stdout) \(check.stderr)")
         #expect(check.events().first?["removed"] as? [String] == ["bonus"], "\(check.stdout)")
         #expect(ServiceDaemon.waitUntil { installedText(app, daemon, "intro") == "welcome back" })
-        let after = try Bahost.run(["--read", "bonus/readme.txt"], environment: environment, executable: packsApp)
+        let after = try daemon.launch(app.identifier, packsApp, ["--read", "bonus/readme.txt"])
         #expect(after.events().first?["error"] as? String == "fileNotFound(bonus/readme.txt)")
     }
 
@@ -412,10 +402,7 @@ import TestSupport
             managedAssetPacks: true)
         let daemon = try ServiceDaemon()
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
-        let run = try Bahost.run(
-            ["--list-folder", "levels", "--list-folder", "levels/second", "--read", "levels/two.txt"],
-            environment: ["BAHOST_APP_IDENTIFIER": app.identifier, "BAHOST_SOCKET": daemon.socket],
-            executable: TestPlugins.buildFolder.appendingPathComponent("packs-app").path)
+        let run = try daemon.launch(app.identifier, TestPlugins.buildFolder.appendingPathComponent("packs-app").path, ["--list-folder", "levels", "--list-folder", "levels/second", "--read", "levels/two.txt"])
         let lines = run.events()
         func names(_ folder: String) -> [String]? {
             lines.first { $0["folder"] as? String == folder }?["names"] as? [String]

@@ -35,7 +35,11 @@ public enum Bahost {
     public static func run(
         _ arguments: [String], environment: [String: String] = [:], executable: String = TestPlugins.bahost
     ) throws -> Result {
-        let process = try start(arguments, environment: environment, executable: executable)
+        try finish(start(arguments, environment: environment, executable: executable))
+    }
+
+    /// Waits for a process `start` started to end, and returns what it printed.
+    public static func finish(_ process: (process: Process, out: Pipe, err: Pipe)) -> Result {
         let stdout = process.out.fileHandleForReading.readDataToEndOfFile()
         let stderr = process.err.fileHandleForReading.readDataToEndOfFile()
         process.process.waitUntilExit()

@@ -136,18 +136,34 @@ public struct TestApp: Sendable {
 public enum LevelsApp {
     public static var path: String { TestPlugins.buildFolder.appendingPathComponent("levels-app").path }
 
-    /// Runs it to its end as `app`, with `--json`.
+    /// Runs it to its end as `app` (launched by `bahost launch`, which proves its identity), with `--json`.
     public static func run(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
-        try Bahost.run(arguments + ["--json"], environment: environment(app, daemon), executable: path)
+        try daemon.launch(app, path, arguments + ["--json"])
     }
 
     public static func start(_ arguments: [String], app: String, daemon: ServiceDaemon) throws
         -> (process: Process, out: Pipe, err: Pipe)
     {
-        try Bahost.start(arguments + ["--json"], environment: environment(app, daemon), executable: path)
+        try Bahost.start(daemon.launchCommand(app, path, arguments + ["--json"]))
     }
 
-    static func environment(_ app: String, _ daemon: ServiceDaemon) -> [String: String] {
-        ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket]
+    /// Runs it to its end without a launch, only claiming to be `app` in its environment, as any process of the user
+    /// could (the service refuses it: an app's identity is proved by its launch).
+    public static func runClaiming(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
+        try Bahost.run(
+            arguments + ["--json"], environment: ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket],
+            executable: path)
+    }
+}
+
+extension ServiceDaemon {
+    /// `bahost launch APP --socket S -- EXECUTABLE ARGUMENTS…`: how an app process runs as `app`.
+    public func launchCommand(_ app: String, _ executable: String, _ arguments: [String]) -> [String] {
+        ["launch", app, "--socket", socket, "--", executable] + arguments
+    }
+
+    /// Runs `executable` to its end as `app`, launched by `bahost launch`.
+    public func launch(_ app: String, _ executable: String, _ arguments: [String]) throws -> Bahost.Result {
+        try Bahost.run(launchCommand(app, executable, arguments))
     }
 }

@@ -44,6 +44,8 @@ typedef enum ba_wire_type {
                                    before the event's EVENT_DONE */
     BA_WIRE_CHALLENGE_ANSWER = 11, /* u32 event id, i32 disposition, str user, str password: a challenge's reply,
                                    before or after its EVENT_DONE */
+    BA_WIRE_FILE_LEFT = 12,     /* u32 event id: download_finished returned with the file still where the host put
+                                   it (the runner deleted it); before the event's EVENT_DONE */
     /* host → runner */
     BA_WIRE_EVENT = 64,          /* u32 event id, u8 ba_wire_event, arguments (see ba_wire_event) */
     BA_WIRE_WILL_TERMINATE = 65, /* call will_terminate now */

@@ -6,7 +6,8 @@ import Vocabulary
 /// callbacks from it.
 ///
 /// The app's identity is `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`), else its bundle
-/// identifier. The connection opens at the first call, or as soon as a delegate is set: that is how the service
+/// identifier; the service accepts it only from a process `bahost launch` started (or one of its descendants). The
+/// connection opens at the first call, or as soon as a delegate is set: that is how the service
 /// learns the app runs and wants its completions. If the service goes away, calls fail with 56 and the next call
 /// connects again; while a delegate is set the transport reconnects by itself, so that completions that waited
 /// for the service's restart still reach the app.
