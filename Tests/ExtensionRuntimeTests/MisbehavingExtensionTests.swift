@@ -80,6 +80,13 @@ import Vocabulary
         #expect(try hostStillWorks())
     }
 
+    @Test func returningMoreThanAHundredThousandDownloadsIsAProtocolViolation() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/returns_too_many"))
+        #expect(outcome.stopReason == .protocolViolation("the extension returned more than 100000 downloads"))
+        #expect(outcome.returnedDownloads.isEmpty)
+        #expect(try hostStillWorks())
+    }
+
     @Test func bytesWrittenStraightIntoTheSocketAreAProtocolViolation() throws {
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/writes_to_host_socket"), limits: shortLimits)
         #expect(outcome.stopReason == .protocolViolation("the extension sent a truncated or malformed packet"))

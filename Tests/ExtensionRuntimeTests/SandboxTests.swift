@@ -149,4 +149,12 @@ import Vocabulary
         #expect(outcome.stopReason == .returned, "\(outcome.log.map(\.message))")
         #expect(outcome.sandbox?.contains("could not allow") == false, "\(outcome.sandbox ?? "")")
     }
+
+    /// The network stays open inside the sandbox, as Apple leaves it (README, "The network stays open").
+    @Test func theNetworkStaysOpen() throws {
+        try #require(support.landlockABI != nil, "this machine has no Landlock: \(support.missing)")
+        let outcome = try window(try TestPlugins.c("probes/reaches_the_network"), manifest: "\(Nginx.shared.httpPort)")
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.log.map(\.message).first?.hasPrefix("reply: HTTP/1.1 ") == true, "\(outcome.log)")
+    }
 }
