@@ -21,7 +21,7 @@ extension HostEngine {
         let offered = packs.catalogue(for: app)?.assetPacks ?? []
         var listing = offered.map { entry in
             var listing = PackListing(
-                id: entry.id, policy: entry.downloadPolicy, availableVersion: entry.version,
+                id: entry.id, language: entry.language, policy: entry.downloadPolicy, availableVersion: entry.version,
                 installed: installed[entry.id],
                 downloadSize: ManagedPacks.downloadSize(of: entry, installed: installed[entry.id]),
                 downloading: downloading.contains(entry.id))
@@ -31,7 +31,8 @@ extension HostEngine {
         // Installed packs the server no longer offers stay until removed.
         for (id, pack) in installed where !offered.contains(where: { $0.id == id }) {
             listing.append(PackListing(
-                id: id, policy: nil, availableVersion: nil, installed: pack, downloadSize: 0, downloading: false))
+                id: id, language: pack.language, policy: nil, availableVersion: nil, installed: pack, downloadSize: 0,
+                downloading: false))
         }
         return listing.sorted { $0.id < $1.id }
     }
@@ -151,6 +152,59 @@ extension HostEngine {
         return (updating.sorted(), removed.sorted())
     }
 
+    // MARK: Languages (27)
+
+    /// The download manifest's primary language, and the language the app's localized packs follow.
+    public func packLanguages(_ appIdentifier: String) throws -> (primary: String?, resolved: String?) {
+        let (packs, app) = try managed(appIdentifier)
+        let catalogue = packs.catalogue(for: app)
+        return (catalogue?.primaryLanguage, try packs.resolvedLanguage(app, catalogue))
+    }
+
+    /// `resolvedLanguageID = language`: the app's localized packs follow `language` from now on (nil: the user's
+    /// preferred languages again). Nothing is downloaded or removed until `reconcilePreferredLanguages()`.
+    public func setPackLanguage(_ appIdentifier: String, _ language: String?) throws {
+        _ = try managed(appIdentifier)
+        if let language {
+            do {
+                try PackManifest.validate(language: language)
+            } catch {
+                throw HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)")
+            }
+        }
+        try store.updateSchedule(appIdentifier) { $0.assetPackLanguage = language }
+    }
+
+    /// `reconcilePreferredLanguages()`: records `preferred` (the app's own preferred languages) as the user's,
+    /// resolves the language again (the one the app set, else the best of those), makes that language's essential
+    /// and prefetch packs available, then removes the installed localized packs of every other language. Returns
+    /// what it downloaded and what it removed.
+    public func reconcilePackLanguages(_ appIdentifier: String, preferred: [String]) async throws
+        -> (updating: [String], removed: [String])
+    {
+        let (packs, app) = try managed(appIdentifier)
+        let reported = Array(preferred.filter { (try? PackManifest.validate(language: $0)) != nil }.prefix(32))
+        try store.updateSchedule(appIdentifier) { $0.preferredLanguages = reported }
+        if packs.catalogue(for: app) == nil { _ = try await packRequest(.periodic, appIdentifier: appIdentifier) }
+        let language = try packs.resolvedLanguage(app, packs.catalogue(for: app))
+        let installed = packs.store(for: app).installed()
+        var updating: [String] = []
+        for entry in packs.offered(app) where entry.language != nil && installed[entry.id] == nil
+            && ManagedPacks.serves(entry, language)
+            && (entry.downloadPolicy.downloads(on: .firstInstallation) || entry.downloadPolicy.downloads(on: .subsequentUpdate))
+        {
+            try await ensurePack(appIdentifier, id: entry.id, requireLatest: false)
+            updating.append(entry.id)
+        }
+        var removed: [String] = []
+        for (id, pack) in installed {
+            guard let tag = pack.language, !(language.map { LanguageTags.serves(tag, $0) } ?? false) else { continue }
+            try removePack(appIdentifier, id: id)
+            removed.append(id)
+        }
+        return (updating.sorted(), removed.sorted())
+    }
+
     /// `remove(assetPackWithID:)`: the pack leaves the namespace (in one rename) and its download stops.
     public func removePack(_ appIdentifier: String, id: String) throws {
         let (packs, app) = try managed(appIdentifier)
@@ -193,6 +247,8 @@ extension HostEngine {
 /// One pack of a managed app, as `bahost debug packs` shows it.
 public struct PackListing: Sendable {
     public var id: String
+    /// (27) A localized pack's language.
+    public var language: String?
     /// Nil for an installed pack the server no longer offers.
     public var policy: DownloadPolicy?
     public var availableVersion: Int?

@@ -67,11 +67,12 @@ struct ManagedPacks {
             }
         let active = Set(try rows.activeDownloads(for: appIdentifier).map(\.identifier))
         let offered = manifest.assetPacks.filter { $0.index.manifest.isForLinux }
+        let language = try resolvedLanguage(app, manifest)
         var candidates: [(DownloadManifest.Entry, essential: Bool)] = []
         for entry in offered where !active.contains(entry.id) {
             if let current = installed[entry.id] {
                 if current.isOutdated(by: entry) { candidates.append((entry, false)) }
-            } else if let event, entry.downloadPolicy.downloads(on: event) {
+            } else if let event, entry.downloadPolicy.downloads(on: event), Self.serves(entry, language) {
                 candidates.append((entry, entry.downloadPolicy.isEssential))
             }
         }
@@ -107,7 +108,7 @@ struct ManagedPacks {
         let events = entries.map { entry in
             WindowEvent.shouldDownload(AssetPackInfo(
                 id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
-                userInfo: entry.userInfo.flatMap { try? encoder.encode($0) }))
+                userInfo: entry.userInfo.flatMap { try? encoder.encode($0) }, language: entry.language))
         }
         let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
         let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)
@@ -214,6 +215,24 @@ struct ManagedPacks {
         try context.store.recordRefused(refused, for: app.appIdentifier)
         if queued > 0 { context.signal.fire() }
         return queued
+    }
+
+    /// The language the app's localized packs follow (27): the one the app set, else the best of the user's
+    /// preferred languages (as the app last reported them, else the service's environment's: the same user's) among
+    /// those offered, else the manifest's primary language; nil when no pack is localized.
+    func resolvedLanguage(_ app: AppRecord, _ manifest: DownloadManifest?) throws -> String? {
+        let schedule = try context.store.schedule(app.appIdentifier)
+        if let chosen = schedule?.assetPackLanguage { return chosen }
+        guard let manifest, !manifest.availableLanguages.isEmpty else { return nil }
+        let preferred = schedule?.preferredLanguages ?? LanguageTags.preferred()
+        return LanguageTags.best(for: preferred, among: manifest.availableLanguages) ?? manifest.primaryLanguage
+    }
+
+    /// Whether a pack downloads on its own for an app in `language`: every language-neutral pack, and the
+    /// localized ones of that language.
+    static func serves(_ entry: DownloadManifest.Entry, _ language: String?) -> Bool {
+        guard let tag = entry.language else { return true }
+        return language.map { LanguageTags.serves(tag, $0) } ?? false
     }
 
     /// The packs of the app's catalogue offered to this platform.

@@ -13,6 +13,9 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
 
     public var formatVersion: Int
     public var assetPacks: [Entry]
+    /// (27) The language the app's localized packs fall back to when none of the user's preferred languages is
+    /// offered; nil when no pack is localized.
+    public var primaryLanguage: String?
 
     public struct Entry: Sendable, Hashable, Codable {
         public var id: String
@@ -29,6 +32,8 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         /// Where each file is also served alone, at this URL followed by its SHA-256, when the server offers that:
         /// an update then fetches only the files that changed (a bahost addition; `--file-objects`).
         public var fileBaseURL: String?
+        /// (27) The language of a localized pack; nil for every language.
+        public var language: String?
 
         /// The files an update from `installed` needs: those whose path or content changed.
         public func changedFiles(since installed: [PackFile]) -> [PackFile] {
@@ -41,15 +46,19 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             PackIndex(
                 manifest: PackManifest(
                     assetPackID: id, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
-                    userInfo: userInfo),
+                    userInfo: userInfo, language: language),
                 files: files)
         }
     }
 
-    public init(assetPacks: [Entry]) {
+    public init(assetPacks: [Entry], primaryLanguage: String? = nil) {
         formatVersion = Self.currentFormat
         self.assetPacks = assetPacks
+        self.primaryLanguage = primaryLanguage
     }
+
+    /// The languages the localized packs offer.
+    public var availableLanguages: Set<String> { Set(assetPacks.compactMap(\.language)) }
 
     /// Decodes and checks a download manifest from a server: a format this bahost reads, valid IDs, each pack once,
     /// sane sizes and paths, URLs over http(s).
@@ -81,6 +90,7 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             else {
                 throw .invalidManifest("the pack '\(pack.id)' needs a version ≥ 1, a size, a SHA-256 and an http(s) URL")
             }
+            if let language = pack.language { try PackManifest.validate(language: language) }
             var paths = Set<String>()
             for file in pack.files {
                 let path = try PackPath(file.path)
@@ -91,12 +101,14 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         }
     }
 
-    /// The download manifest for `archives`, each served at `baseURL` + its pack ID. A pack also in `previous`
+    /// The download manifest for `archives`, each served at `baseURL` + its pack ID. `primaryLanguage` must be one
+    /// the localized packs offer; by default the first of them in order. A pack also in `previous`
     /// keeps its version when its archive is the same and gets the next one when it changed; a new pack starts at 1.
     /// With `fileObjects`, each pack's files are also written there, one file per content (`PACK-ID.files/SHA-256`),
     /// to be served beside the archives, so that updates fetch only what changed.
     public static func create(
-        archives: [String], baseURL: String, previous: DownloadManifest?, fileObjects: URL? = nil
+        archives: [String], baseURL: String, previous: DownloadManifest?, fileObjects: URL? = nil,
+        primaryLanguage: String? = nil
     ) throws(PackError) -> DownloadManifest {
         guard let base = URL(string: baseURL), base.scheme == "https" || base.scheme == "http", base.host != nil else {
             throw .invalidManifest("--download-base-url must be an http(s) URL, not \(PackError.quoted(baseURL))")
@@ -121,9 +133,16 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             entries.append(Entry(
                 id: id, version: version, downloadPolicy: index.manifest.downloadPolicy,
                 platforms: index.manifest.platforms, userInfo: index.manifest.userInfo, url: prefix + id,
-                downloadSize: size, sha256: hash, files: index.files, fileBaseURL: fileBaseURL))
+                downloadSize: size, sha256: hash, files: index.files, fileBaseURL: fileBaseURL,
+                language: index.manifest.language))
         }
-        let manifest = DownloadManifest(assetPacks: entries.sorted { $0.id < $1.id })
+        let languages = Set(entries.compactMap(\.language))
+        if let primaryLanguage, !languages.contains(primaryLanguage) {
+            throw .invalidManifest(
+                "--primary-language \(PackError.quoted(primaryLanguage)) is not the language of any pack (\(languages.sorted().joined(separator: ", ")))")
+        }
+        let manifest = DownloadManifest(
+            assetPacks: entries.sorted { $0.id < $1.id }, primaryLanguage: primaryLanguage ?? languages.sorted().first)
         try manifest.validate()
         return manifest
     }

@@ -46,8 +46,7 @@ public enum PackArchive {
         manifestPath: String, output: String, progress: (_ files: Int, _ bytes: Int64) -> Void = { _, _ in }
     ) throws(PackError) -> PackIndex {
         let manifest = try loadManifest(manifestPath)
-        let root = URL(fileURLWithPath: manifestPath).deletingLastPathComponent()
-        let sources = try gather(manifest.fileSelectors, under: root)
+        let sources = try gather(manifest.fileSelectors, under: sourceRoot(of: manifest, at: manifestPath))
         var files: [PackFile] = []
         for (path, url) in sources {
             let (size, hash) = try hashFile(url)
@@ -68,6 +67,24 @@ public enum PackArchive {
         return index
     }
 
+    /// The folder a manifest's selectors start from: its `sourceRoot` under the manifest's folder, or that folder.
+    public static func sourceRoot(of manifest: PackManifest, at manifestPath: String) -> URL {
+        let folder = URL(fileURLWithPath: manifestPath).deletingLastPathComponent()
+        return manifest.sourceRoot.map { folder.appendingPathComponent($0, isDirectory: true) } ?? folder
+    }
+
+    /// What `package` would put in the pack, without writing it: each file's pack path, source and size
+    /// (`bahost pack evaluate`).
+    public static func evaluate(manifestPath: String) throws(PackError) -> (PackManifest, [(path: String, source: String, size: Int64)]) {
+        let manifest = try loadManifest(manifestPath)
+        let sources = try gather(manifest.fileSelectors, under: sourceRoot(of: manifest, at: manifestPath))
+        return (manifest, sources.map { path, url in
+            var info = stat()
+            _ = lstat(url.path, &info)
+            return (path.description, url.path, Int64(info.st_size))
+        })
+    }
+
     /// Reads and checks an author's pack manifest.
     public static func loadManifest(_ path: String) throws(PackError) -> PackManifest {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -86,41 +103,64 @@ public enum PackArchive {
         return manifest
     }
 
-    /// The regular files the selectors name, by pack path, sorted; a link or a special file is refused.
+    /// The regular files the selectors name, by pack path, sorted; a link or a special file is refused, and so are
+    /// two different files for one pack path. Exclusions apply last, to pack paths.
     static func gather(_ selectors: [FileSelector], under root: URL) throws(PackError) -> [(PackPath, URL)] {
         var found: [PackPath: URL] = [:]
-        func add(_ relative: String) throws(PackError) {
-            let path = try PackPath(relative)
+        func add(_ relative: String, as packPath: String) throws(PackError) {
+            _ = try PackPath(relative)
+            let path = try PackPath(packPath)
             let url = root.appendingPathComponent(relative)
             var info = stat()
             guard lstat(url.path, &info) == 0 else { throw .unreadableSource("\(relative): \(String(cString: strerror(errno)))") }
             guard info.st_mode & S_IFMT == S_IFREG else {
                 throw .unreadableSource("\(relative) is not a regular file (links and special files are not packed)")
             }
-            found[path] = url
+            if let other = found.updateValue(url, forKey: path), other.standardizedFileURL != url.standardizedFileURL {
+                throw .invalidManifest("two files go to \(PackError.quoted(packPath)) in the pack")
+            }
         }
+        /// The paths of the files under `relative` (a folder), relative to it.
+        func walk(_ relative: String) throws(PackError) -> [String] {
+            let folder = relative.isEmpty ? root : root.appendingPathComponent(relative)
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
+                throw .unreadableSource("\(relative.isEmpty ? root.path : relative) is not a folder")
+            }
+            guard let walker = FileManager.default.enumerator(atPath: folder.path) else {
+                throw .unreadableSource("cannot list \(relative)")
+            }
+            var inner: [String] = []
+            for case let name as String in walker {
+                var info = stat()
+                if lstat(folder.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { continue }
+                inner.append(name)
+            }
+            return inner
+        }
+        func joined(_ folder: String, _ name: String) -> String { folder.hasSuffix("/") ? folder + name : folder + "/" + name }
+        var exclusions: [String] = []
         for selector in selectors {
             switch selector {
             case .file(let relative):
-                try add(relative)
+                try add(relative, as: relative)
+            case .fileSource(let source, let destination):
+                try add(source, as: destination)
             case .directory(let relative):
                 _ = try PackPath(relative)
-                let folder = root.appendingPathComponent(relative)
-                var isFolder: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
-                    throw .unreadableSource("\(relative) is not a folder")
-                }
-                guard let walker = FileManager.default.enumerator(atPath: folder.path) else {
-                    throw .unreadableSource("cannot list \(relative)")
-                }
-                for case let inner as String in walker {
-                    var info = stat()
-                    if lstat(folder.appendingPathComponent(inner).path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
-                        continue
-                    }
-                    try add(relative.hasSuffix("/") ? relative + inner : relative + "/" + inner)
-                }
+                for inner in try walk(relative) { try add(joined(relative, inner), as: joined(relative, inner)) }
+            case .directorySource(let source, let destination):
+                _ = try PackPath(source)
+                for inner in try walk(source) { try add(joined(source, inner), as: joined(destination, inner)) }
+            case .filePattern(let pattern):
+                for inner in try walk("") where Glob(pattern).matches(inner) { try add(inner, as: inner) }
+            case .fileExclusion(let pattern):
+                exclusions.append(pattern)
             }
+        }
+        for pattern in exclusions {
+            let glob = Glob(pattern)
+            found = found.filter { !glob.matches($0.key.description) }
         }
         return found.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }

@@ -11,9 +11,10 @@ import Vocabulary
 ///       "userInfo": { "anything": "JSON" }
 ///     }
 ///
-/// Selector paths are relative to the folder that holds the manifest. `platforms` empty means every platform; bahost
-/// offers a pack whose list is empty or names `linux` (a bahost addition to Apple's `iOS`, `macOS`, `tvOS`,
-/// `visionOS`).
+/// Selector paths are relative to `sourceRoot` (27), itself relative to the folder that holds the manifest (that
+/// folder when absent). `platforms` empty means every platform; bahost offers a pack whose list is empty or names
+/// `linux` (a bahost addition to Apple's `iOS`, `macOS`, `tvOS`, `visionOS`). `language` (27, BCP-47) makes the
+/// pack a localized one: downloaded on its own only for the app's resolved language.
 public struct PackManifest: Sendable, Hashable, Codable {
     public var assetPackID: String
     public var downloadPolicy: DownloadPolicy
@@ -21,16 +22,22 @@ public struct PackManifest: Sendable, Hashable, Codable {
     public var platforms: [String]
     /// Any JSON value, handed to the app as `AssetPack.userInfo`.
     public var userInfo: JSONValue?
+    /// The folder the selectors' paths start from, relative to the manifest's folder.
+    public var sourceRoot: String?
+    /// The language of a localized pack, a BCP-47 tag such as `fr` or `pt-BR`; nil for every language.
+    public var language: String?
 
     public init(
         assetPackID: String, downloadPolicy: DownloadPolicy, fileSelectors: [FileSelector], platforms: [String] = [],
-        userInfo: JSONValue? = nil
+        userInfo: JSONValue? = nil, sourceRoot: String? = nil, language: String? = nil
     ) {
         self.assetPackID = assetPackID
         self.downloadPolicy = downloadPolicy
         self.fileSelectors = fileSelectors
         self.platforms = platforms
         self.userInfo = userInfo
+        self.sourceRoot = sourceRoot
+        self.language = language
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,6 +47,8 @@ public struct PackManifest: Sendable, Hashable, Codable {
         fileSelectors = try container.decode([FileSelector].self, forKey: .fileSelectors)
         platforms = try container.decodeIfPresent([String].self, forKey: .platforms) ?? []
         userInfo = try container.decodeIfPresent(JSONValue.self, forKey: .userInfo)
+        sourceRoot = try container.decodeIfPresent(String.self, forKey: .sourceRoot)
+        language = try container.decodeIfPresent(String.self, forKey: .language)
     }
 
     /// Apple's platform names, and bahost's.
@@ -52,11 +61,27 @@ public struct PackManifest: Sendable, Hashable, Codable {
     public func validate() throws(PackError) {
         try Self.validate(id: assetPackID)
         try downloadPolicy.validate()
-        guard !fileSelectors.isEmpty else { throw .invalidManifest("the pack '\(assetPackID)' selects no files") }
-        for selector in fileSelectors { _ = try PackPath(selector.path) }
+        guard fileSelectors.contains(where: { !$0.isExclusion }) else {
+            throw .invalidManifest("the pack '\(assetPackID)' selects no files")
+        }
+        for selector in fileSelectors { try selector.validate() }
+        if let sourceRoot { _ = try PackPath(sourceRoot) }
+        if let language { try Self.validate(language: language) }
         for platform in platforms where !Self.knownPlatforms.contains(platform) {
             throw .invalidManifest(
                 "unknown platform '\(platform)': use \(Self.knownPlatforms.sorted().joined(separator: ", ")), or none for all")
+        }
+    }
+
+    /// A language tag of BCP-47's shape: a 2 to 8 letter language, then subtags of 1 to 8 letters or digits, joined
+    /// by `-` (`fr`, `pt-BR`, `zh-Hant-TW`), at most 35 characters.
+    public static func validate(language: String) throws(PackError) {
+        let subtags = language.split(separator: "-", omittingEmptySubsequences: false)
+        guard language.utf8.count <= 35, let first = subtags.first, (2...8).contains(first.count),
+            first.allSatisfy({ $0.isASCII && $0.isLetter }),
+            subtags.dropFirst().allSatisfy({ (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        else {
+            throw .invalidManifest("\(PackError.quoted(language)) is not a BCP-47 language tag such as 'fr' or 'pt-BR'")
         }
     }
 
@@ -144,22 +169,54 @@ public enum DownloadPolicy: Sendable, Hashable, Codable {
     public var isEssential: Bool { if case .essential = self { true } else { false } }
 }
 
-/// Which files go into a pack: one file, or a folder with everything under it.
+/// Which files go into a pack. Apple's first two, and its 27 additions: a glob, a file or a folder packed at another
+/// path, and an exclusion, which drops what matches it from what the others selected.
 public enum FileSelector: Sendable, Hashable, Codable {
+    /// One file, at the same path in the pack.
     case file(String)
+    /// A folder and everything under it, at the same path.
     case directory(String)
+    /// (27) Every file whose path matches a glob (`*` and `?` stay within a path component, `**` crosses them).
+    case filePattern(String)
+    /// (27) One file, packed at `destination`.
+    case fileSource(String, destination: String)
+    /// (27) A folder and everything under it, packed under `destination`.
+    case directorySource(String, destination: String)
+    /// (27) Leaves out every selected file whose pack path matches this glob.
+    case fileExclusion(String)
 
-    private enum Keys: String, CodingKey { case file, directory }
+    private enum Keys: String, CodingKey {
+        case file, directory, filePattern, fileSource, fileDestination, directorySource, directoryDestination
+        case fileExclusion
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        if let file = try container.decodeIfPresent(String.self, forKey: .file) {
+        func value(_ key: Keys) throws -> String? { try container.decodeIfPresent(String.self, forKey: key) }
+        if let file = try value(.file) {
             self = .file(file)
-        } else if let directory = try container.decodeIfPresent(String.self, forKey: .directory) {
+        } else if let directory = try value(.directory) {
             self = .directory(directory)
+        } else if let pattern = try value(.filePattern) {
+            self = .filePattern(pattern)
+        } else if let source = try value(.fileSource) {
+            guard let destination = try value(.fileDestination) else {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: decoder.codingPath, debugDescription: "\"fileSource\" needs a \"fileDestination\""))
+            }
+            self = .fileSource(source, destination: destination)
+        } else if let source = try value(.directorySource) {
+            guard let destination = try value(.directoryDestination) else {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: decoder.codingPath, debugDescription: "\"directorySource\" needs a \"directoryDestination\""))
+            }
+            self = .directorySource(source, destination: destination)
+        } else if let pattern = try value(.fileExclusion) {
+            self = .fileExclusion(pattern)
         } else {
             throw DecodingError.dataCorrupted(.init(
-                codingPath: decoder.codingPath, debugDescription: "a file selector holds \"file\" or \"directory\""))
+                codingPath: decoder.codingPath,
+                debugDescription: "a file selector holds one of \"file\", \"directory\", \"filePattern\", \"fileSource\" with \"fileDestination\", \"directorySource\" with \"directoryDestination\", \"fileExclusion\""))
         }
     }
 
@@ -168,12 +225,30 @@ public enum FileSelector: Sendable, Hashable, Codable {
         switch self {
         case .file(let path): try container.encode(path, forKey: .file)
         case .directory(let path): try container.encode(path, forKey: .directory)
+        case .filePattern(let pattern): try container.encode(pattern, forKey: .filePattern)
+        case .fileSource(let source, let destination):
+            try container.encode(source, forKey: .fileSource)
+            try container.encode(destination, forKey: .fileDestination)
+        case .directorySource(let source, let destination):
+            try container.encode(source, forKey: .directorySource)
+            try container.encode(destination, forKey: .directoryDestination)
+        case .fileExclusion(let pattern): try container.encode(pattern, forKey: .fileExclusion)
         }
     }
 
-    public var path: String {
+    var isExclusion: Bool { if case .fileExclusion = self { true } else { false } }
+
+    /// Paths are pack paths (relative, no `..`); a glob's literal parts are too.
+    func validate() throws(PackError) {
         switch self {
-        case .file(let path), .directory(let path): path
+        case .file(let path), .directory(let path): _ = try PackPath(path)
+        case .fileSource(let source, let destination), .directorySource(let source, let destination):
+            _ = try PackPath(source)
+            _ = try PackPath(destination)
+        case .filePattern(let pattern), .fileExclusion(let pattern):
+            guard !pattern.isEmpty, !pattern.hasPrefix("/"), !pattern.split(separator: "/").contains("..") else {
+                throw .invalidManifest("the pattern \(PackError.quoted(pattern)) must be relative and stay inside the pack")
+            }
         }
     }
 }

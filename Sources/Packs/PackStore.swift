@@ -17,6 +17,8 @@ public struct PackStore: Sendable {
         public var id: String
         public var version: Int
         public var files: [PackFile]
+        /// (27) A localized pack's language.
+        public var language: String?
 
         public var size: Int64 { files.reduce(0) { $0 + $1.size } }
 
@@ -44,7 +46,7 @@ public struct PackStore: Sendable {
         let unpacked = staging.appendingPathComponent("\(entry.id).\(entry.version).\(UUID().uuidString)")
         do throws(PackError) {
             try PackArchive.extract(archive, expected: entry.index, into: unpacked)
-            let installed = Installed(id: entry.id, version: entry.version, files: entry.files)
+            let installed = Installed(id: entry.id, version: entry.version, files: entry.files, language: entry.language)
             try record(installed, in: unpacked)
             try sync(unpacked)
             try swapIn(unpacked, as: folder(of: entry.id))
@@ -85,7 +87,7 @@ public struct PackStore: Sendable {
                         "\(PackError.quoted(file.path)) is not the file the download manifest lists (\(size) bytes, SHA-256 \(hash))")
                 }
             }
-            let installed = Installed(id: entry.id, version: entry.version, files: entry.files)
+            let installed = Installed(id: entry.id, version: entry.version, files: entry.files, language: entry.language)
             try record(installed, in: assembled)
             try sync(assembled)
             try swapIn(assembled, as: current)
@@ -144,6 +146,12 @@ public struct PackStore: Sendable {
         }
         guard FileManager.default.createFile(atPath: folder.appendingPathComponent(".bapack/installed.json").path, contents: data)
         else { throw .io("cannot record the installed pack in \(folder.path)") }
+        // The app's SDK reads a localized pack's language from this small file, not from the whole record.
+        if let language = installed.language,
+            !FileManager.default.createFile(atPath: folder.appendingPathComponent(".bapack/language").path, contents: Data(language.utf8))
+        {
+            throw .io("cannot record the installed pack's language in \(folder.path)")
+        }
     }
 
     private func makeFolder(_ url: URL) throws(PackError) {

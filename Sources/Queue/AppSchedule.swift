@@ -30,6 +30,11 @@ public struct AppSchedule: Codable, Sendable, Hashable, FetchableRecord, Persist
     /// The processes `bahost launch` started as this app, while they may live: the app's identity is proved by
     /// descending from one of them (README, "App identity").
     public var launchedProcesses: [ProcessStamp]
+    /// (27) The language a managed app set for its localized packs (`resolvedLanguageID`); nil: the user's.
+    public var assetPackLanguage: String?
+    /// (27) The user's preferred languages as the app last reported them (`reconcilePreferredLanguages()`); nil: the
+    /// service's environment's, the same user's.
+    public var preferredLanguages: [String]?
 
     public static let launchHistory = 64
 

@@ -215,6 +215,12 @@ public final class QueueStore: Sendable {
                 t.add(column: "launchedProcesses", .jsonText).notNull().defaults(to: "[]")
             }
         }
+        migrator.registerMigration("v10: the languages a managed app's localized packs follow") { db in
+            try db.alter(table: AppSchedule.databaseTableName) { t in
+                t.add(column: "assetPackLanguage", .text)
+                t.add(column: "preferredLanguages", .jsonText)
+            }
+        }
         return migrator
     }
 

@@ -118,13 +118,15 @@ public final class BackgroundAssetsService: Sendable {
         case (.app, .control), (.control, .setDelegate), (.control, .schedule), (.control, .startForeground),
             (.control, .cancel), (.control, .currentDownloads), (.control, .assetPacks), (.control, .assetPackStatus),
             (.control, .ensureAssetPack), (.control, .cancelAssetPackDownload), (.control, .checkForAssetPackUpdates),
-            (.control, .removeAssetPack):
+            (.control, .removeAssetPack), (.control, .assetPackLanguages), (.control, .setAssetPackLanguage),
+            (.control, .reconcileAssetPackLanguages):
             return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "a \(hello.role.rawValue) connection cannot make that request"))
         case (.control, .control(let command)):
             return await control(command, id: id, from: session)
         case (.app, .assetPacks), (.app, .assetPackStatus), (.app, .ensureAssetPack), (.app, .cancelAssetPackDownload),
-            (.app, .checkForAssetPackUpdates), (.app, .removeAssetPack):
+            (.app, .checkForAssetPackUpdates), (.app, .removeAssetPack), (.app, .assetPackLanguages),
+            (.app, .setAssetPackLanguage), (.app, .reconcileAssetPackLanguages):
             return await assetPackRequest(request, app: hello.appIdentifier ?? "")
         case (.app, let request):
             return appRequest(request, from: session, app: hello.appIdentifier ?? "")
@@ -141,7 +143,7 @@ public final class BackgroundAssetsService: Sendable {
                 return .assetPacks(try await engine.offeredPacks(app).map { entry in
                     AssetPackInfo(
                         id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
-                        userInfo: try entry.userInfo.map { try decoder.encode($0) })
+                        userInfo: try entry.userInfo.map { try decoder.encode($0) }, language: entry.language)
                 })
             case .assetPackStatus(let id):
                 return .assetPackStatus(try await engine.packStatus(app, id: id))
@@ -157,6 +159,15 @@ public final class BackgroundAssetsService: Sendable {
             case .removeAssetPack(let id):
                 try engine.removePack(app, id: id)
                 return .ok
+            case .assetPackLanguages:
+                let (primary, resolved) = try engine.packLanguages(app)
+                return .assetPackLanguages(primary: primary, resolved: resolved)
+            case .setAssetPackLanguage(let language):
+                try engine.setPackLanguage(app, language)
+                return .ok
+            case .reconcileAssetPackLanguages(let preferred):
+                let (updating, removed) = try await engine.reconcilePackLanguages(app, preferred: preferred)
+                return .assetPackUpdates(updating: updating, removed: removed)
             default:
                 return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "not an asset pack request"))
             }

@@ -223,10 +223,12 @@ extension BackgroundAssetsService {
                 ?? "not installed"
             if pack.downloading { state += ", downloading" }
             if pack.updateAvailable, let available = pack.availableVersion { state += ", version \(available) available" }
-            text += "  \(pack.id)  \(policy)  \(state)\n"
+            let language = pack.language.map { "  (\($0))" } ?? ""
+            text += "  \(pack.id)\(language)  \(policy)  \(state)\n"
             var row: [String: Any] = [
                 "assetPackID": pack.id, "policy": policy, "downloading": pack.downloading, "downloadSize": pack.downloadSize,
             ]
+            if let language = pack.language { row["language"] = language }
             if let version = pack.availableVersion { row["availableVersion"] = version }
             if let installed = pack.installed {
                 row["installedVersion"] = installed.version

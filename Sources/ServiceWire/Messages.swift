@@ -56,6 +56,12 @@ public enum ServiceRequest: Codable, Sendable {
     case checkForAssetPackUpdates
     /// `remove(assetPackWithID:)`.
     case removeAssetPack(String)
+    /// (27) The manifest's primary language and the app's resolved one: answered with `assetPackLanguages`.
+    case assetPackLanguages
+    /// (27) `resolvedLanguageID = language` (nil: the user's preferred languages).
+    case setAssetPackLanguage(String?)
+    /// (27) `reconcilePreferredLanguages()`, with the app's preferred languages: answered with `assetPackUpdates`.
+    case reconcileAssetPackLanguages(preferred: [String])
     /// A `bahost` command: install, launch, debug…
     case control(ControlCommand)
 }
@@ -140,6 +146,7 @@ public enum ServiceReply: Codable, Sendable {
     case assetPacks([AssetPackInfo])
     case assetPackStatus(Int)
     case assetPackUpdates(updating: [String], removed: [String])
+    case assetPackLanguages(primary: String?, resolved: String?)
     case failure(HostError)
     /// A control command's result: for people, and as one JSON object for scripts. `success` false makes the
     /// command line exit non-zero.

@@ -7,11 +7,18 @@ import Vocabulary
 struct Pack: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Describe, package and list managed asset packs (ba-package).",
-        subcommands: [Template.self, Package.self, DownloadManifestCommand.self])
+        subcommands: [Template.self, Package.self, Evaluate.self, DownloadManifestCommand.self])
 
     struct Template: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a pack manifest to start from (or write it with -o).")
+            abstract: "Print a pack manifest to start from (or write it with -o).",
+            discussion: """
+                Selectors besides file and directory (Apple's 27): {"filePattern": "sounds/**/*.ogg"}, \
+                {"fileSource": "build/a.bin", "fileDestination": "a.bin"}, {"directorySource": "build/maps", \
+                "directoryDestination": "maps"}, {"fileExclusion": "**/*.psd"} (applied last). "sourceRoot": \
+                "assets" makes selector paths start there; "language": "fr" (BCP-47) makes the pack a localized one, \
+                downloaded on its own only for the app's resolved language.
+                """)
         @Option(name: .shortAndLong, help: "Write it here instead of standard output; an existing file is kept.")
         var output: String?
 
@@ -78,6 +85,32 @@ struct Pack: ParsableCommand {
         }
     }
 
+    struct Evaluate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a pack manifest and list the files it selects, without packaging them.",
+            discussion: "Each file's path in the pack, its size and where it comes from; then the total.")
+        @Argument(help: "The pack manifest (JSON).") var manifest: String
+        @Flag(help: "Print the result as one JSON object.") var json = false
+
+        func run() throws {
+            let (pack, files) = try PackArchive.evaluate(manifestPath: manifest)
+            let total = files.reduce(Int64(0)) { $0 + $1.size }
+            if json {
+                var object: [String: Any] = [
+                    "assetPackID": pack.assetPackID, "installedSize": total,
+                    "files": files.map { ["path": $0.path, "source": $0.source, "size": $0.size] },
+                ]
+                if let language = pack.language { object["language"] = language }
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            for file in files { print("\(file.path.printable())  \(file.size) bytes  ← \(file.source.printable())") }
+            let language = pack.language.map { ", language \($0)" } ?? ""
+            print("\(pack.assetPackID)\(language): \(files.count) files, \(total) bytes")
+        }
+    }
+
     struct DownloadManifestCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "download-manifest", abstract: "Make the download manifest a server offers.",
@@ -100,6 +133,8 @@ struct Pack: ParsableCommand {
                     "Also write each pack's files here, one per content (PACK-ID.files/SHA-256), to serve beside the archives at the base URL.",
                     discussion: "An update then fetches only the files that changed, when they are fewer bytes than the archive."))
             var fileObjects: String?
+            @Option(help: "The language localized packs fall back to (default: the first their languages offer).")
+            var primaryLanguage: String?
 
             func validate() throws {
                 guard !archives.isEmpty else { throw ValidationError("name at least one pack archive") }
@@ -109,14 +144,16 @@ struct Pack: ParsableCommand {
                 let previous = FileManager.default.contents(atPath: outputPath).flatMap { try? DownloadManifest(data: $0) }
                 let manifest = try DownloadManifest.create(
                     archives: archives, baseURL: downloadBaseURL, previous: previous,
-                    fileObjects: fileObjects.map { URL(fileURLWithPath: $0, isDirectory: true) })
+                    fileObjects: fileObjects.map { URL(fileURLWithPath: $0, isDirectory: true) },
+                    primaryLanguage: primaryLanguage)
                 let temporary = outputPath + ".partial"
                 try manifest.encoded().write(to: URL(fileURLWithPath: temporary))
                 guard rename(temporary, outputPath) == 0 else {
                     throw ValidationError("cannot write \(outputPath): \(String(cString: strerror(errno)))")
                 }
                 for pack in manifest.assetPacks {
-                    print("\(pack.id) version \(pack.version): \(pack.files.count) files, \(pack.downloadSize) bytes at \(pack.url)")
+                    let language = pack.language.map { " (\($0))" } ?? ""
+                    print("\(pack.id)\(language) version \(pack.version): \(pack.files.count) files, \(pack.downloadSize) bytes at \(pack.url)")
                 }
             }
         }

@@ -94,6 +94,59 @@ import TestSupport
         }
     }
 
+    /// Apple's 27 selectors: a glob, a file and a folder packed at other paths, an exclusion applied last, all from
+    /// `sourceRoot`; and a localized pack's language.
+    @Test func theSelectorsOf27PickTheFilesTheySay() throws {
+        let root = folder()
+        let assets = root.appendingPathComponent("assets")
+        for path in ["sounds/a.ogg", "sounds/deep/b.ogg", "sounds/c.wav", "build/out/map.bin", "maps/1/m.json",
+                     "maps/1/m.psd", "voice/fr/hello.txt"] {
+            write(path, to: assets.appendingPathComponent(path))
+        }
+        write(
+            """
+            {"assetPackID": "mixed", "downloadPolicy": {"onDemand": {}}, "sourceRoot": "assets", "language": "fr",
+             "fileSelectors": [
+               {"filePattern": "sounds/**/*.ogg"},
+               {"fileSource": "build/out/map.bin", "fileDestination": "map.bin"},
+               {"directorySource": "maps/1", "directoryDestination": "levels/one"},
+               {"directorySource": "voice/fr", "directoryDestination": "voice"},
+               {"fileExclusion": "**/*.psd"}
+             ]}
+            """, to: root.appendingPathComponent("Manifest.json"))
+        let (manifest, files) = try PackArchive.evaluate(manifestPath: root.appendingPathComponent("Manifest.json").path)
+        #expect(manifest.language == "fr")
+        #expect(files.map(\.path) == ["levels/one/m.json", "map.bin", "sounds/a.ogg", "sounds/deep/b.ogg", "voice/hello.txt"])
+        #expect(files.first { $0.path == "map.bin" }?.source == assets.appendingPathComponent("build/out/map.bin").path)
+        let archive = root.appendingPathComponent("mixed.tar.zst").path
+        let index = try PackArchive.package(manifestPath: root.appendingPathComponent("Manifest.json").path, output: archive)
+        #expect(index.files.map(\.path) == files.map(\.path))
+        #expect(try PackArchive.readIndex(archive).manifest.language == "fr")
+    }
+
+    @Test func selectorsAndLanguagesThatCannotBeAreRefused() throws {
+        for (extra, selectors, expected) in [
+            (#""language": "fr_FR","#, #"[{"file": "a.txt"}]"#, "not a BCP-47 language tag"),
+            ("", #"[{"fileSource": "a.txt"}]"#, "needs a \"fileDestination\""),
+            ("", #"[{"fileSource": "a.txt", "fileDestination": "../a.txt"}]"#, "a.txt"),
+            ("", #"[{"filePattern": "../*"}]"#, "must be relative and stay inside the pack"),
+            ("", #"[{"fileExclusion": "*"}]"#, "selects no files"),
+            ("", #"[{"file": "a.txt"}, {"fileSource": "b.txt", "fileDestination": "a.txt"}]"#, "two files go to"),
+        ] {
+            let root = folder()
+            write("a", to: root.appendingPathComponent("a.txt"))
+            write("b", to: root.appendingPathComponent("b.txt"))
+            write(
+                "{\"assetPackID\": \"p\", \"downloadPolicy\": {\"onDemand\": {}}, \(extra) \"fileSelectors\": \(selectors)}",
+                to: root.appendingPathComponent("Manifest.json"))
+            #expect {
+                try PackArchive.evaluate(manifestPath: root.appendingPathComponent("Manifest.json").path)
+            } throws: { error in
+                "\(error)".contains(expected)
+            }
+        }
+    }
+
     // MARK: Hostile archives
 
     /// One entry of a hand-made archive.

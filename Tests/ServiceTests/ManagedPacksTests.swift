@@ -411,4 +411,85 @@ import TestSupport
         #expect(names("levels/second") == ["inside.txt"])
         #expect(lines.first { $0["read"] != nil }?["text"] as? String == "second")
     }
+
+    // MARK: Localized packs (27)
+
+    /// A localized pack whose `voice/hello.txt` holds `text`, packed from `LANGUAGE/voice` with a directory source.
+    func localizedPack(_ id: String, language: String, text: String) throws -> String {
+        let source = work.appendingPathComponent("\(id)-\(UUID().uuidString.prefix(4))")
+        try FileManager.default.createDirectory(
+            at: source.appendingPathComponent("assets/\(language)/voice"), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: source.appendingPathComponent("assets/\(language)/voice/hello.txt"))
+        try Data("""
+            {"assetPackID": "\(id)", "language": "\(language)", "sourceRoot": "assets",
+             "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
+             "fileSelectors": [{"directorySource": "\(language)/voice", "directoryDestination": "voice"}]}
+            """.utf8).write(to: source.appendingPathComponent("Manifest.json"))
+        let archive = source.appendingPathComponent("\(id).tar.zst").path
+        try PackArchive.package(manifestPath: source.appendingPathComponent("Manifest.json").path, output: archive)
+        return archive
+    }
+
+    /// Install downloads the localized packs of the user's language only (the service's LANGUAGE, English); the app
+    /// reads them as localized; reconciling with the app's own languages (French) brings the French pack and removes
+    /// the English one; a language the app sets wins over its user's, and clearing it goes back to them.
+    @Test func localizedPacksFollowTheResolvedLanguage() throws {
+        let intro = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "hi")
+        let french = try localizedPack("voice-fr", language: "fr", text: "bonjour")
+        let english = try localizedPack("voice-en", language: "en", text: "hello")
+        let manifest = try DownloadManifest.create(
+            archives: [intro, french, english], baseURL: nginx.https("\(dir)/packs"), previous: nil, primaryLanguage: "en")
+        for archive in [intro, french, english] {
+            let id = try PackArchive.readIndex(archive).manifest.assetPackID
+            _ = try nginx.serve(try Data(contentsOf: URL(fileURLWithPath: archive)), at: "\(dir)/packs/\(id)")
+        }
+        _ = try nginx.serve(try manifest.encoded(), at: "\(dir)/download-manifest.json")
+        let app = try TestApp(
+            manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
+            managedAssetPacks: true)
+        let daemon = try ServiceDaemon(environment: ["LANGUAGE": "en-GB:de", "LANG": "C.UTF-8"])
+        #expect(try daemon.report(["install", app.folder.path]).status == 0)
+        let packs = app.container(in: daemon.dataRoot).appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks")
+        func installed() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: packs.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        }
+        #expect(installed() == ["intro", "voice-en"])
+
+        let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
+        /// packs-app run as the app by a user who prefers French.
+        func run(_ arguments: [String]) throws -> [[String: Any]] {
+            let result = try daemon.launch(app.identifier, packsApp, arguments, environment: ["LANGUAGE": "fr-CA:fr"])
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+            return result.events()
+        }
+        func line(_ lines: [[String: Any]], _ key: String, _ value: String? = nil) -> [String: Any]? {
+            lines.first { $0[key] != nil && (value == nil || $0[key] as? String == value) }
+        }
+        var lines = try run(["--languages", "--read-localized", "en:voice/hello.txt", "--read-localized", "fr:voice/hello.txt"])
+        let languages = try #require(line(lines, "primaryLanguage"))
+        #expect(languages["primaryLanguage"] as? String == "en")
+        #expect(languages["resolvedLanguage"] as? String == "en")
+        #expect(languages["availableLanguages"] as? [String] == ["en", "fr"])
+        #expect(languages["locallyAvailableLanguages"] as? [String] == ["en"])
+        #expect(line(lines, "readLocalized", "en:voice/hello.txt")?["text"] as? String == "hello")
+        #expect(line(lines, "readLocalized", "fr:voice/hello.txt")?["error"] as? String == "fileNotFound(voice/hello.txt)")
+
+        // Reconciling with the app's languages: French comes, English goes; fr-CA reads the fr pack.
+        lines = try run(["--reconcile", "--languages", "--read-localized", "fr-CA:voice/hello.txt"])
+        #expect(line(lines, "reconciled")?["reconciled"] as? Bool == true, "\(lines)")
+        #expect(line(lines, "primaryLanguage")?["resolvedLanguageID"] as? String == "fr")
+        #expect(line(lines, "primaryLanguage")?["locallyAvailableLanguages"] as? [String] == ["fr"])
+        #expect(line(lines, "readLocalized")?["text"] as? String == "bonjour")
+        #expect(installed() == ["intro", "voice-fr"])
+
+        // A language the app sets wins over its user's.
+        lines = try run(["--set-language", "en", "--reconcile", "--languages"])
+        #expect(line(lines, "primaryLanguage")?["resolvedLanguageID"] as? String == "en")
+        #expect(installed() == ["intro", "voice-en"])
+
+        // Cleared, the user's languages apply again.
+        lines = try run(["--set-language", "none", "--reconcile", "--languages"])
+        #expect(line(lines, "primaryLanguage")?["resolvedLanguageID"] as? String == "fr")
+        #expect(installed() == ["intro", "voice-fr"])
+    }
 }

@@ -6,10 +6,14 @@ public final class ServiceDaemon: @unchecked Sendable {
     public let dataRoot: URL
     public let log: String
     public let arguments: [String]
+    /// What the daemon's environment adds to the tests' own.
+    public let environment: [String: String]
     public private(set) var process: Process
 
-    /// Starts a daemon; `extra` adds options (`--daily-runtime 0`, `--sysfs-root DIR`…).
-    public init(dataRoot: URL? = nil, extra: [String] = []) throws {
+    /// Starts a daemon; `extra` adds options (`--daily-runtime 0`, `--sysfs-root DIR`…), `environment` variables
+    /// (`LANGUAGE`…).
+    public init(dataRoot: URL? = nil, extra: [String] = [], environment: [String: String] = [:]) throws {
+        self.environment = environment
         let folder = TestPlugins.scratch.appendingPathComponent("service-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         socket = folder.appendingPathComponent("service.sock").path
@@ -19,7 +23,7 @@ public final class ServiceDaemon: @unchecked Sendable {
             "daemon", "--socket", socket, "--data-root", self.dataRoot.path, "--ca-file", Nginx.shared.caFile,
             "--development", "--retry-delay", "0.05", "--scheduler-interval", "3600", "--budget", "10",
         ] + extra
-        process = try Self.launch(arguments, log: log)
+        process = try Self.launch(arguments, log: log, environment: environment)
         try waitForSocket()
     }
 
@@ -27,13 +31,14 @@ public final class ServiceDaemon: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
-    private static func launch(_ arguments: [String], log: String) throws -> Process {
+    private static func launch(_ arguments: [String], log: String, environment: [String: String]) throws -> Process {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         output.seekToEndOfFile()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPlugins.bahost)
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = output
         try process.run()
@@ -61,7 +66,7 @@ public final class ServiceDaemon: @unchecked Sendable {
 
     /// Starts the daemon again with the same options and data.
     public func restart() throws {
-        process = try Self.launch(arguments, log: log)
+        process = try Self.launch(arguments, log: log, environment: environment)
         try waitForSocket()
     }
 
@@ -162,8 +167,10 @@ extension ServiceDaemon {
         ["launch", app, "--socket", socket, "--", executable] + arguments
     }
 
-    /// Runs `executable` to its end as `app`, launched by `bahost launch`.
-    public func launch(_ app: String, _ executable: String, _ arguments: [String]) throws -> Bahost.Result {
-        try Bahost.run(launchCommand(app, executable, arguments))
+    /// Runs `executable` to its end as `app`, launched by `bahost launch`, with `environment` added to the tests' own.
+    public func launch(
+        _ app: String, _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> Bahost.Result {
+        try Bahost.run(launchCommand(app, executable, arguments), environment: environment)
     }
 }

@@ -23,12 +23,52 @@ struct PacksApp: AsyncParsableCommand {
     var listFolder: [String] = []
     @Flag(help: "Check for updates and print the updating and removed IDs.") var checkForUpdates = false
     @Option(help: "Remove a pack.") var remove: [String] = []
+    @Flag(help: "Print the languages: the manifest's primary and resolved ones, and those on the device (27).")
+    var languages = false
+    @Option(help: "Set resolvedLanguageID (a BCP-47 tag, or 'none' for the user's languages) before acting.")
+    var setLanguage: String?
+    @Flag(help: "Reconcile the localized packs with the resolved language (after setting it, before reading).")
+    var reconcile = false
+    @Option(help: "Print the text of a file in the packs localized for a language: LANGUAGE:PATH.")
+    var readLocalized: [String] = []
 
     func run() async throws {
         let manager = AssetPackManager.shared
+        if let setLanguage { manager.resolvedLanguageID = setLanguage == "none" ? nil : setLanguage }
+        if reconcile {
+            do {
+                try await manager.reconcilePreferredLanguages()
+                say(["reconciled": true])
+            } catch {
+                say(["reconciled": false, "error": Self.describe(error)])
+            }
+        }
         if list {
             let packs = try await manager.manifest.assetPacks.sorted { $0.id < $1.id }
-            say(["packs": packs.map { ["id": $0.id, "version": $0.version, "downloadSize": $0.downloadSize] as [String: Any] }])
+            say(["packs": packs.map {
+                ["id": $0.id, "version": $0.version, "downloadSize": $0.downloadSize,
+                 "language": $0.language?.minimalIdentifier ?? ""] as [String: Any]
+            }])
+        }
+        if languages {
+            let manifest = try await manager.manifest
+            say([
+                "primaryLanguage": manifest.primaryLanguage?.minimalIdentifier ?? "",
+                "resolvedLanguage": manifest.resolvedLanguage?.minimalIdentifier ?? "",
+                "resolvedLanguageID": manager.resolvedLanguageID ?? "",
+                "availableLanguages": manifest.availableLanguages.map(\.minimalIdentifier).sorted(),
+                "locallyAvailableLanguages": await manager.locallyAvailableLanguages.map(\.minimalIdentifier).sorted(),
+            ])
+        }
+        for spec in readLocalized {
+            let parts = spec.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--read-localized takes LANGUAGE:PATH") }
+            do {
+                let data = try manager.contents(at: FilePath(parts[1]), asLocalizedFor: Locale.Language(identifier: parts[0]))
+                say(["readLocalized": spec, "text": String(decoding: data, as: UTF8.self)])
+            } catch {
+                say(["readLocalized": spec, "error": Self.describe(error)])
+            }
         }
         for id in status {
             let pack = try await manager.assetPack(withID: id)

@@ -12,16 +12,25 @@ public struct AssetPack: Sendable, Hashable, Identifiable {
     public let downloadSize: Int
     /// The JSON the pack's manifest gives as `userInfo`, if any.
     public let userInfo: Data?
+    /// The language of a localized pack (27); nil for a pack for every language.
+    public let language: Locale.Language?
 
     /// Where the pack is served, and whether it is essential for a content request (unmanaged use of a manifest).
     let url: URL?
     let essentialFor: Set<BAContentRequest>
+    /// `language`'s BCP-47 tag as the manifest wrote it.
+    let languageTag: String?
 
-    init(id: String, version: Int, downloadSize: Int, userInfo: Data?, url: URL? = nil, essentialFor: Set<BAContentRequest> = []) {
+    init(
+        id: String, version: Int, downloadSize: Int, userInfo: Data?, language: String? = nil, url: URL? = nil,
+        essentialFor: Set<BAContentRequest> = []
+    ) {
         self.id = id
         self.version = version
         self.downloadSize = downloadSize
         self.userInfo = userInfo
+        self.language = language.map { Locale.Language(identifier: $0) }
+        languageTag = language
         self.url = url
         self.essentialFor = essentialFor
     }

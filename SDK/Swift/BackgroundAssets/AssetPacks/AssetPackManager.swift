@@ -48,12 +48,18 @@ public actor AssetPackManager {
     /// The app's download manifest: every pack the server offers to it.
     public var manifest: AssetPackManifest {
         get async throws {
-            guard case .assetPacks(let packs) = try await call(.assetPacks) else {
+            guard case .assetPacks(let packs) = try await call(.assetPacks),
+                case .assetPackLanguages(let primary, let resolved) = try await call(.assetPackLanguages)
+            else {
                 throw ServiceTransport.invalid("the service answered with something else")
             }
-            let set = Set(packs.map { AssetPack(id: $0.id, version: $0.version, downloadSize: Int($0.downloadSize), userInfo: $0.userInfo) })
+            let set = Set(packs.map {
+                AssetPack(
+                    id: $0.id, version: $0.version, downloadSize: Int($0.downloadSize), userInfo: $0.userInfo,
+                    language: $0.language)
+            })
             updates.remember(set)
-            return AssetPackManifest(assetPacks: set)
+            return AssetPackManifest(assetPacks: set, primaryLanguage: primary, resolvedLanguage: resolved)
         }
     }
 
@@ -139,6 +145,58 @@ public actor AssetPackManager {
         _ = try await call(.removeAssetPack(id), pack: id)
     }
 
+    // MARK: Languages (27)
+
+    /// The language the app's localized packs follow, as a BCP-47 tag: the one set here, else the best of the user's
+    /// preferred languages among those the packs offer, else the manifest's primary language. Setting it (nil: back
+    /// to the user's languages) downloads and removes nothing by itself: `reconcilePreferredLanguages()` does.
+    public nonisolated var resolvedLanguageID: String? {
+        get {
+            guard case .assetPackLanguages(_, let resolved)? = try? transport.request(.assetPackLanguages) else { return nil }
+            return resolved
+        }
+        set {
+            _ = try? transport.request(.setAssetPackLanguage(newValue))
+        }
+    }
+
+    /// The languages of the localized packs on the device.
+    public var locallyAvailableLanguages: Set<Locale.Language> {
+        get async {
+            guard let root = try? namespace() else { return [] }
+            return Set(installedLanguages(root).values.map { Locale.Language(identifier: $0) })
+        }
+    }
+
+    /// Brings the localized packs on the device in line with the resolved language (the one the app set, else the
+    /// best of this process's preferred languages): that language's essential and prefetch packs are made
+    /// available, then the localized packs of every other language removed.
+    public func reconcilePreferredLanguages() async throws {
+        _ = try await call(.reconcileAssetPackLanguages(preferred: LanguageTags.preferred()))
+    }
+
+    /// The contents of the file at `path` in the packs localized for `language` (its own tag first, then its
+    /// language: `fr` serves `fr-CA`).
+    public nonisolated func contents(
+        at path: FilePath, asLocalizedFor language: Locale.Language, options: Data.ReadingOptions = .mappedIfSafe
+    ) throws -> Data {
+        try Data(contentsOf: locate(path, localizedFor: language), options: options)
+    }
+
+    /// An open, read-only descriptor of the file at `path` in the packs localized for `language`; the caller closes it.
+    public nonisolated func descriptor(for path: FilePath, asLocalizedFor language: Locale.Language) throws -> FileDescriptor {
+        try FileDescriptor.open(FilePath(locate(path, localizedFor: language).path), .readOnly, options: [.closeOnExec])
+    }
+
+    /// The URL of the file at `path` in the packs localized for `language`; well formed even when nothing is there.
+    public nonisolated func url(for path: FilePath, asLocalizedFor language: Locale.Language) throws -> URL {
+        do {
+            return try locate(path, localizedFor: language)
+        } catch ManagedBackgroundAssetsError.fileNotFound {
+            return try namespace().appendingPathComponent(path.string)
+        }
+    }
+
     // MARK: Files
 
     /// The contents of the file at `path` in the packs' shared namespace (or in one pack only).
@@ -220,19 +278,43 @@ public actor AssetPackManager {
         return container.appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks", isDirectory: true)
     }
 
+    /// The installed localized packs' languages, by pack ID (each pack's `.bapack/language`, which the service writes).
+    private nonisolated func installedLanguages(_ root: URL) -> [String: String] {
+        var languages: [String: String] = [:]
+        for pack in ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []) where !pack.hasPrefix(".") {
+            let file = root.appendingPathComponent(pack).appendingPathComponent(".bapack/language")
+            guard let data = FileManager.default.contents(atPath: file.path), data.count <= 64 else { continue }
+            languages[pack] = String(decoding: data, as: UTF8.self)
+        }
+        return languages
+    }
+
+    /// The file at `path` in the installed packs localized for `language`: those of its very tag first, then those of
+    /// its language.
+    private nonisolated func locate(_ path: FilePath, localizedFor language: Locale.Language) throws -> URL {
+        let root = try namespace()
+        let languages = installedLanguages(root)
+        let exact = languages.filter { Locale.Language(identifier: $0.value).maximalIdentifier == language.maximalIdentifier }
+        let close = languages.filter { Locale.Language(identifier: $0.value).languageCode == language.languageCode }
+        return try locate(path, among: exact.keys.sorted() + close.keys.sorted().filter { exact[$0] == nil })
+    }
+
     /// The file at `path` in the one pack `id`, or in the first installed pack (by ID) that has it.
     private nonisolated func locate(_ path: FilePath, in id: String?) throws -> URL {
+        if let id {
+            guard assetPackIsAvailableLocally(withID: id) else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+            return try locate(path, among: [id])
+        }
+        let root = try namespace()
+        return try locate(path, among: ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted())
+    }
+
+    /// The file at `path` in the first of `packs` that has it.
+    private nonisolated func locate(_ path: FilePath, among packs: [String]) throws -> URL {
         guard !path.isAbsolute, !path.components.contains(where: { $0.kind != .regular }), !path.isEmpty,
             path.components.first?.string != ".bapack"
         else { throw ManagedBackgroundAssetsError.fileNotFound(at: path) }
         let root = try namespace()
-        let packs: [String]
-        if let id {
-            guard assetPackIsAvailableLocally(withID: id) else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
-            packs = [id]
-        } else {
-            packs = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        }
         for pack in packs {
             let candidate = root.appendingPathComponent(pack).appendingPathComponent(path.string)
             if FileManager.default.fileExists(atPath: candidate.path) { return candidate }

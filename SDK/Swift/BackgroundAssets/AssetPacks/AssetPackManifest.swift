@@ -8,9 +8,30 @@ import Vocabulary
 public struct AssetPackManifest: Sendable, Hashable {
     /// The packs the manifest lists for this platform.
     public let assetPacks: Set<AssetPack>
+    /// (27) The language localized packs fall back to when none of the user's preferred languages is offered.
+    public let primaryLanguage: Locale.Language?
+    /// (27) The language the app's localized packs follow: the one the app set (`resolvedLanguageID`), else the best
+    /// of the user's preferred languages among those offered, else the primary language.
+    public let resolvedLanguage: Locale.Language?
 
-    init(assetPacks: Set<AssetPack>) {
+    init(assetPacks: Set<AssetPack>, primaryLanguage: String?, resolvedLanguage: String?) {
         self.assetPacks = assetPacks
+        self.primaryLanguage = primaryLanguage.map { Locale.Language(identifier: $0) }
+        self.resolvedLanguage = resolvedLanguage.map { Locale.Language(identifier: $0) }
+    }
+
+    /// (27) The languages the localized packs offer.
+    public var availableLanguages: Set<Locale.Language> { Set(localizedAssetPacks.compactMap(\.language)) }
+
+    /// (27) The packs localized for a language.
+    public var localizedAssetPacks: Set<AssetPack> { assetPacks.filter { $0.language != nil } }
+
+    /// (27) The packs localized for `language`: its own tag, or failing that its language (`fr` for `fr-CA`).
+    public func localizedAssetPacks(for language: Locale.Language) -> Set<AssetPack> {
+        let wanted = language.maximalIdentifier
+        let exact = localizedAssetPacks.filter { $0.language?.maximalIdentifier == wanted }
+        guard exact.isEmpty else { return exact }
+        return localizedAssetPacks.filter { $0.language?.languageCode == language.languageCode }
     }
 
     /// Reads a download manifest file; `appGroupID` is the app group whose container receives the downloads.
@@ -22,6 +43,7 @@ public struct AssetPackManifest: Sendable, Hashable {
     public init(from data: Data, appGroupID: String) throws {
         let manifest = try JSONDecoder().decode(Listing.self, from: data)
         var packs = Set<AssetPack>()
+        var languages = Set<String>()
         for entry in manifest.assetPacks where entry.platforms.isEmpty || entry.platforms.contains("linux") {
             var essentialFor = Set<BAContentRequest>()
             if let events = entry.downloadPolicy.essential?.installationEventTypes {
@@ -30,12 +52,15 @@ public struct AssetPackManifest: Sendable, Hashable {
             }
             var pack = AssetPack(
                 id: entry.id, version: entry.version, downloadSize: Int(entry.downloadSize),
-                userInfo: try entry.userInfo.map { try JSONEncoder().encode($0) }, url: URL(string: entry.url),
-                essentialFor: essentialFor)
+                userInfo: try entry.userInfo.map { try JSONEncoder().encode($0) }, language: entry.language,
+                url: URL(string: entry.url), essentialFor: essentialFor)
             pack.applicationGroupIdentifier = appGroupID
             packs.insert(pack)
+            if let language = entry.language { languages.insert(language) }
         }
-        assetPacks = packs
+        // Read by the app or extension itself: the resolved language is the user's best, in this process.
+        let resolved = LanguageTags.best(for: LanguageTags.preferred(), among: languages) ?? manifest.primaryLanguage
+        self.init(assetPacks: packs, primaryLanguage: manifest.primaryLanguage, resolvedLanguage: resolved)
     }
 
     /// The pack with this ID, if the manifest lists it.
@@ -50,6 +75,7 @@ public struct AssetPackManifest: Sendable, Hashable {
     /// The fields of a download manifest that the app side reads.
     private struct Listing: Decodable {
         var assetPacks: [Entry]
+        var primaryLanguage: String?
 
         struct Entry: Decodable {
             var id: String
@@ -59,6 +85,7 @@ public struct AssetPackManifest: Sendable, Hashable {
             var platforms: [String]
             var userInfo: JSONValue?
             var downloadPolicy: Policy
+            var language: String?
         }
 
         struct Policy: Decodable {
