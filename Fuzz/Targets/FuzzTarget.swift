@@ -39,7 +39,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .infoPlist:
             return (try? AppConfiguration(infoPlist: data)) != nil
         case .packManifest:
-            return (try? JSONDecoder().decode(PackManifest.self, from: data)) != nil
+            guard let manifest = try? JSONDecoder().decode(PackManifest.self, from: data) else { return false }
+            return (try? manifest.validate()) != nil
         case .downloadManifest:
             return (try? DownloadManifest(data: data)) != nil
         case .packArchive:

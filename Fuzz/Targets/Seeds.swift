@@ -19,6 +19,7 @@ extension FuzzTarget {
                 ("essential", Data(#"{"assetPackID": "intro", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation", "subsequentUpdate"]}}, "fileSelectors": [{"file": "a.json"}, {"directory": "textures"}], "platforms": ["linux"], "userInfo": {"title": "Intro", "n": [1, 2.5, null, true]}}"#.utf8)),
                 ("on-demand", Data(#"{"assetPackID": "bonus", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "bonus"}]}"#.utf8)),
                 ("prefetch", Data(#"{"assetPackID": "music", "downloadPolicy": {"prefetch": {"installationEventTypes": ["firstInstallation"]}}, "fileSelectors": [{"file": "m.ogg"}], "platforms": []}"#.utf8)),
+                ("selectors-27", Data(#"{"assetPackID": "voice-fr", "language": "fr-CA", "sourceRoot": "assets", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"filePattern": "sounds/**/*.ogg"}, {"fileSource": "a.bin", "fileDestination": "b.bin"}, {"directorySource": "maps/1", "directoryDestination": "maps"}, {"fileExclusion": "**/*.psd"}]}"#.utf8)),
             ]
         case .downloadManifest: return Self.downloadManifests()
         case .packArchive: return Self.packArchives()

@@ -9,17 +9,23 @@ struct Glob: Sendable {
         components = pattern.split(separator: "/").map(String.init)
     }
 
+    /// Whether `path` matches, in time proportional to the pattern's components times the path's (a table of which
+    /// pattern suffix matches which path suffix), so that many `**` cost no more than one.
     func matches(_ path: String) -> Bool {
-        Self.match(components[...], path.split(separator: "/").map(String.init)[...])
-    }
-
-    private static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
-        guard let first = pattern.first else { return path.isEmpty }
-        if first == "**" {
-            // Zero components, or one more and try again.
-            return match(pattern.dropFirst(), path) || (!path.isEmpty && match(pattern, path.dropFirst()))
+        let names = path.split(separator: "/").map(String.init)
+        let (p, n) = (components.count, names.count)
+        // matched[i][j]: components[i...] matches names[j...].
+        var matched = [[Bool]](repeating: [Bool](repeating: false, count: n + 1), count: p + 1)
+        matched[p][n] = true
+        for i in stride(from: p - 1, through: 0, by: -1) {
+            for j in stride(from: n, through: 0, by: -1) {
+                if components[i] == "**" {
+                    matched[i][j] = matched[i + 1][j] || (j < n && matched[i][j + 1])
+                } else {
+                    matched[i][j] = j < n && fnmatch(components[i], names[j], FNM_PERIOD) == 0 && matched[i + 1][j + 1]
+                }
+            }
         }
-        guard let name = path.first, fnmatch(first, name, FNM_PERIOD) == 0 else { return false }
-        return match(pattern.dropFirst(), path.dropFirst())
+        return matched[0][0]
     }
 }

@@ -7,7 +7,7 @@ import Vocabulary
 struct Pack: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Describe, package and list managed asset packs (ba-package).",
-        subcommands: [Template.self, Package.self, Evaluate.self, DownloadManifestCommand.self])
+        subcommands: [Template.self, Package.self, Evaluate.self, Convert.self, DownloadManifestCommand.self])
 
     struct Template: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -108,6 +108,55 @@ struct Pack: ParsableCommand {
             for file in files { print("\(file.path.printable())  \(file.size) bytes  ← \(file.source.printable())") }
             let language = pack.language.map { ", language \($0)" } ?? ""
             print("\(pack.assetPackID)\(language): \(files.count) files, \(total) bytes")
+        }
+    }
+
+    struct Convert: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a pack manifest from a Steam depot build script (.vdf).",
+            discussion: """
+                DepotID names the pack (depot-ID) unless --asset-pack-id does; ContentRoot, relative to the script, \
+                becomes sourceRoot; each FileMapping becomes file selectors (a mapping that keeps paths a \
+                filePattern, a folder moved elsewhere a directorySource, a wildcard moved elsewhere one fileSource \
+                per file found now), and each FileExclusion a fileExclusion. Then check it with bahost pack evaluate.
+                """)
+        @Argument(help: "The depot build script.") var script: String
+        @Option(name: .shortAndLong, help: "The pack manifest to write (default: Manifest.json beside the script); an existing file is kept.")
+        var output: String?
+        @Option(help: "The pack's ID (default: depot-DEPOTID).") var assetPackID: String?
+        @Option(help: "essential, prefetch or on-demand.") var downloadPolicy: PolicyName = .onDemand
+        @Option(
+            parsing: .upToNextOption,
+            help: "For essential and prefetch: the events it downloads on (firstInstallation, subsequentUpdate).")
+        var installationEventTypes: [String] = ["firstInstallation", "subsequentUpdate"]
+
+        enum PolicyName: String, ExpressibleByArgument { case essential, prefetch, onDemand = "on-demand" }
+
+        func run() throws {
+            let destination = output ?? URL(fileURLWithPath: script).deletingLastPathComponent()
+                .appendingPathComponent("Manifest.json").path
+            guard !FileManager.default.fileExists(atPath: destination) else {
+                throw ValidationError("\(destination) exists; choose another path with -o or remove it first")
+            }
+            var events = Set<DownloadPolicy.InstallationEvent>()
+            for name in installationEventTypes {
+                guard let event = DownloadPolicy.InstallationEvent(rawValue: name) else {
+                    throw ValidationError("unknown installation event '\(name)': firstInstallation or subsequentUpdate")
+                }
+                events.insert(event)
+            }
+            let policy: DownloadPolicy =
+                switch downloadPolicy {
+                case .essential: .essential(installationEventTypes: events)
+                case .prefetch: .prefetch(installationEventTypes: events)
+                case .onDemand: .onDemand
+                }
+            let manifest = try SteamDepotConversion.convert(
+                scriptPath: script, manifestPath: destination, assetPackID: assetPackID, downloadPolicy: policy)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            try (encoder.encode(manifest) + Data("\n".utf8)).write(to: URL(fileURLWithPath: destination))
+            print("\(manifest.assetPackID): \(manifest.fileSelectors.count) file selectors → \(destination)")
         }
     }
 

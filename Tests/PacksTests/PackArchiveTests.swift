@@ -147,6 +147,40 @@ import TestSupport
         }
     }
 
+    /// A Steam depot build script as a pack manifest (`bahost pack convert`), checked by what the manifest selects.
+    @Test func aSteamDepotScriptBecomesAPackManifest() throws {
+        let root = folder()
+        for path in ["game.bin", "data/levels/1.dat", "data/debug.pdb", "extras/readme.txt", "tools/a.cfg", "tools/deep/b.cfg"] {
+            write(path, to: root.appendingPathComponent("content/\(path)"))
+        }
+        write(
+            """
+            // The game's depot.
+            "DepotBuildConfig"
+            {
+                "DepotID" "1001"
+                "ContentRoot" "..\\content\\"
+                "FileMapping" { "LocalPath" "*" "DepotPath" "." "recursive" "1" }
+                "FileMapping" { "LocalPath" "extras\\readme.txt" "DepotPath" "docs" }
+                "FileMapping" { "LocalPath" "tools/*.cfg" "DepotPath" "config" "recursive" "0" } [$WIN32]
+                "FileExclusion" "*.pdb"
+            }
+            """, to: root.appendingPathComponent("scripts/depot_build_1001.vdf"))
+        let manifestPath = root.appendingPathComponent("Manifest.json").path
+        let manifest = try SteamDepotConversion.convert(
+            scriptPath: root.appendingPathComponent("scripts/depot_build_1001.vdf").path, manifestPath: manifestPath,
+            assetPackID: nil, downloadPolicy: .onDemand)
+        #expect(manifest.assetPackID == "depot-1001")
+        // ContentRoot is relative to the script; sourceRoot to the manifest, which sits above it.
+        #expect(manifest.sourceRoot == "content")
+        try JSONEncoder().encode(manifest).write(to: URL(fileURLWithPath: manifestPath))
+        let (_, files) = try PackArchive.evaluate(manifestPath: manifestPath)
+        #expect(files.map(\.path) == [
+            "config/a.cfg", "data/levels/1.dat", "docs/readme.txt", "extras/readme.txt", "game.bin", "tools/a.cfg",
+            "tools/deep/b.cfg",
+        ], "\(manifest.fileSelectors)")
+    }
+
     // MARK: Hostile archives
 
     /// One entry of a hand-made archive.
