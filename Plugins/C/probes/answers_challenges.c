@@ -2,7 +2,7 @@
  * `credential`), on a thread of its own after its entry point returned (the window must wait for the answer), and
  * only the first time for each download; with no credential it cancels. It logs each challenge, keeps finished
  * files, and logs failures. Its manifest holds lines "ID URL SIZE". */
-#include "manifest_lines.h"
+#include "probe_support.h"
 #include <ba/ba.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -65,11 +65,7 @@ static void did_receive_challenge(const ba_extension_t *ext, const ba_download_t
 
 static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {
     (void)ext;
-    char path[2048], line[2200];
-    snprintf(path, sizeof path, "%s/%s", getenv("BAHOST_APP_GROUP_CONTAINER"), download->identifier);
-    rename(file_path, path);
-    snprintf(line, sizeof line, "kept %s", download->identifier);
-    host->log(host, BA_LOG_INFO, line);
+    keep_in_container(host, download, file_path);
 }
 
 static void download_failed(const ba_extension_t *ext, const ba_download_t *download, const ba_error_t *error) {

@@ -1,6 +1,6 @@
 /* Crashes in the first download_finished it ever gets (it leaves a marker in its app group container first), and
  * keeps the file in every later one: the host must deliver that completion again, and then never again. */
-#include <ba/ba.h>
+#include "probe_support.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -25,17 +25,13 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
 
 static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {
     (void)ext;
-    char marker[2048], kept[2048], line[4200];
-    const char *container = getenv("BAHOST_APP_GROUP_CONTAINER");
-    snprintf(marker, sizeof marker, "%s/crashed-once", container);
+    char marker[2048];
+    snprintf(marker, sizeof marker, "%s/crashed-once", getenv("BAHOST_APP_GROUP_CONTAINER"));
     if (access(marker, F_OK) != 0) {
         fclose(fopen(marker, "w"));
         abort();
     }
-    snprintf(kept, sizeof kept, "%s/%s", container, download->identifier);
-    rename(file_path, kept);
-    snprintf(line, sizeof line, "kept %s", download->identifier);
-    host->log(host, BA_LOG_INFO, line);
+    keep_in_container(host, download, file_path);
 }
 
 static const ba_extension_t extension = {.struct_size = sizeof extension,

@@ -2,7 +2,7 @@
  * first call for "second" (a marker in the container says it did): a host killed meanwhile must deliver "first",
  * whose call returned, never again, and "second", whose call never returned, once more.
  * Its manifest holds lines "ID URL SIZE". */
-#include "manifest_lines.h"
+#include "probe_support.h"
 #include <ba/ba.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
 
 static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {
     (void)ext;
-    char path[2048], line[4200];
+    char path[2048];
     const char *container = getenv("BAHOST_APP_GROUP_CONTAINER");
     snprintf(path, sizeof path, "%s/entries", container);
     FILE *entries = fopen(path, "a");
@@ -32,10 +32,7 @@ static void download_finished(const ba_extension_t *ext, const ba_download_t *do
         fclose(fopen(path, "w"));
         sleep(60);
     }
-    snprintf(path, sizeof path, "%s/%s", container, download->identifier);
-    rename(file_path, path);
-    snprintf(line, sizeof line, "kept %s", download->identifier);
-    host->log(host, BA_LOG_INFO, line);
+    keep_in_container(host, download, file_path);
 }
 
 static const ba_extension_t extension = {.struct_size = sizeof extension,
