@@ -217,7 +217,7 @@ final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendab
     func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
         // Move the file before returning, or the system deletes it.
         var fields: [String: Any] = ["identifier": download.identifier]
-        printer.event("finishing", fields)
+        printer.event("finishing", fields, text: false)
         switch misbehaviour {
         case .sleep(let seconds): Thread.sleep(forTimeInterval: seconds)
         case .exit: Foundation.exit(3)
