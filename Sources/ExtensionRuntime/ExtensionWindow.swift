@@ -109,6 +109,8 @@ private final class WindowLoop {
     var refused: [RefusedCall] = []
     var log: [WindowLogLine] = []
     var peakResident: Int64 = 0
+    /// When the resident memory was last read: once a sampling period at most, however many packets a turn reads.
+    var sampledAt: ContinuousClock.Instant?
     var endSent = false
     var terminateSentAt: ContinuousClock.Instant?
     var killAt: ContinuousClock.Instant?
@@ -162,13 +164,17 @@ private final class WindowLoop {
 
         while exit == nil {
             var fds: [pollfd] = []
-            if channelOpen { fds.append(pollfd(fd: process.channel, events: Int16(POLLIN), revents: 0)) }
+            if channelOpen {
+                let events = process.hasPendingOutput ? Int16(POLLIN) | Int16(POLLOUT) : Int16(POLLIN)
+                fds.append(pollfd(fd: process.channel, events: events, revents: 0))
+            }
             if outputOpen { fds.append(pollfd(fd: process.output, events: Int16(POLLIN), revents: 0)) }
             if process.exitSignal >= 0 { fds.append(pollfd(fd: process.exitSignal, events: Int16(POLLIN), revents: 0)) }
             let wait = nextWakeUp() - clock.now
             _ = bahost_poll(&fds, nfds_t(fds.count), max(0, nanoseconds(wait)))
 
             if channelOpen { channelOpen = drainChannel(&packet) }
+            if channelOpen && process.hasPendingOutput { process.flush() }
             if outputOpen { outputOpen = drainOutput() }
             if let reaped = process.tryReap() {
                 exit = reaped
@@ -229,11 +235,14 @@ private final class WindowLoop {
 
     func enforceLimits() {
         let now = clock.now
-        let resident = process.residentBytes
-        peakResident = max(peakResident, resident)
-        if resident > limits.memoryBytes && stopReason == nil {
-            stop(.killedForMemory(limitBytes: limits.memoryBytes))
-            return
+        if sampledAt.map({ now - $0 >= Self.samplingPeriod }) ?? true {
+            sampledAt = now
+            let resident = process.residentBytes
+            peakResident = max(peakResident, resident)
+            if resident > limits.memoryBytes && stopReason == nil {
+                stop(.killedForMemory(limitBytes: limits.memoryBytes))
+                return
+            }
         }
         if terminateSentAt == nil && !endSent && now >= deadline {
             terminateSentAt = now

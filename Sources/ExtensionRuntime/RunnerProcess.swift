@@ -102,9 +102,45 @@ final class RunnerProcess {
         if exitSignal >= 0 { close(exitSignal) }
     }
 
+    /// Packets the socket had no room for yet, oldest first: sent, in order, before any later one.
+    private var outbox: [[UInt8]] = []
+    private var outboxStart = 0
+
+    /// Whether packets wait for room in the socket (the loop then also waits for it to become writable).
+    var hasPendingOutput: Bool { outboxStart < outbox.count }
+
+    /// Sends a packet, or keeps it until the socket has room (a window's events all go out at its hello, more than
+    /// a socket buffer holds when a delivery has hundreds of completions).
     func send(_ packet: borrowing WirePacket) {
-        // A failed send means the process is gone or not reading; its exit is noticed and classified separately.
-        _ = packet.withBytes { Glibc.send(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if hasPendingOutput || !packet.withBytes(trySend) {
+            outbox.append(packet.withBytes { Array($0) })
+            flush()
+        }
+    }
+
+    /// Sends what waits, as far as the socket takes it.
+    func flush() {
+        while outboxStart < outbox.count, outbox[outboxStart].withUnsafeBytes(trySend) {
+            outbox[outboxStart] = []
+            outboxStart += 1
+        }
+        if outboxStart == outbox.count {
+            outbox.removeAll()
+            outboxStart = 0
+        }
+    }
+
+    /// True once the packet is sent, or can never be (the process is gone: its exit is noticed and classified
+    /// separately); false when the socket is full.
+    private func trySend(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        while true {
+            if Glibc.send(channel, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) >= 0 { return true }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return false
+            default: return true
+            }
+        }
     }
 
     func kill() {

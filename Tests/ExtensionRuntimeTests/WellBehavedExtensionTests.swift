@@ -130,6 +130,25 @@ import Vocabulary
         }
     }
 
+    /// A window's events all go out at its hello, more than the socket's buffer holds when a delivery has many
+    /// completions: the host keeps what the socket has no room for and sends it as the runner reads (it dropped
+    /// them before, and such a window waited for its missing events until the budget ran out).
+    @Test func aWindowWithMoreEventsThanTheSocketHoldsGetsThemAll() throws {
+        let count = 2_000
+        let events: [WindowEvent] = (1...count).map { index in
+            .downloadFinished(
+                Download(identifier: "file-\(index)", url: "https://a.example.com/\(index)",
+                         applicationGroupIdentifier: "group.g", fileSize: 8),
+                filePath: TestPlugins.scratch.appendingPathComponent("absent-\(index)").path)
+        }
+        let outcome = try ExtensionWindow(pluginPath: try TestPlugins.c("example_extension"), limits: shortLimits)
+            .run(events, services: inMemoryServices())
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.completedEvents == count)
+        #expect(outcome.log.count == count)
+        #expect(outcome.log.last?.message == "file-\(count) finished, but there is nowhere to keep it")
+    }
+
     /// The host's table names the host, its release (the one `bahost --version` prints) and its ABI.
     @Test func theHostTableSaysWhichHostItIs() throws {
         let outcome = try runContentRequest(try TestPlugins.c("probes/host_identity"))
