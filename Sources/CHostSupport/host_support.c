@@ -260,6 +260,11 @@ int bahost_start_writeback(int fd, int64_t offset, int64_t length) {
 
 void bahost_release_free_memory(void) { malloc_trim(0); }
 
+void bahost_tune_heap_for_service(int arenas) {
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
+    mallopt(M_ARENA_MAX, arenas);
+}
+
 int bahost_exchange(const char *a, const char *b) {
     return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0 ? 0 : errno;
 }

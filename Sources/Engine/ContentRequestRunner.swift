@@ -1,4 +1,3 @@
-import CHostSupport
 import ExtensionRuntime
 import Foundation
 import Policy
@@ -44,9 +43,8 @@ struct ContentRequestRunner {
         }
         context.observe(.window(.contentRequest(request), outcome, appIdentifier: appIdentifier))
         try admit(outcome.returnedDownloads, for: request, appIdentifier: appIdentifier)
-        // A large result leaves the heap with tens of MiB freed but held (glibc keeps freed memory in its arenas):
-        // give it back, so that the daemon's footprint follows what it holds, not the largest request it admitted.
-        if outcome.returnedDownloads.count > 1000 { bahost_release_free_memory() }
+        // A large result leaves the heap with tens of MiB freed but held (glibc keeps freed memory in its arenas).
+        if outcome.returnedDownloads.count > 1000 { HeapRelease.soon() }
         if request == .install || request == .update {
             context.launchGate.close(appIdentifier)
             try context.announceLaunchIfReady(appIdentifier)

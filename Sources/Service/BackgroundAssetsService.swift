@@ -1,4 +1,5 @@
 import CBAExtension
+import CHostSupport
 import ExtensionRuntime
 import Foundation
 import Engine
@@ -26,6 +27,8 @@ public final class BackgroundAssetsService: Sendable {
     private let lastPrune = Mutex<Date?>(nil)
 
     public init(settings: ServiceSettings, logger: Logger) throws {
+        // Two arenas: a connection's or transfer's thread then shares one whose freed memory a trim gives back.
+        bahost_tune_heap_for_service(2)
         self.settings = settings
         self.logger = logger
         let sessions = AppSessions(callbackTimeout: settings.appCallbackTimeout)

@@ -1,4 +1,4 @@
-import CHostSupport
+import Engine
 import Foundation
 import ServiceWire
 import Synchronization
@@ -38,9 +38,8 @@ final class ClientSession: Sendable {
     @discardableResult
     func send(_ message: ServiceMessage) -> Bool {
         guard let data = try? ServiceProtocol.encode(message) else { return false }
-        // A large reply (fetchCurrentDownloads of a long queue) leaves tens of MiB freed but held by the heap: give
-        // them back once it is sent, so that the daemon's footprint follows what it holds.
-        defer { if data.count > 1 << 20 { bahost_release_free_memory() } }
+        // A large reply (fetchCurrentDownloads of a long queue) leaves tens of MiB freed but held by the heap.
+        if data.count > 1 << 20 { HeapRelease.soon() }
         do {
             try socket.send(data)
             return true

@@ -66,6 +66,12 @@ int bahost_signal(int status);
  * export). Any thread. */
 void bahost_release_free_memory(void);
 
+/* Sets glibc's heap up for a long-lived service, before its threads start: a block of 256 KiB or more is mapped on
+ * its own, so that freeing it gives it back to the system (glibc would otherwise raise that threshold to the
+ * largest block freed, and keep later large replies in the heap), and at most `arenas` arenas, so that freed memory
+ * is not spread over an arena per thread that a trim reaches only in part. */
+void bahost_tune_heap_for_service(int arenas);
+
 /* Swaps two paths on one file system in one step (renameat2 with RENAME_EXCHANGE, which Swift cannot import): a
  * reader sees one or the other, never neither. Returns 0, or an errno value. */
 int bahost_exchange(const char *a, const char *b);
