@@ -1,3 +1,4 @@
+import CBAExtension
 import ExtensionRuntime
 import Foundation
 import Policy
@@ -37,14 +38,17 @@ struct ContentRequestRunner {
         let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
         let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
         let services = AppDownloads(context: context, appIdentifier: appIdentifier)
-        let outcome = try await onWindowThread {
+        var outcome = try await onWindowThread {
             try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup).run(
                 [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services)
         }
         context.observe(.window(.contentRequest(request), outcome, appIdentifier: appIdentifier))
-        try admit(outcome.returnedDownloads, for: request, appIdentifier: appIdentifier)
+        // Moved into the queue rather than copied: a content request may return 100,000.
+        let returned = outcome.returnedDownloads
+        outcome.returnedDownloads = []
+        try admit(returned, for: request, appIdentifier: appIdentifier)
         // A large result leaves the heap with tens of MiB freed but held (glibc keeps freed memory in its arenas).
-        if outcome.returnedDownloads.count > 1000 { HeapRelease.soon() }
+        if returned.count > 1000 { HeapRelease.soon() }
         if request == .install || request == .update {
             context.launchGate.close(appIdentifier)
             try context.announceLaunchIfReady(appIdentifier)
@@ -52,27 +56,33 @@ struct ContentRequestRunner {
         return outcome
     }
 
-    /// Queues what a content request returned, in one transaction; records what policy refused.
-    private func admit(_ downloads: [Download], for request: ContentRequest, appIdentifier: String) throws {
+    /// Queues what a content request returned, in one transaction, each download checked for shape and duplicates
+    /// (`DownloadValidation`) and then under the app's policy, which counts as it admits; records what was refused.
+    /// The downloads are held once, in place (`QueueStore.enqueue(_:…)`), and each event made as it is sent.
+    private func admit(_ returned: consuming [Download], for request: ContentRequest, appIdentifier: String) throws {
         guard let app = try context.store.app(appIdentifier) else { return }
-        let (valid, invalid) = DownloadValidation.validate(downloads, for: request, rules: app.policy.rules)
-        var refused = invalid.map { ($0.download, $0.error) }
-        // One policy for the whole set (its allow list is parsed once), counting as it admits.
+        var downloads = returned
         var policy = app.policy
-        let results = try context.store.enqueue(valid, for: appIdentifier) { app, download in
-            let error = policy.admit(download, for: request)
+        var identifiers = Set<String>()
+        let admission = try context.store.enqueue(&downloads, for: appIdentifier) { download in
+            if let error = DownloadValidation.check(download, for: request, rules: policy.rules) { return error }
+            guard identifiers.insert(download.identifier).inserted else {
+                return HostError(
+                    BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
+                    "identifier '\(download.identifier)' is returned more than once")
+            }
+            return nil
+        } admit: { app, download in
+            let error = policy.admitChecked(download)
             app.take(policy)
             return error
         }
-        for (download, result) in results {
-            switch result {
-            case .success(let queued): context.observe(.queued(queued))
-            case .failure(let error): refused.append((download, error))
-            }
-        }
+        identifiers = []
+        admission.forEachQueued(downloads, appIdentifier: appIdentifier) { context.observe(.queued($0)) }
+        let refused = admission.refusals.sorted { $0.key < $1.key }.map { (downloads[$0.key], $0.value) }
         for (download, error) in refused { context.observe(.rejected(download, error)) }
         try context.store.recordRefused(refused, for: appIdentifier)
-        if !valid.isEmpty { context.signal.fire() }
+        if refused.count < downloads.count { context.signal.fire() }
     }
 }
 

@@ -101,19 +101,26 @@ public struct AppPolicy: Sendable {
     /// Checks the URL of a request or of a redirect hop: https (or loopback http behind the flag), and while the
     /// app is restricted, on the domain allow list (Apple's 202).
     public func checkURL(_ url: String) -> HostError? {
-        if let error = DownloadValidation.checkURL(url, rules: rules) { return error }
-        if allowance.restricted && !allowList.permits(url) {
-            return HostError(
-                BA_ERROR_SESSION_DOWNLOAD_DISALLOWED_BY_DOMAIN,
-                "\(URLComponentsHost(url)) is not on BADownloadDomainAllowList; it is permitted once the app has launched")
-        }
-        return nil
+        DownloadValidation.checkURL(url, rules: rules) ?? checkAllowList(url)
+    }
+
+    /// While the app is restricted, a URL off the domain allow list is refused (Apple's 202).
+    private func checkAllowList(_ url: String) -> HostError? {
+        guard allowance.restricted && !allowList.permits(url) else { return nil }
+        return HostError(
+            BA_ERROR_SESSION_DOWNLOAD_DISALLOWED_BY_DOMAIN,
+            "\(URLComponentsHost(url)) is not on BADownloadDomainAllowList; it is permitted once the app has launched")
     }
 
     /// Admits one download for `request` (nil: scheduled through the manager): shape, URL and allowance.
     public mutating func admit(_ download: Download, for request: ContentRequest?) -> HostError? {
-        if let error = DownloadValidation.check(download, for: request, rules: rules) { return error }
-        if let url = download.url, let error = checkURL(url) { return error }
+        DownloadValidation.check(download, for: request, rules: rules) ?? admitChecked(download)
+    }
+
+    /// Admits a download that `DownloadValidation.check` passed already (a content request's, checked with its
+    /// duplicates): the allow list and the allowance.
+    public mutating func admitChecked(_ download: Download) -> HostError? {
+        if let url = download.url, let error = checkAllowList(url) { return error }
         return allowance.admit(download)
     }
 }

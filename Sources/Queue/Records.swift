@@ -142,6 +142,9 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         claim = row[26]
     }
 
+    /// The INSERT of a row, made once: the statement cache finds its statement by this text.
+    static let insertStatement = insertSQL(into: databaseTableName)
+
     /// An INSERT into `table` of the first `count` columns (all of them unless a migration of an older table asks).
     static func insertSQL(into table: String, count: Int = columns.count) -> String {
         let names = columns.prefix(count)
