@@ -1,4 +1,3 @@
-import CBAExtension
 import ExtensionRuntime
 import Foundation
 import Policy
@@ -11,6 +10,10 @@ import Vocabulary
 /// hears of it like any failure.
 struct ContentRequestRunner {
     let context: EngineContext
+
+    /// Up to this many downloads queued by one request, each has an event (a line of `bahost install` or `run`);
+    /// beyond it, one event says how many (`queuedMany`): 100,000 lines serve nobody, and cost the host a second.
+    static let eventPerDownloadLimit = 1_000
 
     /// Fetches the app's manifest (or takes `localManifest`), runs the content request in a window, and queues what
     /// it returns. Returns the window's outcome, or nil when the manifest could not be fetched (its failure is then
@@ -38,51 +41,79 @@ struct ContentRequestRunner {
         let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
         let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
         let services = AppDownloads(context: context, appIdentifier: appIdentifier)
-        var outcome = try await onWindowThread {
+        let admission = Admission(try store.beginStaging(for: appIdentifier), request: request, policy: app.policy)
+        let outcome = try await onWindowThread {
             try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup).run(
-                [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services)
+                [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services,
+                onReturned: { _, downloads in admission.stage(downloads) })
         }
         context.observe(.window(.contentRequest(request), outcome, appIdentifier: appIdentifier))
-        // Moved into the queue rather than copied: a content request may return 100,000.
-        let returned = outcome.returnedDownloads
-        outcome.returnedDownloads = []
-        try admit(returned, for: request, appIdentifier: appIdentifier)
-        // A large result leaves the heap with tens of MiB freed but held (glibc keeps freed memory in its arenas).
-        if returned.count > 1000 { HeapRelease.soon() }
+        // Apple queues what downloads(for:) returned: nothing from a call that never returned, and nothing at all
+        // from an extension that broke the protocol.
+        var returned = outcome.completedEvents == 1
+        if case .protocolViolation = outcome.stopReason { returned = false }
+        try admission.finish(returned: returned)
+        let staged = admission.staged
+        if staged.queued.count > Self.eventPerDownloadLimit {
+            context.observe(.queuedMany(
+                appIdentifier: appIdentifier, count: staged.queued.count, bytes: staged.queued.bytes,
+                essential: staged.queued.essential))
+        } else {
+            try staged.forEachCommitted(.queued) { context.observe(.queued($0)) }
+        }
+        try staged.forEachCommitted(.failed) { row in
+            if let error = row.error { context.observe(.rejected(row.download, error)) }
+        }
+        if staged.count > 0 { context.signal.fire() }
+        // A large result leaves the heap with MiB freed but held (glibc keeps freed memory in its arenas).
+        if staged.count > 1000 { HeapRelease.soon() }
         if request == .install || request == .update {
             context.launchGate.close(appIdentifier)
             try context.announceLaunchIfReady(appIdentifier)
         }
         return outcome
     }
+}
 
-    /// Queues what a content request returned, in one transaction, each download checked for shape and duplicates
-    /// (`DownloadValidation`) and then under the app's policy, which counts as it admits; records what was refused.
-    /// The downloads are held once, in place (`QueueStore.enqueue(_:…)`), and each event made as it is sent.
-    private func admit(_ returned: consuming [Download], for request: ContentRequest, appIdentifier: String) throws {
-        guard let app = try context.store.app(appIdentifier) else { return }
-        var downloads = returned
-        var policy = app.policy
-        var identifiers = Set<String>()
-        let admission = try context.store.enqueue(&downloads, for: appIdentifier) { download in
-            if let error = DownloadValidation.check(download, for: request, rules: policy.rules) { return error }
-            guard identifiers.insert(download.identifier).inserted else {
-                return HostError(
-                    BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
-                    "identifier '\(download.identifier)' is returned more than once")
+/// What a content request returns, admitted as its window receives it (`StagedAdmission`): each download checked
+/// for shape (`DownloadValidation`), for duplicates, and under the app's policy, which counts as it admits, then
+/// queued all at once when the request returned, or dropped when it did not.
+private final class Admission: @unchecked Sendable {
+    let staged: StagedAdmission
+    private let request: ContentRequest
+    private var policy: AppPolicy
+    /// The queue's failure while staging: the rest is not staged, and the request fails with it.
+    private var failure: Error?
+
+    init(_ staged: StagedAdmission, request: ContentRequest, policy: AppPolicy) {
+        self.staged = staged
+        self.request = request
+        self.policy = policy
+    }
+
+    /// On the window's thread, as each packet of downloads arrives.
+    func stage(_ downloads: [Download]) {
+        guard failure == nil else { return }
+        do {
+            try staged.stage(downloads) { [request, policy] download in
+                DownloadValidation.check(download, for: request, rules: policy.rules)
+            } admit: { app, download in
+                let error = policy.admitChecked(download)
+                app.take(policy)
+                return error
             }
-            return nil
-        } admit: { app, download in
-            let error = policy.admitChecked(download)
-            app.take(policy)
-            return error
+        } catch {
+            failure = error
         }
-        identifiers = []
-        admission.forEachQueued(downloads, appIdentifier: appIdentifier) { context.observe(.queued($0)) }
-        let refused = admission.refusals.sorted { $0.key < $1.key }.map { (downloads[$0.key], $0.value) }
-        for (download, error) in refused { context.observe(.rejected(download, error)) }
-        try context.store.recordRefused(refused, for: appIdentifier)
-        if refused.count < downloads.count { context.signal.fire() }
+    }
+
+    /// Queues what was staged when the request returned, else drops it; throws what failed while staging.
+    func finish(returned: Bool) throws {
+        if let failure {
+            try? staged.discard()
+            throw failure
+        }
+        if returned { try staged.commit() } else { try staged.discard() }
     }
 }
 

@@ -56,6 +56,10 @@ extension LifecycleEvent {
             return EventLine(
                 json: Self.downloadJSON("queued", queued),
                 text: "queued \(queued.identifier) (\(Self.size(queued.download.fileSize))\(essential), priority \(queued.priority))")
+        case .queuedMany(let app, let count, let bytes, let essential):
+            return EventLine(
+                json: ["event": "queuedMany", "app": app, "count": count, "bytes": bytes, "essential": essential],
+                text: "queued \(count) downloads (\(Self.size(bytes)) in all, \(essential) essential)")
         case .promoted(let queued):
             return EventLine(json: Self.downloadJSON("promoted", queued), text: "\(queued.identifier) moved to the foreground")
         case .began(let queued, let offset):
@@ -106,7 +110,7 @@ extension LifecycleEvent {
     public var appIdentifier: String? {
         switch self {
         case .window(_, _, let app), .appMayLaunch(let app), .packInstalled(let app, _, _), .packFailed(let app, _, _),
-            .packVetoed(let app, _):
+            .packVetoed(let app, _), .queuedMany(let app, _, _, _):
             app
         case .queued(let d), .promoted(let d), .began(let d, _), .progress(let d, _, _), .paused(let d, _, _, _),
             .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):

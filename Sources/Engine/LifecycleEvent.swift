@@ -34,6 +34,9 @@ public enum LifecycleEvent: Sendable {
     /// A download the extension returned or scheduled that policy refused before any byte was fetched.
     case rejected(Download, HostError)
     case queued(QueuedDownload)
+    /// A content request queued more downloads than a line each would serve a person or a script (more than
+    /// `ContentRequestRunner.eventPerDownloadLimit`): one event for them all. `bahost debug downloads` lists them.
+    case queuedMany(appIdentifier: String, count: Int, bytes: Int64, essential: Int)
     /// The app started the download in the foreground, or promoted it there.
     case promoted(QueuedDownload)
     case began(QueuedDownload, resumingAt: Int64)

@@ -52,12 +52,18 @@ public final class ExtensionWindow {
     }
 
     /// Runs the window to its end on the calling thread.
-    /// - Parameter onLog: sees each log line as it arrives (for live output); the outcome has them all too.
+    /// - Parameters:
+    ///   - onLog: sees each log line as it arrives (for live output); the outcome has them all too.
+    ///   - onReturned: takes what content requests return as it arrives, with the event's index, instead of the
+    ///     outcome's `returnedDownloads` holding it (a request may return 100,000). What a call that never
+    ///     returned added reaches it too: its caller keeps only what `completedEvents` covers. The time it takes is
+    ///     the host's, not the extension's: the budget's deadline moves by it.
     public func run(
         _ events: [WindowEvent], services: ExtensionHostServices? = nil,
-        onLog: ((WindowLogLine) -> Void)? = nil
+        onLog: ((WindowLogLine) -> Void)? = nil, onReturned: ((Int, [Download]) -> Void)? = nil
     ) throws(WindowSetupError) -> WindowOutcome {
         let loop = WindowLoop(events: events, limits: limits, services: services, onLog: onLog)
+        loop.onReturned = onReturned
         var environment = appGroup.map {
             ["BAHOST_APP_GROUP": $0.identifier, "BAHOST_APP_GROUP_CONTAINER": $0.container]
         } ?? [:]
@@ -88,7 +94,10 @@ private final class WindowLoop {
 
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
-    let deadline: ContinuousClock.Instant
+    var deadline: ContinuousClock.Instant
+    /// Where returned downloads go as they arrive, when not into `returned`.
+    var onReturned: ((Int, [Download]) -> Void)?
+    var returnedCount = 0
 
     var process: RunnerProcess!
     var stopReason: StopReason?
@@ -323,10 +332,17 @@ private final class WindowLoop {
             guard let index = currentEventIndex, eventID == UInt32(index + 1),
                 case .contentRequest = events[index]
             else { throw WireViolation(message: "the extension returned a download outside downloads(for:…)") }
-            guard returned.count + downloads.count <= Self.maxReturnedDownloads else {
+            guard returnedCount + downloads.count <= Self.maxReturnedDownloads else {
                 throw WireViolation(message: "the extension returned more than \(Self.maxReturnedDownloads) downloads")
             }
-            returned.append(contentsOf: downloads.map { (eventID, $0) })
+            returnedCount += downloads.count
+            if let onReturned {
+                let began = clock.now
+                onReturned(index, downloads)
+                if terminateSentAt == nil { deadline += clock.now - began }
+            } else {
+                returned.append(contentsOf: downloads.map { (eventID, $0) })
+            }
         case .answer(let eventID, let answer):
             guard let index = currentEventIndex, eventID == UInt32(index + 1), case .shouldDownload = events[index],
                 answers[eventID] == nil

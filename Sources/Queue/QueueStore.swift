@@ -20,12 +20,14 @@ import Vocabulary
 ///
 /// Thread rule: any thread; GRDB serializes writes.
 public final class QueueStore: Sendable {
-    private let database: DatabasePool
+    let database: DatabasePool
     /// Every installed app's record, as last committed.
     private let appCache: Mutex<[String: AppRecord]>
     /// The highest sequence number given so far. Advanced inside write transactions (which GRDB serializes); one
     /// that rolls back leaves a gap, which only order depends on.
     private let lastSequenceNumber: Mutex<Int64>
+    /// The last stage a content request's admission was given (`StagedAdmission`); stages live as long as the process.
+    let stages = Atomic<Int64>(0)
 
     /// Opens (creating) the queue at `path`.
     public init(path: String) throws {
@@ -40,6 +42,8 @@ public final class QueueStore: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA cache_size = -1024")
+            // Staged admissions (`StagedAdmission`) are temporary tables: in a file of their own, not in memory.
+            try db.execute(sql: "PRAGMA temp_store = FILE")
         }
         database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
@@ -226,6 +230,11 @@ public final class QueueStore: Sendable {
 
     // MARK: Apps
 
+    /// Records what a commit of `app` wrote (the store is the only writer: see the type's comment).
+    func cacheApp(_ app: AppRecord) {
+        appCache.withLock { $0[app.appIdentifier] = app }
+    }
+
     public func app(_ appIdentifier: String) throws -> AppRecord? {
         appCache.withLock { $0[appIdentifier] }
     }
@@ -307,7 +316,7 @@ public final class QueueStore: Sendable {
         lastSequenceNumber.withLock { $0 }
     }
 
-    private func nextSequence() -> Int64 {
+    func nextSequence() -> Int64 {
         lastSequenceNumber.withLock { last in
             last += 1
             return last
@@ -318,103 +327,54 @@ public final class QueueStore: Sendable {
 
     /// Queues downloads for an app in one transaction. `admit` decides each one given the app's record (which it may
     /// change, e.g. to count allowance) and returns an error to refuse it. An identifier already active in the
-    /// app's queue is refused with Apple's 100 (except an asset pack's: the host queues the files of one update). A
-    /// unique identifier the queue already holds gets a fresh one, or, when `refusingForeign` and another app holds
-    /// it, is refused with 55 (an app's own calls).
+    /// app's queue is refused with Apple's 100 (except an asset pack's: the host queues the files of one update). A unique identifier the queue already holds gets a fresh one, or,
+    /// when `refusingForeign` and another app holds it, is refused with 55 (an app's own calls).
     public func enqueue(
         _ downloads: [Download], for appIdentifier: String, foreground: Bool = false,
         refusingForeign: Bool = false, admit: (inout AppRecord, Download) -> HostError?
     ) throws -> [(download: Download, result: Result<QueuedDownload, HostError>)] {
-        var admitted = downloads
-        let admission = try enqueue(
-            &admitted, for: appIdentifier, foreground: foreground, refusingForeign: refusingForeign, admit: admit)
-        var sequence = admission.firstSequence
-        return downloads.indices.map { index in
-            if let error = admission.refusals[index] { return (downloads[index], .failure(error)) }
-            defer { sequence += 1 }
-            return (downloads[index], .success(QueuedDownload(
-                appIdentifier: appIdentifier, sequence: sequence, download: admitted[index], foreground: foreground)))
-        }
-    }
-
-    /// What `enqueue(_:for:…)` did with a set of downloads, without a copy of each: the queued ones hold the unique
-    /// identifier they were queued under, and took the sequence numbers from `firstSequence` on, in order.
-    public struct Admission: Sendable {
-        public var firstSequence: Int64
-        /// The refused downloads' errors, by index.
-        public var refusals: [Int: HostError]
-
-        /// Calls `body` with the row each queued download became, in order, given the downloads as `enqueue` left
-        /// them.
-        public func forEachQueued(
-            _ downloads: [Download], appIdentifier: String, foreground: Bool = false,
-            _ body: (QueuedDownload) throws -> Void
-        ) rethrows {
-            var sequence = firstSequence
-            for index in downloads.indices where refusals[index] == nil {
-                try body(QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: sequence, download: downloads[index], foreground: foreground))
-                sequence += 1
-            }
-        }
-    }
-
-    /// Queues downloads as `enqueue(_:for:…)` does, in place: each queued download gets the unique identifier it is
-    /// queued under, and nothing is kept per download but a refusal's error, so that a content request's 100,000
-    /// downloads are held once. `check` runs first for each (shape, duplicates), before the queue is asked.
-    public func enqueue(
-        _ downloads: inout [Download], for appIdentifier: String, foreground: Bool = false,
-        refusingForeign: Bool = false, check: (Download) -> HostError? = { _ in nil },
-        admit: (inout AppRecord, Download) -> HostError?
-    ) throws -> Admission {
         guard let before = appCache.withLock({ $0[appIdentifier] }) else { throw QueueError.unknownApp(appIdentifier) }
         var app = before
-        let admission = try database.write { db in
-            var refusals: [Int: HostError] = [:]
-            var firstSequence: Int64?
+        let results = try database.write { db in
+            var results: [(Download, Result<QueuedDownload, HostError>)] = []
+            results.reserveCapacity(downloads.count)
             let active = try db.cachedStatement(sql: """
                 SELECT 1 FROM download WHERE appIdentifier = ? AND identifier = ?
                     AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork') LIMIT 1
                 """)
             let insert = try db.cachedStatement(sql: QueuedDownload.insertStatement)
-            for index in downloads.indices {
-                if let error = check(downloads[index]) {
-                    refusals[index] = error
-                    continue
-                }
+            for download in downloads {
                 // A pack's update may be several downloads (the files that changed); the host queues each pack once.
-                if downloads[index].kind != .assetPack,
-                    try Bool.fetchOne(active, arguments: [appIdentifier, downloads[index].identifier]) != nil
+                if download.kind != .assetPack,
+                    try Bool.fetchOne(active, arguments: [appIdentifier, download.identifier]) != nil
                 {
-                    refusals[index] = HostError(
+                    results.append((download, .failure(HostError(
                         BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
-                        "a download with identifier '\(downloads[index].identifier)' is already scheduled")
+                        "a download with identifier '\(download.identifier)' is already scheduled"))))
                     continue
                 }
-                let owner = try Self.owner(of: downloads[index], db)
+                let owner = try Self.owner(of: download, db)
                 if refusingForeign, let owner, owner != appIdentifier {
-                    refusals[index] = HostError(
+                    results.append((download, .failure(HostError(
                         BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
-                        "the download '\(downloads[index].identifier)' belongs to another app")
+                        "the download '\(download.identifier)' belongs to another app"))))
                     continue
                 }
-                if let error = admit(&app, downloads[index]) {
-                    refusals[index] = error
+                if let error = admit(&app, download) {
+                    results.append((download, .failure(error)))
                     continue
                 }
-                if owner != nil { downloads[index] = Self.renamed(downloads[index]) }
                 let queued = QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: nextSequence(), download: downloads[index],
-                    foreground: foreground)
-                downloads[index].uniqueIdentifier = queued.uniqueIdentifier
-                if firstSequence == nil { firstSequence = queued.sequence }
+                    appIdentifier: appIdentifier, sequence: nextSequence(),
+                    download: owner == nil ? download : Self.renamed(download), foreground: foreground)
                 try insert.execute(arguments: StatementArguments(queued.databaseValues))
+                results.append((download, .success(queued)))
             }
             if app != before { try app.update(db) }
-            return Admission(firstSequence: firstSequence ?? 0, refusals: refusals)
+            return results
         }
         if app != before { appCache.withLock { $0[appIdentifier] = app } }
-        return admission
+        return results
     }
 
     /// Records a download that failed before it could be queued (refused by policy), so that its failure is
@@ -447,7 +407,7 @@ public final class QueueStore: Sendable {
     }
 
     /// The download under a fresh unique identifier.
-    private static func renamed(_ download: Download) -> Download {
+    static func renamed(_ download: Download) -> Download {
         var fresh = download
         fresh.uniqueIdentifier = Download.newUniqueIdentifier(group: download.applicationGroupIdentifier)
         return fresh

@@ -77,6 +77,57 @@ import Vocabulary
         #expect(try context.store.activeDownloads(for: "app").allSatisfy { $0.state != .downloading })
     }
 
+    // MARK: The content-request runner
+
+    /// What a content request returns is staged as it arrives and queued once the request returned: shape and
+    /// duplicates refused each with its error, the rest queued in the order returned.
+    @Test func aContentRequestIsQueuedWhenItReturnsEachRefusalWithItsError() async throws {
+        let events = Events()
+        let context = try context(plugin: try TestPlugins.c("example_extension"), events: events)
+        let manifest = try TestPlugins.file([
+            "first 10 optional http://127.0.0.1/first", "plain 10 optional http://example.com/plain",
+            "first 10 optional http://127.0.0.1/again", "second 10 optional http://127.0.0.1/second",
+        ].joined(separator: "\n"))
+        let outcome = try await ContentRequestRunner(context: context).run(
+            .periodic, appIdentifier: "app", localManifest: manifest)
+        #expect(outcome?.stopReason == .returned)
+        #expect(events.names == ["queued:first", "queued:second", "rejected:plain:0", "rejected:first:100"])
+        let rows = try context.store.downloads(for: "app").sorted { $0.sequence < $1.sequence }
+        #expect(rows.map(\.identifier) == ["first", "plain", "first", "second"])
+        #expect(rows.map(\.state) == [.queued, .failed, .failed, .queued])
+        let staged = try await context.store.database.write {
+            try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM temp.staged_download") ?? -1
+        }
+        #expect(staged == 0)
+        try await context.client.shutdown()
+    }
+
+    /// Downloads a content request added before it crashed are never queued: its stage is dropped.
+    @Test func whatARequestThatNeverReturnedAddedIsNotQueued() async throws {
+        let context = try context(plugin: try TestPlugins.c("misbehaving/segfault"))
+        let outcome = try await ContentRequestRunner(context: context).run(
+            .periodic, appIdentifier: "app", localManifest: try TestPlugins.file("# nothing"))
+        #expect(outcome?.stopReason == .crashed(signal: SIGSEGV))
+        #expect(try context.store.downloads(for: "app").isEmpty)
+        try await context.client.shutdown()
+    }
+
+    /// A request that queues more than a line each would serve has one event for them all; each row is queued, and
+    /// a refusal still has its own event.
+    @Test func aLargeContentRequestHasOneEventForWhatItQueued() async throws {
+        let events = Events()
+        let context = try context(plugin: try TestPlugins.c("example_extension"), events: events)
+        let count = ContentRequestRunner.eventPerDownloadLimit + 500
+        let lines = (0..<count).map { "d\($0) 100 optional http://127.0.0.1/d\($0)" }
+            + ["d7 100 optional http://127.0.0.1/again"]
+        let outcome = try await ContentRequestRunner(context: context).run(
+            .periodic, appIdentifier: "app", localManifest: try TestPlugins.file(lines.joined(separator: "\n")))
+        #expect(outcome?.stopReason == .returned)
+        #expect(events.names == ["queuedMany:\(count):\(count * 100):0", "rejected:d7:100"])
+        #expect(try context.store.activeDownloadCount(for: "app") == count)
+        try await context.client.shutdown()
+    }
+
     // MARK: The completion router
 
     /// A running app's delegate gets each completion once, at once; one it declines (its delegate lacks the method)
@@ -159,6 +210,9 @@ final class Events: Sendable {
         case .deliveredToApp(let d): name = "deliveredToApp:\(d.identifier)"
         case .abandoned(let d): name = "abandoned:\(d.identifier)"
         case .finished(let d): name = "finished:\(d.identifier)"
+        case .queued(let d): name = "queued:\(d.identifier)"
+        case .queuedMany(_, let count, let bytes, let essential): name = "queuedMany:\(count):\(bytes):\(essential)"
+        case .rejected(let d, let error): name = "rejected:\(d.identifier):\(error.code)"
         default: return
         }
         seen.withLock { $0.append(name) }
