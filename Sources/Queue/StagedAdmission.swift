@@ -26,6 +26,7 @@ public final class StagedAdmission {
     private var identifiers = Set<String>()
     /// Unique identifiers the extension chose, as staged (rare: Apple's API makes them).
     private var chosenUniqueIdentifiers = Set<String>()
+    private var uniqueIdentifiers = UniqueIdentifiers()
     /// Rows staged: the downloads admitted and the ones refused, each of which becomes a row.
     public private(set) var count = 0
     /// The rows of `download` the committed stage became.
@@ -57,10 +58,14 @@ public final class StagedAdmission {
         _ downloads: [Download], check: (Download) -> HostError?, admit: (inout AppRecord, Download) -> HostError?
     ) throws {
         try store.database.write { db in
+            // Which of the packet's identifiers the queue has active, in one question rather than one a download.
             let active = try db.cachedStatement(sql: """
-                SELECT 1 FROM download WHERE appIdentifier = ? AND identifier = ?
-                    AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork') LIMIT 1
+                SELECT identifier FROM main.download WHERE appIdentifier = ?
+                    AND identifier IN (SELECT value FROM json_each(?))
+                    AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
                 """)
+            let packet = String(decoding: try JSONEncoder().encode(downloads.map(\.identifier)), as: UTF8.self)
+            let activeIdentifiers = Set(try String.fetchAll(active, arguments: [appIdentifier, packet]))
             let insert = try db.cachedStatement(sql: Self.insertStatement)
             for download in downloads {
                 var error = check(download)
@@ -69,7 +74,7 @@ public final class StagedAdmission {
                         BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
                         "identifier '\(download.identifier)' is returned more than once")
                 }
-                if error == nil, try Bool.fetchOne(active, arguments: [appIdentifier, download.identifier]) != nil {
+                if error == nil, activeIdentifiers.contains(download.identifier) {
                     error = HostError(
                         BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
                         "a download with identifier '\(download.identifier)' is already scheduled")
@@ -78,9 +83,9 @@ public final class StagedAdmission {
                 // replaced, as `enqueue` does.
                 let taken = try download.uniqueIdentifier.map { try isTaken($0, db) } ?? false
                 if error == nil { error = admit(&app, download) }
-                var row = QueuedDownload(
-                    appIdentifier: appIdentifier, sequence: store.nextSequence(),
-                    download: taken ? QueueStore.renamed(download) : download)
+                var named = taken ? QueueStore.renamed(download) : download
+                if named.uniqueIdentifier == nil { named.uniqueIdentifier = uniqueIdentifiers.next(named) }
+                var row = QueuedDownload(appIdentifier: appIdentifier, sequence: store.nextSequence(), download: named)
                 if download.uniqueIdentifier != nil { chosenUniqueIdentifiers.insert(row.uniqueIdentifier) }
                 if let error {
                     row.state = .failed
@@ -172,5 +177,24 @@ extension QueueStore {
                 """)
         }
         return StagedAdmission(store: self, app: app, stage: stages.wrappingAdd(1, ordering: .relaxed).newValue)
+    }
+}
+
+/// The system-provided unique identifiers of one request's downloads, in Apple's form ("<class>.<group>.<UUID>"):
+/// each UUID is random in its first 80 bits, drawn once for the request, and counts in its last 48 (the version and
+/// variant bits as a random UUID's). One request's rows are then neighbours in the queue's index of unique
+/// identifiers, so that its commit touches a few pages of it rather than one a row, and no random draw is made a
+/// row. Two requests share an identifier only if they draw the same 74 random bits.
+struct UniqueIdentifiers {
+    private let base: uuid_t = UUID().uuid
+    private var counter: UInt64 = 0
+
+    mutating func next(_ download: Download) -> String {
+        counter += 1
+        var bytes = base
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            for index in 0..<6 { raw[15 - index] = UInt8(truncatingIfNeeded: counter >> (8 * UInt64(index))) }
+        }
+        return "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID(uuid: bytes).uuidString)"
     }
 }
