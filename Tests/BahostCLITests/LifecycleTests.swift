@@ -222,6 +222,36 @@ import TestSupport
         }
     }
 
+    /// Killed while it admits what a large content request returns (staged as the window receives it, queued only
+    /// once the request returned): nothing of the request is queued, so the resumed host has nothing to fetch.
+    /// Synchronous for the same reason as the tests above.
+    @Test func killedWithSIGKILLWhileAdmittingAContentRequestNothingOfItIsQueued() throws {
+        let dir = "admitting-\(UUID().uuidString)"
+        let manifest = (0..<100_000).map { "d\($0) 1024 optional \(nginx.http("\(dir)/d\($0)"))" }
+        try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+
+        let running = try Bahost.start(
+            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
+             "--data-root", app.dataRoot.path, "--allow-insecure-loopback", "--json"])
+        let output = OutputCollector(running.out)
+        // The manifest was served: the window is then sending its 100,000 downloads, which take the host seconds to
+        // admit.
+        for _ in 0..<400 where try nginx.requests(for: "\(dir)/manifest.txt").isEmpty { usleep(25_000) }
+        usleep(300_000)
+        kill(running.process.processIdentifier, SIGKILL)
+        running.process.waitUntilExit()
+        let before = output.text()
+        #expect(before.contains(#""event":"manifest""#))
+        #expect(!before.contains(#""event":"window""#), "the window had ended before the kill")
+
+        let resumed = try Bahost.run(["resume", "--data-root", app.dataRoot.path, "--json"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(!names(resumed).contains { $0.hasPrefix("began") })
+        let summary = try #require(resumed.events("summary").first)
+        #expect(summary["finished"] as? Int == 0 && summary["failed"] as? Int == 0, "\(summary)")
+    }
+
     @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))
     func aFullDiskIsAClearFailureWithNothingLeftBehind() throws {
         let mountPoint = TestPlugins.scratch.appendingPathComponent("tiny-\(UUID().uuidString)")
