@@ -86,6 +86,9 @@ enum ResponseVerdict: Equatable {
     static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
         guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
         if let seconds = Int64(value) { return .seconds(max(0, seconds)) }
+        // An HTTP date is 29 printable ASCII characters. Anything else never reaches Foundation's DateFormatter,
+        // which stops the process (a fatal error, not nil) on some strings that are not (found by fuzzing).
+        guard value.utf8.count <= 64, value.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -1,3 +1,4 @@
+import Foundation
 import NIOHTTP1
 import Testing
 @testable import Transfer
@@ -73,6 +74,24 @@ import Testing
         #expect(error.kind == .transient && error.code == 503 && error.retryAfter == .seconds(7))
         guard case .fail(let missing) = verdict(404) else { Issue.record("404 accepted"); return }
         #expect(missing.kind == .permanent && missing.code == 404)
+    }
+
+    /// A `Retry-After` date is read; one that is not an HTTP date (here, bytes past a date that are not ASCII, which
+    /// made Foundation's DateFormatter stop the process) counts as none.
+    @Test func aRetryAfterDateIsReadAndAnythingElseIgnored() {
+        let date = Date(timeIntervalSinceNow: 120)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard case .fail(let dated) = verdict(503, [("Retry-After", formatter.string(from: date))]) else {
+            Issue.record("503 accepted"); return
+        }
+        let wait = dated.retryAfter ?? .zero
+        #expect(wait > .seconds(100) && wait <= .seconds(120), "\(wait)")
+        let garbled = "Mon, 23 Nov 2026 00:00:10" + String(decoding: [0xDC, 0xB8, 0xB2, 0xAB], as: UTF8.self)
+        guard case .fail(let ignored) = verdict(503, [("Retry-After", garbled)]) else { Issue.record("503 accepted"); return }
+        #expect(ignored.retryAfter == nil)
     }
 
     @Test func aBasicChallengeNamesItsProtectionSpace() {
