@@ -195,6 +195,6 @@ struct UniqueIdentifiers {
         withUnsafeMutableBytes(of: &bytes) { raw in
             for index in 0..<6 { raw[15 - index] = UInt8(truncatingIfNeeded: counter >> (8 * UInt64(index))) }
         }
-        return "BAURLDownload.\(download.applicationGroupIdentifier).\(UUID(uuid: bytes).uuidString)"
+        return Download.uniqueIdentifier(group: download.applicationGroupIdentifier, uuid: UUID(uuid: bytes))
     }
 }

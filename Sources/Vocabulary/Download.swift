@@ -58,5 +58,8 @@ extension Download {
         return copy
     }
 
-    public static func newUniqueIdentifier(group: String) -> String { "BAURLDownload.\(group).\(UUID().uuidString)" }
+    public static func newUniqueIdentifier(group: String) -> String { uniqueIdentifier(group: group, uuid: UUID()) }
+
+    /// Apple's form of a system-provided identifier, with a given UUID.
+    public static func uniqueIdentifier(group: String, uuid: UUID) -> String { "BAURLDownload.\(group).\(uuid.uuidString)" }
 }
