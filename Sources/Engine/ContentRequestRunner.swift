@@ -82,6 +82,8 @@ private final class Admission: @unchecked Sendable {
     let staged: StagedAdmission
     private let request: ContentRequest
     private var policy: AppPolicy
+    /// The identifiers returned so far: one returned again is refused.
+    private var identifiers = Set<String>()
     /// The queue's failure while staging: the rest is not staged, and the request fails with it.
     private var failure: Error?
 
@@ -95,8 +97,9 @@ private final class Admission: @unchecked Sendable {
     func stage(_ downloads: [Download]) {
         guard failure == nil else { return }
         do {
-            try staged.stage(downloads) { [request, policy] download in
-                DownloadValidation.check(download, for: request, rules: policy.rules)
+            try staged.stage(downloads) { download in
+                if let error = DownloadValidation.check(download, for: request, rules: policy.rules) { return error }
+                return identifiers.insert(download.identifier).inserted ? nil : DownloadValidation.returnedTwice(download)
             } admit: { app, download in
                 let error = policy.admitChecked(download)
                 app.take(policy)

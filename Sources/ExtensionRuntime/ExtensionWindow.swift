@@ -211,12 +211,8 @@ private final class WindowLoop {
         let reason = stopReason ?? classify(exit!)
         // Apple schedules what downloads(for:) returns: nothing from a call that never returned, and nothing at all
         // from an extension that broke the protocol.
-        var kept: [Download] = []
-        if case .protocolViolation = reason {} else {
-            kept.reserveCapacity(returned.count)
-            for (eventID, download) in returned where eventID <= UInt32(completedEvents) { kept.append(download) }
-        }
-        returned = []
+        var kept = returned.filter { $0.eventID <= UInt32(completedEvents) }.map(\.download)
+        if case .protocolViolation = reason { kept = [] }
         var packAnswers: [String: Bool] = [:]
         if case .protocolViolation = reason {} else {
             for (eventID, answer) in answers where eventID <= UInt32(completedEvents) {

@@ -35,14 +35,17 @@ public enum DownloadValidation {
             if let error = check(download, for: request, rules: rules) {
                 rejected.append(RejectedDownload(download: download, error: error))
             } else if !seen.insert(download.identifier).inserted {
-                rejected.append(RejectedDownload(download: download, error: HostError(
-                    BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
-                    "identifier '\(download.identifier)' is returned more than once")))
+                rejected.append(RejectedDownload(download: download, error: returnedTwice(download)))
             } else {
                 accepted.append(download)
             }
         }
         return (accepted, rejected)
+    }
+
+    /// A download whose identifier the same content request returned before (Apple's 100).
+    public static func returnedTwice(_ download: Download) -> HostError {
+        HostError(BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED, "identifier '\(download.identifier)' is returned more than once")
     }
 
     /// Why one download may not proceed, or nil. `request` is nil for a download scheduled through the manager,

@@ -12,8 +12,7 @@ import Vocabulary
 /// nothing else reads and which SQLite keeps in a file of its own, outside the WAL, never synced: staging costs no
 /// checkpoint, and a host killed meanwhile leaves nothing of it, as the unreturned call's result would be. `commit`
 /// moves the rows into the queue in one transaction, and `discard` drops them. What the request holds in memory is
-/// its identifiers (to refuse one returned twice), the unique identifiers the extension chose, and the allowance
-/// it counted, which `commit` adds to the app's.
+/// the unique identifiers the extension chose, and the allowance it counted, which `commit` adds to the app's.
 ///
 /// Thread rule: one thread at a time (the window's, then the content request's).
 public final class StagedAdmission {
@@ -23,7 +22,6 @@ public final class StagedAdmission {
     /// The app's record when staging began, and as the request's admissions counted it.
     private let before: AppRecord
     private var app: AppRecord
-    private var identifiers = Set<String>()
     /// Unique identifiers the extension chose, as staged (rare: Apple's API makes them).
     private var chosenUniqueIdentifiers = Set<String>()
     private var uniqueIdentifiers = UniqueIdentifiers()
@@ -50,9 +48,9 @@ public final class StagedAdmission {
         self.app = app
     }
 
-    /// Admits downloads as `QueueStore.enqueue` does, into the stage: `check` first (shape), then an identifier this
-    /// request returned before, or one already active in the queue, is refused with Apple's 100, then `admit` (the
-    /// app's policy, which may count against the record). A refused download is staged as a failed row, to be
+    /// Admits downloads as `QueueStore.enqueue` does, into the stage: `check` first (shape, and an identifier the
+    /// request returned before), then an identifier already active in the queue is refused with Apple's 100, then
+    /// `admit` (the app's policy, which may count against the record). A refused download is staged as a failed row, to be
     /// delivered like any failure once the request is committed.
     public func stage(
         _ downloads: [Download], check: (Download) -> HostError?, admit: (inout AppRecord, Download) -> HostError?
@@ -69,11 +67,6 @@ public final class StagedAdmission {
             let insert = try db.cachedStatement(sql: Self.insertStatement)
             for download in downloads {
                 var error = check(download)
-                if error == nil, !identifiers.insert(download.identifier).inserted {
-                    error = HostError(
-                        BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
-                        "identifier '\(download.identifier)' is returned more than once")
-                }
                 if error == nil, activeIdentifiers.contains(download.identifier) {
                     error = HostError(
                         BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
