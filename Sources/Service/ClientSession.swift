@@ -96,7 +96,10 @@ final class ClientSession: Sendable {
         ended: @escaping @Sendable (ClientSession) -> Void
     ) {
         Thread.detachNewThread {
-            while let frame = try? self.socket.receive() {
+            // Right after answering, the next request is most likely on its way (an app scheduling in a loop).
+            var polling = Duration.zero
+            while let frame = try? self.socket.receive(polling: polling) {
+                polling = .zero
                 guard let message = try? ServiceProtocol.decodeClientMessage(frame) else {
                     // Not our protocol: say so and end the connection rather than guess.
                     self.send(.reply(id: 0, .failure(HostError(
@@ -107,6 +110,7 @@ final class ClientSession: Sendable {
                 case .request(let id, let request):
                     if let reply = immediate(self, request) {
                         self.send(.reply(id: id, reply))
+                        polling = FramedSocket.roundTripPolling
                     } else {
                         Task { self.send(.reply(id: id, await handle(self, id, request))) }
                     }

@@ -2,7 +2,8 @@ import Foundation
 import Vocabulary
 
 /// The messages between the bahost service and its clients: apps (through the SDK's `BADownloadManager`) and the
-/// `bahost` command line (control commands). Each is one JSON frame on a `FramedSocket`.
+/// `bahost` command line (control commands). Each is one frame on a `FramedSocket`: compact binary for the hot
+/// messages (`CompactCoding`), JSON for the rest.
 ///
 /// A client opens with `hello`; every request carries an id that its reply repeats. The service sends apps
 /// one-way events (begin, pause, progress) and callbacks that the app must answer (a completion offered to its

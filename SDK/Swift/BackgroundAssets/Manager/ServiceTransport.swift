@@ -310,10 +310,16 @@ final class ServiceTransport: HostTransport, Sendable {
         }
 
         private func read() {
-            while let frame = try? socket.receive(), let message = try? ServiceProtocol.decodeServiceMessage(frame) {
+            // After a reply, the caller's next request and its reply are most likely moments away.
+            var polling = Duration.zero
+            while let frame = try? socket.receive(polling: polling),
+                let message = try? ServiceProtocol.decodeServiceMessage(frame)
+            {
+                polling = .zero
                 switch message {
                 case .reply(let id, let reply):
                     waiters.withLock { $0.removeValue(forKey: id) }?.fulfil(reply)
+                    polling = FramedSocket.roundTripPolling
                 case .event(let event):
                     transport.handle(event)
                 case .callback(let id, let callback):
