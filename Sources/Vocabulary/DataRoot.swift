@@ -9,6 +9,8 @@ import Foundation
 ///     containers/APP-GROUP/Library/Application Support/BackgroundAssets/AssetPacks/PACK-ID/…
 ///                                                    a managed app's installed asset packs
 ///
+/// Every path is built with `isDirectory` given: without it, Foundation asks the disk (a `stat` per finished file).
+///
 /// The default is `$XDG_DATA_HOME/bahost` (`~/.local/share/bahost`): an app group container is per-user data.
 public struct DataRoot: Sendable, Hashable {
     public let url: URL
@@ -23,11 +25,11 @@ public struct DataRoot: Sendable, Hashable {
         return DataRoot(FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/bahost").path)
     }
 
-    public var queuePath: String { url.appendingPathComponent("queue.sqlite").path }
+    public var queuePath: String { url.appendingPathComponent("queue.sqlite", isDirectory: false).path }
     public var transfers: URL { url.appendingPathComponent("transfers", isDirectory: true) }
 
     public func partialPath(for uniqueIdentifier: String) -> String {
-        transfers.appendingPathComponent("\(Self.fileName(uniqueIdentifier)).part").path
+        transfers.appendingPathComponent("\(Self.fileName(uniqueIdentifier)).part", isDirectory: false).path
     }
 
     /// The file name for a download's unique identifier, which extension code chose: every byte outside
@@ -41,15 +43,19 @@ public struct DataRoot: Sendable, Hashable {
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
                 name.unicodeScalars.append(UnicodeScalar(byte))
             default:
-                name += String(format: "%%%02X", byte)
+                name.unicodeScalars.append("%")
+                name.unicodeScalars.append(hexDigits[Int(byte >> 4)])
+                name.unicodeScalars.append(hexDigits[Int(byte & 0xF)])
             }
         }
         return name
     }
 
+    private static let hexDigits = Array("0123456789ABCDEF".unicodeScalars)
+
     /// The app group's container: the folder the app and its extension share.
     public func container(for appGroupIdentifier: String) -> URL {
-        url.appendingPathComponent("containers", isDirectory: true).appendingPathComponent(appGroupIdentifier)
+        url.appendingPathComponent("containers", isDirectory: true).appendingPathComponent(appGroupIdentifier, isDirectory: true)
     }
 
     /// Where finished files wait for their completion to be delivered.
@@ -64,7 +70,7 @@ public struct DataRoot: Sendable, Hashable {
 
     /// A managed app's catalogue: the download manifest last fetched for it.
     public func packCatalogue(for appIdentifier: String) -> URL {
-        url.appendingPathComponent("packs", isDirectory: true).appendingPathComponent("\(appIdentifier).json")
+        url.appendingPathComponent("packs", isDirectory: true).appendingPathComponent("\(appIdentifier).json", isDirectory: false)
     }
 
     /// Creates the folders; private to the user.

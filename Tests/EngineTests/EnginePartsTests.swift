@@ -242,3 +242,17 @@ final class Delegates: AppDelegateRouter {
         -> ChallengeAnswer?
     { nil }
 }
+
+/// The data root's layout: names made from identifiers that extension code chose.
+@Suite struct DataRootTests {
+    /// Every byte outside `A-Z a-z 0-9 -` is percent-encoded (UTF-8 bytes included), so a name never holds a `/`,
+    /// is never `..`, and two identifiers never share one.
+    @Test func fileNamesEncodeEveryOtherByte() {
+        #expect(DataRoot.fileName("BAURLDownload.group.x.1-a") == "BAURLDownload%2Egroup%2Ex%2E1-a")
+        #expect(DataRoot.fileName("../é/") == "%2E%2E%2F%C3%A9%2F")
+        #expect(DataRoot.fileName("a%2E") != DataRoot.fileName("a."))
+        let root = DataRoot("/data")
+        #expect(root.partialPath(for: "a/b") == "/data/transfers/a%2Fb.part")
+        #expect(root.deliveries(for: "group.x").path == "/data/containers/group.x/Library/Caches/BackgroundAssets")
+    }
+}

@@ -39,6 +39,25 @@ import Vocabulary
         #expect(snapshot.runnable.isEmpty && snapshot.appsWithActiveDownloads == ["app"] && snapshot.hasWork("app"))
     }
 
+    /// The turn's walk of the run order: downloads already starting and other apps' are passed over, and a front
+    /// of 4,096 all for a host at its cap ends the walk rather than read the whole queue.
+    @Test func runnablePassesOverWhatItMayNotStartWithinItsWalk() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue((1...4).map { download("d\($0)") }, for: "app") { _, _ in nil }
+        let starting = try store.runnable(now: Date(), backgroundLimit: 2).map(\.uniqueIdentifier)
+        #expect(try store.runnable(now: Date(), excluding: Set(starting), backgroundLimit: 2).map(\.identifier) == ["d3", "d4"])
+        #expect(try store.runnable(now: Date(), apps: ["other"]).isEmpty)
+
+        let (long, _) = try self.store()
+        let far = Download(
+            identifier: "far", url: "https://b.example.com/x", applicationGroupIdentifier: "g", fileSize: 0,
+            priority: 0, isEssential: false)
+        _ = try long.enqueue(
+            (1...4096).map { download("front\($0)", priority: 60) } + [far], for: "app") { _, _ in nil }
+        #expect(try long.runnable(now: Date(), saturatedHosts: ["a.example.com"]).isEmpty)
+        #expect(try long.runnable(now: Date(), backgroundLimit: 1).map(\.identifier) == ["front1"])
+    }
+
     @Test func everythingSurvivesReopening() throws {
         let (store, path) = try store()
         let results = try store.enqueue([download("a"), download("b")], for: "app") { app, d in
