@@ -75,7 +75,8 @@ struct TransferJob {
         // Into the container in one rename: a finished file never appears half-written.
         let destination = context.dataRoot.deliveries(for: app.appGroupIdentifier)
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
-        let path = destination.appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier), isDirectory: false).path
+        let path = destination.appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier), isDirectory: false)
+            .path
         guard rename(partialPath, path) == 0 else {
             return try fail(
                 &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)

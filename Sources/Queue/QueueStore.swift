@@ -651,8 +651,8 @@ public final class QueueStore: Sendable {
             while chosen.count < backgroundLimit ?? .max, scanned < scanLimit, let candidate = try front.next() {
                 scanned += 1
                 let app: String = candidate[1]
-                guard apps?.contains(app) ?? true, !excluding.contains(candidate[2]), !saturatedHosts.contains(candidate[3]),
-                    candidate[4] || !heldApps.contains(app),
+                guard apps?.contains(app) ?? true, !excluding.contains(candidate[2]),
+                    !saturatedHosts.contains(candidate[3]), candidate[4] || !heldApps.contains(app),
                     let download = try QueuedDownload.fetchOne(row, arguments: [candidate[0] as Int64])
                 else { continue }
                 chosen.append(download)

@@ -138,7 +138,8 @@ public final class FramedSocket: Sendable {
             buffer.start = 0
         }
         if buffer.storage.count < count {
-            buffer.storage.append(contentsOf: repeatElement(0, count: max(count, Self.keptBuffer) - buffer.storage.count))
+            let room = max(count, Self.keptBuffer)
+            buffer.storage.append(contentsOf: repeatElement(0, count: room - buffer.storage.count))
         }
         let pollUntil = polling > .zero ? ContinuousClock.now + polling : nil
         while buffer.end < count {

@@ -55,7 +55,8 @@ public struct DataRoot: Sendable, Hashable {
 
     /// The app group's container: the folder the app and its extension share.
     public func container(for appGroupIdentifier: String) -> URL {
-        url.appendingPathComponent("containers", isDirectory: true).appendingPathComponent(appGroupIdentifier, isDirectory: true)
+        url.appendingPathComponent("containers", isDirectory: true)
+            .appendingPathComponent(appGroupIdentifier, isDirectory: true)
     }
 
     /// Where finished files wait for their completion to be delivered.
@@ -70,7 +71,8 @@ public struct DataRoot: Sendable, Hashable {
 
     /// A managed app's catalogue: the download manifest last fetched for it.
     public func packCatalogue(for appIdentifier: String) -> URL {
-        url.appendingPathComponent("packs", isDirectory: true).appendingPathComponent("\(appIdentifier).json", isDirectory: false)
+        url.appendingPathComponent("packs", isDirectory: true)
+            .appendingPathComponent("\(appIdentifier).json", isDirectory: false)
     }
 
     /// Creates the folders; private to the user.
