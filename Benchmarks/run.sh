@@ -127,6 +127,9 @@ fresh() {
     mkdir -p "$work/out"; sync
 }
 empty_trash() { rm -rf "$work/trash"; }
+# What bahost promises and curl does not: each file synced before it counts as done (`sync FILE…` fsyncs each),
+# 16 at a time as bahost's 16 transfers do. curl and then this is the floor for a durable downloader.
+durable() { (cd "$1" && find . -type f -print0 | xargs -0 -P 16 -n 125 sync); }
 bahost_run() {  # MANIFEST [extra options]: the whole life cycle, as `bahost run` does it
     local manifest=$1; shift
     ${BENCH_WRAPPER:-} "$bin/bahost" run --plugin "$work/extension.so" --event install --info-plist "$work/Info.plist" \
@@ -138,6 +141,8 @@ echo "== one large file ($((big >> 20)) MiB), $runs run(s) each"
 for _ in $(seq "$runs"); do
     fresh; t=$(now); bahost_run "$work/big.manifest"; record big.bahost "$(since "$t")"
     fresh; t=$(now); curl -s -o "$work/out/big.bin" "$base/big.bin"; record big.curl "$(since "$t")"
+    fresh; t=$(now); curl -s -o "$work/out/big.bin" "$base/big.bin"; sync "$work/out/big.bin"
+    record big.curl-fsync "$(since "$t")"
     fresh; t=$(now); aria2c -q -x1 -s1 --file-allocation=none -d "$work/out" -o big.bin "$base/big.bin"
     record big.aria2-x1 "$(since "$t")"
     fresh; t=$(now); aria2c -q -x4 -s4 --file-allocation=none -d "$work/out" -o big.bin "$base/big.bin"
@@ -151,6 +156,8 @@ for _ in $(seq "$runs"); do
     fresh; t=$(now); bahost_run "$work/small.manifest" --max-concurrent 16 --max-per-host 16
     record small.bahost "$(since "$t")"
     fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; record small.curl "$(since "$t")"
+    fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; durable "$work/out"
+    record small.curl-fsync "$(since "$t")"
     fresh; t=$(now); aria2c -q -j16 --file-allocation=none -d "$work/out" -i "$work/aria2-small.txt"
     record small.aria2-j16 "$(since "$t")"
 done

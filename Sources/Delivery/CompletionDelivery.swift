@@ -16,17 +16,13 @@ public struct CompletionDelivery: Sendable {
     public var appGroup: ExtensionWindow.AppGroup?
     /// The folder where the completions' tickets lie (the finished files, and the failed ones' tickets).
     public var deliveries: URL
-    /// Completions per window.
+    /// Completions per window (`BatchPace` says how many an app's extension can take).
     public var batchSize: Int
     public var maximumAttempts: Int
 
-    /// Completions per window unless told otherwise: enough to amortize a window's spawn over many files, few enough
-    /// that a window's budget covers their callbacks.
-    public static let defaultBatchSize = 32
-
     public init(
         store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?, deliveries: URL,
-        batchSize: Int = defaultBatchSize,
+        batchSize: Int = BatchPace.first,
         maximumAttempts: Int = 3
     ) {
         self.store = store

@@ -8,8 +8,8 @@ import Vocabulary
 /// Delivers each finished or failed download exactly once (`DeliveryClaim`): a managed app's asset packs to the
 /// host's own installer (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each
 /// delivered when the method returned), else to the extension, woken in a window for a batch.
-/// For the extension, completions go out when the app's transfers are done, when a batch is full, or when the
-/// oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
+/// For the extension, completions go out when the app's transfers are done, when a batch is full (as large as the
+/// extension's pace allows: `BatchPace`), or when the oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
 /// holds up only its own app. A completion held by an app process still in its callback is looked at again every
 /// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released).
 final class CompletionRouter: Sendable {
@@ -23,6 +23,10 @@ final class CompletionRouter: Sendable {
         var pendingSince: [String: ContinuousClock.Instant] = [:]
         /// Apps with completions held by a receiver, and when their claims were last settled.
         var claimsCheckedAt: [String: ContinuousClock.Instant] = [:]
+        /// How many completions each app's extension gets in its next window.
+        var paces: [String: BatchPace] = [:]
+        /// When each app's last delivery ended.
+        var deliveryEnded: [String: ContinuousClock.Instant] = [:]
     }
 
     static let claimCheckInterval = Duration.seconds(1)
@@ -47,9 +51,9 @@ final class CompletionRouter: Sendable {
         (try? context.store.app(appIdentifier))??.hasManagedAssetPacks == true
     }
 
-    /// Starts the deliveries that are due, given the queue as the scheduler read it.
-    func deliverDue(_ apps: Set<String>, _ snapshot: QueueStore.Snapshot) {
-        for app in apps where isDue(app, snapshot) || claimsDue(app, snapshot) { start(app) }
+    /// Starts the deliveries that are due, given the queue as the scheduler read it (at `readSince` or later).
+    func deliverDue(_ apps: Set<String>, _ snapshot: QueueStore.Snapshot, readSince: ContinuousClock.Instant) {
+        for app in apps where isDue(app, snapshot) || claimsDue(app, snapshot, readSince: readSince) { start(app) }
     }
 
     /// How long until the oldest waiting batch is due, or claims are to be settled again, at most `limit`.
@@ -63,8 +67,13 @@ final class CompletionRouter: Sendable {
 
     /// Whether an app's claimed completions are to be settled now: at once the first time they are seen (the
     /// claims a killed service left), then every `claimCheckInterval`.
-    private func claimsDue(_ appIdentifier: String, _ snapshot: QueueStore.Snapshot) -> Bool {
+    private func claimsDue(
+        _ appIdentifier: String, _ snapshot: QueueStore.Snapshot, readSince: ContinuousClock.Instant
+    ) -> Bool {
         state.withLock { state in
+            // Claims read before the app's last delivery ended may be its window's own, settled since: a delivery
+            // started for them would only be a small batch of what is pending.
+            if let ended = state.deliveryEnded[appIdentifier], ended > readSince { return false }
             guard snapshot.appsWithClaimedCompletions.contains(appIdentifier) else {
                 state.claimsCheckedAt.removeValue(forKey: appIdentifier)
                 return false
@@ -79,6 +88,8 @@ final class CompletionRouter: Sendable {
         state.withLock {
             _ = $0.pendingSince.removeValue(forKey: appIdentifier)
             _ = $0.claimsCheckedAt.removeValue(forKey: appIdentifier)
+            _ = $0.paces.removeValue(forKey: appIdentifier)
+            _ = $0.deliveryEnded.removeValue(forKey: appIdentifier)
         }
     }
 
@@ -95,7 +106,8 @@ final class CompletionRouter: Sendable {
             return false
         }
         if context.delegates?.hasDelegate(appIdentifier) == true || isManaged(appIdentifier) { return true }
-        if pending >= CompletionDelivery.defaultBatchSize || !snapshot.appsWithActiveDownloads.contains(appIdentifier) {
+        let batch = state.withLock { $0.paces[appIdentifier, default: BatchPace()].size }
+        if pending >= batch || !snapshot.appsWithActiveDownloads.contains(appIdentifier) {
             return true
         }
         let since = state.withLock { state in
@@ -116,7 +128,10 @@ final class CompletionRouter: Sendable {
                     self.context.observe(.queueFailed("delivering to \(appIdentifier): \(error)"))
                     try? await Task.sleep(for: .seconds(1))
                 }
-                self.state.withLock { _ = $0.deliveries.removeValue(forKey: appIdentifier) }
+                self.state.withLock { state in
+                    state.deliveries.removeValue(forKey: appIdentifier)
+                    state.deliveryEnded[appIdentifier] = .now
+                }
                 self.context.signal.fire()
             }
         }
@@ -145,12 +160,18 @@ final class CompletionRouter: Sendable {
         if let delegates = context.delegates, let pid = delegates.delegateProcess(appIdentifier) {
             guard try await offerToDelegate(delegates, pid, appIdentifier, deliveries) else { return }
         }
+        let limits = context.settings.limits
         let delivery = CompletionDelivery(
-            store: store, limits: context.settings.limits, appGroup: context.dataRoot.appGroup(of: app),
-            deliveries: deliveries)
+            store: store, limits: limits, appGroup: context.dataRoot.appGroup(of: app), deliveries: deliveries,
+            batchSize: state.withLock { $0.paces[appIdentifier, default: BatchPace()].size })
         let services = AppDownloads(context: context, appIdentifier: appIdentifier)
         guard let report = try await onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
         else { return }
+        let outcome = report.outcome
+        state.withLock {
+            $0.paces[appIdentifier, default: BatchPace()].record(
+                outcome.stopReason, elapsed: outcome.elapsed, completed: outcome.completedEvents, limits: limits)
+        }
         context.observe(.window(
             .completions(report.delivered.count + report.abandoned.count), report.outcome, appIdentifier: appIdentifier))
         report.delivered.forEach { context.observe(.delivered($0)) }

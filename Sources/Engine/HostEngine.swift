@@ -154,7 +154,7 @@ public final class HostEngine: Sendable {
             let start = ContinuousClock.now
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
             let snapshot = try scheduler.turn(apps)
-            completions.deliverDue(apps, snapshot)
+            completions.deliverDue(apps, snapshot, readSince: start)
             turnStatistics.record(ContinuousClock.now - start)
             let running = !scheduler.isIdle || !completions.isIdle
             let work = apps.contains { snapshot.hasWork($0) }

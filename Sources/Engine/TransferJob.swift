@@ -39,12 +39,8 @@ struct TransferJob {
                 checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
             let result = await context.client.perform(request, observer: recorder)
 
-            // Cancelled while it ran: the row is gone, and so must the bytes be. Nothing else changes a moving row's
-            // columns that the engine saves (a promotion sets only `foreground`), so the copy here is current.
-            guard try context.store.contains(uniqueIdentifier) else {
-                unlink(request.partialPath)
-                return .notCompleted
-            }
+            // Nothing but a cancel changes a moving row's columns that the engine saves (a promotion sets only
+            // `foreground`), so the copy here is current; a cancel deleted the row, which the save finds (below).
             var current = queued
             current.etag = recorder.validator?.etag ?? current.etag
             current.lastModified = recorder.validator?.lastModified ?? current.lastModified
@@ -64,6 +60,11 @@ struct TransferJob {
             }
             try context.announceLaunchIfReady(current.appIdentifier)
             return outcome
+        } catch QueueError.unknownDownload {
+            // Cancelled while it ran: the row is gone, and so must the bytes be, wherever the outcome had put them.
+            unlink(context.dataRoot.partialPath(for: uniqueIdentifier))
+            unlink(finishedPath)
+            return .notCompleted
         } catch {
             // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
             context.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
@@ -72,12 +73,16 @@ struct TransferJob {
     }
 
     private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String) throws -> Outcome {
-        // Into the container in one rename: a finished file never appears half-written.
-        let destination = context.dataRoot.deliveries(for: app.appGroupIdentifier)
-        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
-        let path = destination.appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier), isDirectory: false)
-            .path
-        guard rename(partialPath, path) == 0 else {
+        // Into the container in one rename: a finished file never appears half-written. The folder is made for the
+        // first file (or again, if something removed it), not looked for at every file.
+        let path = finishedPath
+        var moved = rename(partialPath, path) == 0
+        if !moved && errno == ENOENT {
+            try FileManager.default.createDirectory(
+                at: context.dataRoot.deliveries(for: app.appGroupIdentifier), withIntermediateDirectories: true)
+            moved = rename(partialPath, path) == 0
+        }
+        guard moved else {
             return try fail(
                 &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
         }
@@ -95,6 +100,12 @@ struct TransferJob {
         try context.store.save(queued)
         context.observe(.finished(queued))
         return .completed
+    }
+
+    /// Where the finished file goes: the app group's deliveries folder.
+    private var finishedPath: String {
+        context.dataRoot.deliveries(for: app.appGroupIdentifier)
+            .appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier), isDirectory: false).path
     }
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws -> Outcome {

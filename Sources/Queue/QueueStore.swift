@@ -419,15 +419,6 @@ public final class QueueStore: Sendable {
         try database.read { try Self.fetch($0, where: "uniqueIdentifier = ?", [uniqueIdentifier]).first }
     }
 
-    /// Whether a download is in the queue (it is gone once cancelled).
-    public func contains(_ uniqueIdentifier: String) throws -> Bool {
-        try database.read { db in
-            try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM download WHERE uniqueIdentifier = ?"),
-                arguments: [uniqueIdentifier]) != nil
-        }
-    }
-
     /// Rows of `download` matching a condition, through a cached statement.
     private static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments = [])
         throws -> [QueuedDownload]
@@ -464,11 +455,7 @@ public final class QueueStore: Sendable {
             download.error?.message, download.filePath, download.deliveryAttempts, download.delivered,
             download.claim, download.delivered, Date().timeIntervalSince1970, download.uniqueIdentifier,
         ])
-        guard db.changesCount == 1 else {
-            throw RecordError.recordNotFound(
-                databaseTableName: QueuedDownload.databaseTableName,
-                key: ["uniqueIdentifier": download.uniqueIdentifier.databaseValue])
-        }
+        guard db.changesCount == 1 else { throw QueueError.unknownDownload(download.uniqueIdentifier) }
     }
 
     /// Marks downloads as moving, in one transaction, and returns them so; one that is no longer waiting (cancelled,
@@ -836,10 +823,13 @@ public final class QueueStore: Sendable {
 
 public enum QueueError: Error, CustomStringConvertible {
     case unknownApp(String)
+    /// The download is not in the queue (cancelled, by unique identifier).
+    case unknownDownload(String)
 
     public var description: String {
         switch self {
         case .unknownApp(let app): "no app \(app) is installed in the queue"
+        case .unknownDownload(let uniqueIdentifier): "no download \(uniqueIdentifier) is in the queue"
         }
     }
 }

@@ -32,8 +32,8 @@ final class EventReporter: Sendable {
     }
 
     func observe(_ event: LifecycleEvent) {
-        // Made only for what is shown: most progress events are not.
-        var line: EventLine { event.line }
+        // Made only for what is shown (most progress events are not), and once.
+        lazy var line = event.line
         switch event {
         case .manifestFailed:
             state.withLock { $0.manifestFailed = true }

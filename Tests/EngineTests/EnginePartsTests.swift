@@ -166,9 +166,10 @@ import Vocabulary
         let router = CompletionRouter(context: context)
 
         for attempt in 1...3 {
+            let readSince = ContinuousClock.now
             let snapshot = try context.store.snapshot(now: Date(), apps: ["app"])
             #expect(snapshot.pendingCompletions["app"] == 1, "attempt \(attempt)")
-            router.deliverDue(["app"], snapshot)
+            router.deliverDue(["app"], snapshot, readSince: readSince)
             #expect(try await eventually(30) { router.isIdle })
             #expect(try context.store.download(completion.uniqueIdentifier)?.deliveryAttempts == attempt)
         }
@@ -177,6 +178,23 @@ import Vocabulary
         #expect(!FileManager.default.fileExists(atPath: completion.filePath!))
         #expect(events.names.filter { $0 == "abandoned:doomed" }.count == 1)
         #expect(!events.names.contains("delivered:doomed"))
+        #expect(try context.store.snapshot(now: Date(), apps: ["app"]).pendingCompletions["app"] == 0)
+        try await context.client.shutdown()
+    }
+
+    /// A fast extension gets 32 completions in its first window and, once that window showed its pace, the largest
+    /// batch in the next: 288 completions take two windows, not nine.
+    @Test func anExtensionsBatchesGrowWithItsPace() async throws {
+        let events = Events()
+        let context = try context(plugin: try TestPlugins.c("example_extension"), events: events)
+        for index in 0..<288 { _ = try finished("f\(index)", in: context) }
+        let router = CompletionRouter(context: context)
+        for (window, deliveredAfter) in [(1, 32), (2, 288)] {
+            let readSince = ContinuousClock.now
+            router.deliverDue(["app"], try context.store.snapshot(now: Date(), apps: ["app"]), readSince: readSince)
+            #expect(try await eventually(30) { router.isIdle })
+            #expect(events.names.filter { $0.hasPrefix("delivered:") }.count == deliveredAfter, "window \(window)")
+        }
         #expect(try context.store.snapshot(now: Date(), apps: ["app"]).pendingCompletions["app"] == 0)
         try await context.client.shutdown()
     }
@@ -241,6 +259,40 @@ final class Delegates: AppDelegateRouter {
     func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async
         -> ChallengeAnswer?
     { nil }
+}
+
+/// How many completions a delivery window gets, from how the last one went.
+@Suite struct BatchPaceTests {
+    let limits = WindowLimits(budget: .seconds(8), grace: .seconds(1), memoryBytes: 64 << 20)
+
+    @Test func aFastWindowEarnsTheLargestBatch() {
+        var pace = BatchPace()
+        #expect(pace.size == BatchPace.first)
+        pace.record(.returned, elapsed: .milliseconds(10), completed: 32, limits: limits)
+        #expect(pace.size == BatchPace.maximum)
+    }
+
+    /// A quarter of the budget (2 s) at 100 ms a callback is 20 callbacks; at 5 s a callback, one.
+    @Test func aSlowWindowKeepsWhatAQuarterOfTheBudgetCovers() {
+        var pace = BatchPace()
+        pace.record(.returned, elapsed: .milliseconds(3200), completed: 32, limits: limits)
+        #expect(pace.size == 20)
+        pace.record(.returned, elapsed: .seconds(5), completed: 1, limits: limits)
+        #expect(pace.size == 1)
+    }
+
+    /// A window that ran out of time halves the batch, down to one; a crash says nothing about the pace.
+    @Test func aWindowOutOfTimeHalvesTheBatchAndACrashKeepsIt() {
+        var pace = BatchPace()
+        pace.record(.budgetExceeded(willTerminateReturned: true), elapsed: .seconds(9), completed: 3, limits: limits)
+        #expect(pace.size == 16)
+        pace.record(.crashed(signal: SIGSEGV), elapsed: .milliseconds(5), completed: 0, limits: limits)
+        #expect(pace.size == 16)
+        for _ in 0..<10 {
+            pace.record(.budgetExceeded(willTerminateReturned: false), elapsed: .seconds(9), completed: 0, limits: limits)
+        }
+        #expect(pace.size == 1)
+    }
 }
 
 /// The data root's layout: names made from identifiers that extension code chose.
