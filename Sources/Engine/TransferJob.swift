@@ -104,8 +104,7 @@ struct TransferJob {
 
     /// Where the finished file goes: the app group's deliveries folder.
     private var finishedPath: String {
-        context.dataRoot.deliveries(for: app.appGroupIdentifier)
-            .appendingPathComponent(DataRoot.fileName(queued.uniqueIdentifier), isDirectory: false).path
+        context.dataRoot.finishedPath(for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
     }
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws -> Outcome {

@@ -242,7 +242,8 @@ public final class TransferClient: Sendable {
     /// Refuses to start when the disk cannot hold what is left to receive (plus a margin for everything else).
     static func checkFreeSpace(for request: TransferRequest, have: Int64) -> TransferError? {
         var stats = statvfs()
-        let folder = (request.partialPath as NSString).deletingLastPathComponent
+        let path = request.partialPath
+        let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
         guard statvfs(folder, &stats) == 0 else { return nil }
         let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
         let needed = max(0, request.expectedSize - have) + (16 << 20)

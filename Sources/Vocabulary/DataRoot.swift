@@ -14,9 +14,13 @@ import Foundation
 /// The default is `$XDG_DATA_HOME/bahost` (`~/.local/share/bahost`): an app group container is per-user data.
 public struct DataRoot: Sendable, Hashable {
     public let url: URL
+    /// `url`'s path: the paths built for every transfer are joined to it as text, since `URL`'s appending checks
+    /// and re-encodes each component.
+    private let path: String
 
     public init(_ path: String) {
         url = URL(fileURLWithPath: path, isDirectory: true)
+        self.path = url.path
     }
 
     public static var standard: DataRoot {
@@ -29,7 +33,12 @@ public struct DataRoot: Sendable, Hashable {
     public var transfers: URL { url.appendingPathComponent("transfers", isDirectory: true) }
 
     public func partialPath(for uniqueIdentifier: String) -> String {
-        transfers.appendingPathComponent("\(Self.fileName(uniqueIdentifier)).part", isDirectory: false).path
+        "\(path)/transfers/\(Self.fileName(uniqueIdentifier)).part"
+    }
+
+    /// Where a finished download's file waits in `deliveries(for:)`.
+    public func finishedPath(for uniqueIdentifier: String, appGroupIdentifier: String) -> String {
+        "\(path)/containers/\(appGroupIdentifier)/Library/Caches/BackgroundAssets/\(Self.fileName(uniqueIdentifier))"
     }
 
     /// The file name for a download's unique identifier, which extension code chose: every byte outside

@@ -261,6 +261,16 @@ final class Delegates: AppDelegateRouter {
     { nil }
 }
 
+/// Sizes in event lines, as `%.1f MiB` wrote them.
+@Suite struct EventLineTests {
+    @Test func sizesRoundAsPrintfDoes() {
+        for bytes: Int64 in [1, 65536, 262_144, 786_432, 1_048_576, 1_101_005, 1 << 30, 123_456_789_012, .max] {
+            #expect(LifecycleEvent.size(bytes) == String(format: "%.1f MiB", Double(bytes) / 1_048_576), "\(bytes)")
+        }
+        #expect(LifecycleEvent.size(0) == "size unknown")
+    }
+}
+
 /// How many completions a delivery window gets, from how the last one went.
 @Suite struct BatchPaceTests {
     let limits = WindowLimits(budget: .seconds(8), grace: .seconds(1), memoryBytes: 64 << 20)
@@ -306,5 +316,8 @@ final class Delegates: AppDelegateRouter {
         let root = DataRoot("/data")
         #expect(root.partialPath(for: "a/b") == "/data/transfers/a%2Fb.part")
         #expect(root.deliveries(for: "group.x").path == "/data/containers/group.x/Library/Caches/BackgroundAssets")
+        #expect(root.finishedPath(for: "a/b", appGroupIdentifier: "group.x")
+            == root.deliveries(for: "group.x").appendingPathComponent("a%2Fb", isDirectory: false).path)
+        #expect(DataRoot("/data/").partialPath(for: "a") == "/data/transfers/a.part")
     }
 }
