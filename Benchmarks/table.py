@@ -58,7 +58,8 @@ for tool in ["bahost", "curl", "curl-fsync", "aria2-x1", "aria2-x4"]:
     throughput = [mib / t for t in times]
     ratio = f"{(mib / (bahost_big / 1e6)) / median(throughput):.2f}× bahost/{tool}" if tool != "bahost" else ""
     target = "≥ 1.0× curl" if tool == "curl" else ""
-    print(f"| {mib:.0f} MiB file to disk | {labels.get(tool, tool)} | {spread(throughput, 'MiB/s')} | {ratio} | {target} |")
+    label = labels.get(tool, tool)
+    print(f"| {mib:.0f} MiB file to disk | {label} | {spread(throughput, 'MiB/s')} | {ratio} | {target} |")
 
 bahost_small = median(first("small.bahost"))
 for tool in ["bahost", "curl", "curl-fsync", "aria2-j16"]:
@@ -67,7 +68,8 @@ for tool in ["bahost", "curl", "curl-fsync", "aria2-j16"]:
         continue
     ratio = f"{(small_count / (bahost_small / 1e6)) / median(rates):.2f}× bahost/{tool}" if tool != "bahost" else ""
     target = "≥ 1.0× curl" if tool == "curl" else ""
-    print(f"| {small_count} files of 64 KiB | {labels.get(tool, tool)} | {spread(rates, 'files/s', 0)} | {ratio} | {target} |")
+    label = labels.get(tool, tool)
+    print(f"| {small_count} files of 64 KiB | {label} | {spread(rates, 'files/s', 0)} | {ratio} | {target} |")
 
 for tool in ["bahost", "curl", "aria2-x4"]:
     rows = values.get(f"rss.{tool}", [])

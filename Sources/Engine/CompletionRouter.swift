@@ -9,9 +9,10 @@ import Vocabulary
 /// host's own installer (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each
 /// delivered when the method returned), else to the extension, woken in a window for a batch.
 /// For the extension, completions go out when the app's transfers are done, when a batch is full (as large as the
-/// extension's pace allows: `BatchPace`), or when the oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
-/// holds up only its own app. A completion held by an app process still in its callback is looked at again every
-/// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released).
+/// extension's pace allows: `BatchPace`), or when the oldest has waited `deliveryDelay`. One delivery runs per app
+/// at a time: a slow extension window or delegate holds up only its own app. A completion held by an app process
+/// still in its callback is looked at again every `claimCheckInterval` until its ticket is gone (delivered) or the
+/// process is (released).
 final class CompletionRouter: Sendable {
     private let context: EngineContext
     private let state = Mutex(State())

@@ -298,9 +298,8 @@ final class Delegates: AppDelegateRouter {
         #expect(pace.size == 16)
         pace.record(.crashed(signal: SIGSEGV), elapsed: .milliseconds(5), completed: 0, limits: limits)
         #expect(pace.size == 16)
-        for _ in 0..<10 {
-            pace.record(.budgetExceeded(willTerminateReturned: false), elapsed: .seconds(9), completed: 0, limits: limits)
-        }
+        let outOfTime = StopReason.budgetExceeded(willTerminateReturned: false)
+        for _ in 0..<10 { pace.record(outOfTime, elapsed: .seconds(9), completed: 0, limits: limits) }
         #expect(pace.size == 1)
     }
 }
