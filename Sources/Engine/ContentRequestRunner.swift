@@ -99,7 +99,8 @@ private final class Admission: @unchecked Sendable {
         do {
             try staged.stage(downloads) { download in
                 if let error = DownloadValidation.check(download, for: request, rules: policy.rules) { return error }
-                return identifiers.insert(download.identifier).inserted ? nil : DownloadValidation.returnedTwice(download)
+                let first = identifiers.insert(download.identifier).inserted
+                return first ? nil : DownloadValidation.returnedTwice(download)
             } admit: { app, download in
                 let error = policy.admitChecked(download)
                 app.take(policy)

@@ -327,8 +327,9 @@ public final class QueueStore: Sendable {
 
     /// Queues downloads for an app in one transaction. `admit` decides each one given the app's record (which it may
     /// change, e.g. to count allowance) and returns an error to refuse it. An identifier already active in the
-    /// app's queue is refused with Apple's 100 (except an asset pack's: the host queues the files of one update). A unique identifier the queue already holds gets a fresh one, or,
-    /// when `refusingForeign` and another app holds it, is refused with 55 (an app's own calls).
+    /// app's queue is refused with Apple's 100 (except an asset pack's: the host queues the files of one update). A
+    /// unique identifier the queue already holds gets a fresh one, or, when `refusingForeign` and another app holds
+    /// it, is refused with 55 (an app's own calls).
     public func enqueue(
         _ downloads: [Download], for appIdentifier: String, foreground: Bool = false,
         refusingForeign: Bool = false, admit: (inout AppRecord, Download) -> HostError?
@@ -348,9 +349,7 @@ public final class QueueStore: Sendable {
                 if download.kind != .assetPack,
                     try Bool.fetchOne(active, arguments: [appIdentifier, download.identifier]) != nil
                 {
-                    results.append((download, .failure(HostError(
-                        BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
-                        "a download with identifier '\(download.identifier)' is already scheduled"))))
+                    results.append((download, .failure(Self.alreadyScheduled(download))))
                     continue
                 }
                 let owner = try Self.owner(of: download, db)
@@ -404,6 +403,13 @@ public final class QueueStore: Sendable {
         guard let identifier = download.uniqueIdentifier else { return nil }
         let statement = try db.cachedStatement(sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?")
         return try String.fetchOne(statement, arguments: [identifier])
+    }
+
+    /// Apple's 100 for a download whose identifier the app's queue holds active.
+    static func alreadyScheduled(_ download: Download) -> HostError {
+        HostError(
+            BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
+            "a download with identifier '\(download.identifier)' is already scheduled")
     }
 
     /// The download under a fresh unique identifier.

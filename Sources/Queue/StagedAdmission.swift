@@ -50,8 +50,8 @@ public final class StagedAdmission {
 
     /// Admits downloads as `QueueStore.enqueue` does, into the stage: `check` first (shape, and an identifier the
     /// request returned before), then an identifier already active in the queue is refused with Apple's 100, then
-    /// `admit` (the app's policy, which may count against the record). A refused download is staged as a failed row, to be
-    /// delivered like any failure once the request is committed.
+    /// `admit` (the app's policy, which may count against the record). A refused download is staged as a failed row,
+    /// to be delivered like any failure once the request is committed.
     public func stage(
         _ downloads: [Download], check: (Download) -> HostError?, admit: (inout AppRecord, Download) -> HostError?
     ) throws {
@@ -68,9 +68,7 @@ public final class StagedAdmission {
             for download in downloads {
                 var error = check(download)
                 if error == nil, activeIdentifiers.contains(download.identifier) {
-                    error = HostError(
-                        BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
-                        "a download with identifier '\(download.identifier)' is already scheduled")
+                    error = QueueStore.alreadyScheduled(download)
                 }
                 // A unique identifier the extension chose that a row holds (queued, or staged by this request) is
                 // replaced, as `enqueue` does.
@@ -155,8 +153,10 @@ public final class StagedAdmission {
         }
     }
 
-    private static let insertStatement =
-        "INSERT INTO staged_download (stage, \(QueuedDownload.selection)) VALUES (?\(String(repeating: ", ?", count: QueuedDownload.columns.count)))"
+    private static let insertStatement = """
+        INSERT INTO staged_download (stage, \(QueuedDownload.selection))
+        VALUES (?\(String(repeating: ", ?", count: QueuedDownload.columns.count)))
+        """
 }
 
 extension QueueStore {

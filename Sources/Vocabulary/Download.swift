@@ -61,5 +61,7 @@ extension Download {
     public static func newUniqueIdentifier(group: String) -> String { uniqueIdentifier(group: group, uuid: UUID()) }
 
     /// Apple's form of a system-provided identifier, with a given UUID.
-    public static func uniqueIdentifier(group: String, uuid: UUID) -> String { "BAURLDownload.\(group).\(uuid.uuidString)" }
+    public static func uniqueIdentifier(group: String, uuid: UUID) -> String {
+        "BAURLDownload.\(group).\(uuid.uuidString)"
+    }
 }

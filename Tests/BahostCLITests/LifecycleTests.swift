@@ -187,9 +187,9 @@ import TestSupport
         let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
 
         let running = try Bahost.start(
-            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
-             "--data-root", app.dataRoot.path, "--allow-insecure-loopback", "--max-concurrent", "8", "--max-per-host", "8",
-             "--json"])
+            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install",
+             "--info-plist", app.infoPlist, "--data-root", app.dataRoot.path, "--allow-insecure-loopback",
+             "--max-concurrent", "8", "--max-per-host", "8", "--json"])
         // Its event lines are read as they come: a pipe left unread would fill and hold the host up.
         let output = OutputCollector(running.out)
         // Kill it once some files have reached the extension, and while most have not.
@@ -232,8 +232,8 @@ import TestSupport
         let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
 
         let running = try Bahost.start(
-            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
-             "--data-root", app.dataRoot.path, "--allow-insecure-loopback", "--json"])
+            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install",
+             "--info-plist", app.infoPlist, "--data-root", app.dataRoot.path, "--allow-insecure-loopback", "--json"])
         let output = OutputCollector(running.out)
         // The manifest was served: the window is then sending its 100,000 downloads, which take the host seconds to
         // admit.

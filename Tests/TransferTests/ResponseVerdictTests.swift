@@ -90,7 +90,10 @@ import Testing
         let wait = dated.retryAfter ?? .zero
         #expect(wait > .seconds(100) && wait <= .seconds(120), "\(wait)")
         let garbled = "Mon, 23 Nov 2026 00:00:10" + String(decoding: [0xDC, 0xB8, 0xB2, 0xAB], as: UTF8.self)
-        guard case .fail(let ignored) = verdict(503, [("Retry-After", garbled)]) else { Issue.record("503 accepted"); return }
+        guard case .fail(let ignored) = verdict(503, [("Retry-After", garbled)]) else {
+            Issue.record("503 accepted")
+            return
+        }
         #expect(ignored.retryAfter == nil)
     }
 
