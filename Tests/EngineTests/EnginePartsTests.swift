@@ -182,6 +182,38 @@ import Vocabulary
         try await context.client.shutdown()
     }
 
+    /// Claims in a queue read before the app's last delivery ended start no delivery (they may be that window's own,
+    /// settled since); in a queue read after it, a claim a killed service left is settled and delivered.
+    @Test func claimsReadBeforeTheLastDeliveryEndedStartNoDelivery() async throws {
+        let events = Events()
+        let context = try context(plugin: try TestPlugins.c("example_extension"), events: events)
+        let router = CompletionRouter(context: context)
+        func claimed(_ identifier: String) throws {
+            var completion = try finished(identifier, in: context)
+            completion.claim = DeliveryClaim.window.text
+            try context.store.save(completion)
+        }
+        try claimed("first")
+        let readBefore = ContinuousClock.now
+        let before = try context.store.snapshot(now: Date(), apps: ["app"])
+        router.deliverDue(["app"], before, readSince: readBefore)
+        #expect(try await eventually(30) { router.isIdle && events.names.contains("delivered:first") })
+
+        try claimed("second")
+        router.deliverDue(["app"], before, readSince: readBefore)
+        #expect(router.isIdle)
+        #expect(try context.store.download(uniqueIdentifier(of: "second", in: context))?.claim != nil)
+
+        let readAfter = ContinuousClock.now
+        router.deliverDue(["app"], try context.store.snapshot(now: Date(), apps: ["app"]), readSince: readAfter)
+        #expect(try await eventually(30) { router.isIdle && events.names.contains("delivered:second") })
+        try await context.client.shutdown()
+    }
+
+    func uniqueIdentifier(of identifier: String, in context: EngineContext) throws -> String {
+        try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier }).uniqueIdentifier
+    }
+
     /// A fast extension gets 32 completions in its first window and, once that window showed its pace, the largest
     /// batch in the next: 288 completions take two windows, not nine.
     @Test func anExtensionsBatchesGrowWithItsPace() async throws {
