@@ -17,7 +17,8 @@ final class Scheduler: Sendable {
     init(context: EngineContext, completed: @escaping @Sendable (String) -> Void) {
         self.context = context
         self.completed = completed
-        executor = TransferExecutor(threads: context.settings.maximumConcurrentTransfers)
+        // A thread for each transfer on the network and each finishing (`RunningTransfers.releaseSlot`).
+        executor = TransferExecutor(threads: 2 * context.settings.maximumConcurrentTransfers)
     }
 
     var isIdle: Bool { running.isEmpty }
@@ -27,7 +28,7 @@ final class Scheduler: Sendable {
         let settings = context.settings
         while true {
             let (runningNow, perHost) = running.current()
-            var count = runningNow.count
+            var count = running.slotsTaken
             var hosts = perHost
             let snapshot = try context.store.snapshot(
                 now: Date(), apps: apps, excluding: runningNow,
@@ -87,22 +88,37 @@ final class Scheduler: Sendable {
 }
 
 /// The transfers running now: their host (for the per-host cap) and task (to stop one).
+///
+/// The limits count transfers on the network. One whose body has ended gives its slot to the next while its file
+/// is synced and its outcome recorded (`releaseSlot`): with many small files the sync and the queue's write are
+/// most of a transfer's time, and the network sat idle through them. At most as many as the limit finish so at
+/// once, each on a transfer thread of its own (`Scheduler`'s executor has twice the limit's threads).
 final class RunningTransfers: Sendable {
-    private let running = Mutex([String: (host: String, task: Task<Void, Never>)]())
+    private struct Entry {
+        var host: String
+        var task: Task<Void, Never>
+        /// False once its body ended: it no longer counts toward the limits.
+        var holdsSlot = true
+    }
+
+    private let running = Mutex([String: Entry]())
 
     var isEmpty: Bool { running.withLock { $0.isEmpty } }
     var tasks: [Task<Void, Never>] { running.withLock { $0.values.map(\.task) } }
 
-    /// Their unique identifiers, and how many run per host.
+    /// Their unique identifiers, and how many of those holding a slot run per host.
     func current() -> (Set<String>, [String: Int]) {
         running.withLock { running in
-            (Set(running.keys), Dictionary(running.values.map { ($0.host, 1) }, uniquingKeysWith: +))
+            (Set(running.keys), Self.perHost(running))
         }
     }
 
+    /// How many hold a slot.
+    var slotsTaken: Int { running.withLock { $0.values.count(where: \.holdsSlot) } }
+
     /// Records a transfer as running before its task can end (the task removes it).
     func add(_ uniqueIdentifier: String, host: String, _ start: () -> Task<Void, Never>) {
-        running.withLock { $0[uniqueIdentifier] = (host, start()) }
+        running.withLock { $0[uniqueIdentifier] = Entry(host: host, task: start()) }
     }
 
     func remove(_ uniqueIdentifier: String) {
@@ -113,12 +129,28 @@ final class RunningTransfers: Sendable {
         running.withLock { $0[uniqueIdentifier]?.task.cancel() }
     }
 
+    /// Frees a transfer's slot once its body ended, unless as many as the limit are finishing already; true when
+    /// it did.
+    func releaseSlot(_ uniqueIdentifier: String, limit: Int) -> Bool {
+        running.withLock { running in
+            guard running[uniqueIdentifier]?.holdsSlot == true,
+                running.values.count(where: { !$0.holdsSlot }) < limit
+            else { return false }
+            running[uniqueIdentifier]?.holdsSlot = false
+            return true
+        }
+    }
+
     /// Whether a download could start now: a free slot, and a free slot for its host (foreground ones always can).
     func couldStart(_ download: QueuedDownload, _ settings: HostEngine.Settings) -> Bool {
         download.foreground
             || running.withLock { running in
-                running.count < settings.maximumConcurrentTransfers
-                    && running.values.filter { $0.host == download.host }.count < settings.maximumTransfersPerHost
+                running.values.count(where: \.holdsSlot) < settings.maximumConcurrentTransfers
+                    && Self.perHost(running)[download.host, default: 0] < settings.maximumTransfersPerHost
             }
+    }
+
+    private static func perHost(_ running: [String: Entry]) -> [String: Int] {
+        Dictionary(running.values.filter(\.holdsSlot).map { ($0.host, 1) }, uniquingKeysWith: +)
     }
 }

@@ -232,6 +232,14 @@ private final class ProgressRecorder: TransferObserver {
         context.observe(.began(download, resumingAt: offset))
     }
 
+    /// Its network slot goes to the next download while this one's file is synced and recorded.
+    func bodyEnded() {
+        let uniqueIdentifier = lock.withLock { $0.download.uniqueIdentifier }
+        if context.running.releaseSlot(uniqueIdentifier, limit: context.settings.maximumConcurrentTransfers) {
+            context.signal.fire()
+        }
+    }
+
     func progress(received: Int64, expected: Int64) {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
             state.download.bytesReceived = received

@@ -90,6 +90,12 @@ public protocol TransferObserver: Sendable {
     func began(validator: Validator, resumingAt offset: Int64)
     /// `received` bytes of the file are now in the partial file.
     func progress(received: Int64, expected: Int64)
+    /// The body ended and the connection is free; the file is still to be synced and verified.
+    func bodyEnded()
+}
+
+extension TransferObserver {
+    public func bodyEnded() {}
 }
 
 /// Performs transfers over one shared HTTP client (AsyncHTTPClient): streams each body to disk, resumes with
@@ -212,6 +218,7 @@ public final class TransferClient: Sendable {
             if let error = file.sync() { return error }
             return Self.classify(error)
         }
+        observer.bodyEnded()
         if let error = file.sync() { return error }
         observer.progress(received: file.length, expected: request.expectedSize)
         return nil

@@ -77,6 +77,29 @@ import Vocabulary
         #expect(try context.store.activeDownloads(for: "app").allSatisfy { $0.state != .downloading })
     }
 
+    /// A transfer whose body has ended gives its slot (and its host's) to the next, while at most as many as the
+    /// limit finish so at once; it still counts as running until its task ends.
+    @Test func aTransferWhoseBodyEndedGivesItsSlotToTheNext() throws {
+        let settings = HostEngine.Settings(maximumConcurrentTransfers: 1, maximumTransfersPerHost: 1)
+        let running = RunningTransfers()
+        func queued(_ identifier: String) -> QueuedDownload {
+            QueuedDownload(appIdentifier: "app", sequence: 0, download: download(identifier, "http://127.0.0.1/\(identifier)"))
+        }
+        running.add("a", host: "127.0.0.1") { Task {} }
+        #expect(!running.couldStart(queued("b"), settings))
+        #expect(running.releaseSlot("a", limit: settings.maximumConcurrentTransfers))
+        #expect(running.couldStart(queued("b"), settings))
+        #expect(running.current().0 == ["a"] && running.current().1.isEmpty)
+        running.add("b", host: "127.0.0.1") { Task {} }
+        // One finishes already: the second keeps its slot through its sync.
+        #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
+        #expect(!running.couldStart(queued("c"), settings))
+        running.remove("a")
+        #expect(running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
+        #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
+        #expect(running.couldStart(queued("c"), settings) && !running.isEmpty)
+    }
+
     // MARK: The content-request runner
 
     /// What a content request returns is staged as it arrives and queued once the request returned: shape and

@@ -12,6 +12,8 @@ import TestSupport
         let began = Mutex<[(Validator, Int64)]>([])
         func began(validator: Validator, resumingAt offset: Int64) { began.withLock { $0.append((validator, offset)) } }
         func progress(received: Int64, expected: Int64) {}
+        let bodiesEnded = Mutex(0)
+        func bodyEnded() { bodiesEnded.withLock { $0 += 1 } }
     }
 
     func data(_ count: Int, seed: UInt8 = 7) -> Data {
@@ -104,10 +106,14 @@ import TestSupport
             guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
             else { Issue.record("a truncated body passed"); return }
             #expect(error.kind == .transient)
+            // A body cut short does not free the transfer's slot early (the engine counts an ended body as off the
+            // network); the whole one does, once.
+            #expect(recorder.bodiesEnded.withLock { $0 } == 0)
             let validator = recorder.began.withLock { $0.first?.0 }
             let done = try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get()
             #expect(done == Int64(body.count))
             #expect(contents(path) == body)
+            #expect(recorder.bodiesEnded.withLock { $0 } == 1)
         }
     }
 
