@@ -18,9 +18,10 @@ public final class HostEngine: Sendable {
         public var transfer: TransferConfiguration
         public var retry: RetryPolicy
         public var limits: WindowLimits
-        /// Transfers at once, over all apps.
+        /// Transfers on the network at once, over all apps (`RunningTransfers`: one whose body has arrived no longer
+        /// counts while its file is synced and recorded).
         public var maximumConcurrentTransfers: Int
-        /// Transfers at once to one host.
+        /// Transfers on the network at once to one host.
         public var maximumTransfersPerHost: Int
         /// How long completions may wait to be batched into one window while transfers are still running.
         public var deliveryDelay: Duration

@@ -171,10 +171,10 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "A PEM file of certificate authorities to trust besides the system's (private CDNs, tests).")
     var caFile: String?
 
-    @Option(help: "Transfers at once.")
+    @Option(help: "Transfers on the network at once (one whose body has arrived frees its slot while it is synced).")
     var maxConcurrent: Int = 4
 
-    @Option(help: "Transfers at once to one host.")
+    @Option(help: "Transfers on the network at once to one host.")
     var maxPerHost: Int = 2
 
     @Option(help: "Seconds before the first retry of a transient failure; each later retry doubles it (with jitter).")
