@@ -14,8 +14,8 @@ import Foundation
 /// The default is `$XDG_DATA_HOME/bahost` (`~/.local/share/bahost`): an app group container is per-user data.
 public struct DataRoot: Sendable, Hashable {
     public let url: URL
-    /// `url`'s path: the paths built for every transfer are joined to it as text, since `URL`'s appending checks
-    /// and re-encodes each component.
+    /// `url`'s path: the layout's paths are joined to it as text, in one place each, and their URLs made from
+    /// those, since `URL`'s appending checks and re-encodes each component (a transfer builds several).
     private let path: String
 
     public init(_ path: String) {
@@ -30,15 +30,16 @@ public struct DataRoot: Sendable, Hashable {
     }
 
     public var queuePath: String { url.appendingPathComponent("queue.sqlite", isDirectory: false).path }
-    public var transfers: URL { url.appendingPathComponent("transfers", isDirectory: true) }
+    public var transfers: URL { URL(fileURLWithPath: transfersPath, isDirectory: true) }
+    private var transfersPath: String { "\(path)/transfers" }
 
     public func partialPath(for uniqueIdentifier: String) -> String {
-        "\(path)/transfers/\(Self.fileName(uniqueIdentifier)).part"
+        "\(transfersPath)/\(Self.fileName(uniqueIdentifier)).part"
     }
 
     /// Where a finished download's file waits in `deliveries(for:)`.
     public func finishedPath(for uniqueIdentifier: String, appGroupIdentifier: String) -> String {
-        "\(path)/containers/\(appGroupIdentifier)/Library/Caches/BackgroundAssets/\(Self.fileName(uniqueIdentifier))"
+        "\(deliveriesPath(for: appGroupIdentifier))/\(Self.fileName(uniqueIdentifier))"
     }
 
     /// The file name for a download's unique identifier, which extension code chose: every byte outside
@@ -64,13 +65,18 @@ public struct DataRoot: Sendable, Hashable {
 
     /// The app group's container: the folder the app and its extension share.
     public func container(for appGroupIdentifier: String) -> URL {
-        url.appendingPathComponent("containers", isDirectory: true)
-            .appendingPathComponent(appGroupIdentifier, isDirectory: true)
+        URL(fileURLWithPath: containerPath(for: appGroupIdentifier), isDirectory: true)
     }
+
+    private func containerPath(for appGroupIdentifier: String) -> String { "\(path)/containers/\(appGroupIdentifier)" }
 
     /// Where finished files wait for their completion to be delivered.
     public func deliveries(for appGroupIdentifier: String) -> URL {
-        container(for: appGroupIdentifier).appendingPathComponent("Library/Caches/BackgroundAssets", isDirectory: true)
+        URL(fileURLWithPath: deliveriesPath(for: appGroupIdentifier), isDirectory: true)
+    }
+
+    private func deliveriesPath(for appGroupIdentifier: String) -> String {
+        "\(containerPath(for: appGroupIdentifier))/Library/Caches/BackgroundAssets"
     }
 
     /// Where a managed app's asset packs live, one folder per pack: the namespace `AssetPackManager` reads.
