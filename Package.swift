@@ -178,7 +178,11 @@ let package = Package(
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
         .testTarget(
             name: "TransferTests",
-            dependencies: ["Transfer", "Vocabulary", "TestSupport", .product(name: "NIOHTTP1", package: "swift-nio")]),
+            dependencies: [
+                "Transfer", "Vocabulary", "TestSupport", .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
             name: "ServiceTests",

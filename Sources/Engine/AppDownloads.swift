@@ -43,8 +43,10 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
         return enqueue(download, foreground: true)
     }
 
-    /// Queues one download; the queue refuses another app's unique identifier (55) in the same transaction.
+    /// Queues one download, its URL as it will be fetched; the queue refuses another app's unique identifier (55)
+    /// in the same transaction.
     private func enqueue(_ download: Download, foreground: Bool) -> Result<Void, HostError> {
+        let download = DownloadValidation.normalized(download)
         do {
             let results = try store.enqueue(
                 [download], for: appIdentifier, foreground: foreground, refusingForeign: true

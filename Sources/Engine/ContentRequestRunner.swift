@@ -97,7 +97,7 @@ private final class Admission: @unchecked Sendable {
     func stage(_ downloads: [Download]) {
         guard failure == nil else { return }
         do {
-            try staged.stage(downloads) { download in
+            try staged.stage(downloads.map(DownloadValidation.normalized)) { download in
                 if let error = DownloadValidation.check(download, for: request, rules: policy.rules) { return error }
                 let first = identifiers.insert(download.identifier).inserted
                 return first ? nil : DownloadValidation.returnedTwice(download)

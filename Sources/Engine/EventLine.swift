@@ -49,7 +49,10 @@ extension LifecycleEvent {
                 text: "asset pack \(id) failed: \(error)")
         case .rejected(let download, let error):
             return EventLine(
-                json: ["event": "rejected", "identifier": download.identifier, "url": download.url ?? "", "error": Self.json(error)],
+                json: [
+                    "event": "rejected", "identifier": download.identifier,
+                    "url": (download.url ?? "").withoutUserInfo, "error": Self.json(error),
+                ],
                 text: "rejected \(download.identifier.printable(limit: 200)): \(error)")
         case .queued(let queued):
             let essential = queued.isEssential ? ", essential" : ""

@@ -29,10 +29,11 @@ struct TransferJob {
         do {
             let policy = app.policy
             let download = queued.download
-            let limit = download.fileSize == 0 ? policy.allowance.unreservedBytesLeft(essential: download.isEssential) : nil
+            let limit = Self.byteLimit(download, policy.allowance)
             let recorder = ProgressRecorder(context: context, download: queued)
             let request = TransferRequest(
-                url: download.url ?? "", headers: download.httpHeaders, expectedSize: download.fileSize,
+                url: download.url ?? "", headers: download.httpHeaders,
+                expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
                 sha256: download.sha256, partialPath: context.dataRoot.partialPath(for: uniqueIdentifier),
                 validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
                 credential: credentials.credential(for: uniqueIdentifier),
@@ -86,10 +87,13 @@ struct TransferJob {
             return try fail(
                 &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
         }
-        if queued.download.fileSize == 0 {
+        if size != queued.download.fileSize && !queued.download.sizeIsExact {
+            // The allowance reserved the declared size (nothing, for an unknown one): it counts the bytes received.
             try context.store.updateApp(app.appIdentifier) { app in
                 var policy = app.policy
-                if policy.allowance.restricted { policy.allowance.charge(size, essential: queued.isEssential) }
+                if policy.allowance.restricted {
+                    policy.allowance.charge(size - queued.download.fileSize, essential: queued.isEssential)
+                }
                 app.take(policy)
             }
         }
@@ -100,6 +104,16 @@ struct TransferJob {
         try context.store.save(queued)
         context.observe(.finished(queued))
         return .completed
+    }
+
+    /// The most bytes a transfer whose size is not promised may receive while the app's allowance restricts it:
+    /// what the allowance reserved for its declared size, and what is left unreserved. A transfer that passes it
+    /// stops with Apple's 204. Nil for a promised size (the transfer enforces it exactly) or no restriction.
+    static func byteLimit(_ download: Download, _ allowance: Allowance) -> Int64? {
+        guard !download.sizeIsExact, let left = allowance.unreservedBytesLeft(essential: download.isEssential) else {
+            return nil
+        }
+        return download.fileSize + max(0, left)
     }
 
     /// Where the finished file goes: the app group's deliveries folder.

@@ -126,5 +126,5 @@ public struct AppPolicy: Sendable {
 }
 
 private func URLComponentsHost(_ url: String) -> String {
-    URLComponents(string: url)?.host ?? url
+    (URLComponents(string: url)?.host ?? url.printableURL(limit: 200)).printable(limit: 300)
 }

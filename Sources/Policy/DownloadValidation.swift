@@ -23,8 +23,9 @@ public struct RejectedDownload: Sendable, Hashable {
 }
 
 public enum DownloadValidation {
-    /// Splits what a content request returned into what may proceed and what may not, in order. Identifiers must be
-    /// unique within the set: a repeated one is refused with `downloadAlreadyScheduled` (100).
+    /// Splits what a content request returned into what may proceed (with its URL `normalized`) and what may not, in
+    /// order. Identifiers must be unique within the set: a repeated one is refused with `downloadAlreadyScheduled`
+    /// (100).
     public static func validate(
         _ downloads: [Download], for request: ContentRequest, rules: DownloadRules
     ) -> (accepted: [Download], rejected: [RejectedDownload]) {
@@ -37,7 +38,7 @@ public enum DownloadValidation {
             } else if !seen.insert(download.identifier).inserted {
                 rejected.append(RejectedDownload(download: download, error: returnedTwice(download)))
             } else {
-                accepted.append(download)
+                accepted.append(normalized(download))
             }
         }
         return (accepted, rejected)
@@ -88,11 +89,58 @@ public enum DownloadValidation {
             return invalid("sha256 must be 64 hex digits")
         }
         for header in download.httpHeaders {
-            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
-                return invalid("request header '\(header.printable(limit: 100))' is not 'Name: value'")
-            }
+            if let error = checkHeader(header) { return error }
         }
         return nil
+    }
+
+    /// Why a request header may not be sent: not `Name: value` with a token for a name, or a header the host keeps
+    /// for itself (`RequestHeader.reservedNames`: Apple's URLSession refuses the same).
+    public static func checkHeader(_ header: String) -> HostError? {
+        func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
+        switch RequestHeader.parse(header) {
+        case .success:
+            return nil
+        case .failure(.notNameValue):
+            return invalid("request header '\(header.printable(limit: 100))' is not 'Name: value'")
+        case .failure(.invalidName(let name)):
+            return invalid("request header name '\(name.printable(limit: 100))' is not an HTTP token")
+        case .failure(.reserved(let name)):
+            return invalid(
+                "request header '\(name.printable(limit: 100))' is reserved: the host sets it (as Apple's URLSession "
+                    + "does; credentials go through the server's challenge)")
+        }
+    }
+
+    /// The download with its URL as it will be fetched: what Foundation's URL parsing makes of it (characters that
+    /// a URL cannot hold percent-encoded, as `URL(string:)` does), without a fragment, which is never sent. Reports
+    /// and events then show exactly what is requested. A URL that does not parse is left as it is (and refused).
+    public static func normalized(_ download: Download) -> Download {
+        // Every download a content request returns comes through here: only a URL with a byte that a URL cannot
+        // hold, or a fragment, is parsed again.
+        guard let text = download.url, !text.utf8.allSatisfy(isURLByte), let url = normalizedURL(text), url != text
+        else { return download }
+        var copy = download
+        copy.url = url
+        return copy
+    }
+
+    /// The bytes a URL holds as they are (RFC 3986's unreserved, reserved and `%`), the fragment's `#` excepted.
+    private static func isURLByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "-._~:/?[]@!$&'()*+,;=%".utf8.contains(byte)
+        }
+    }
+
+    /// `text` as it will be fetched, or nil when it does not parse.
+    public static func normalizedURL(_ text: String) -> String? {
+        guard var components = URLComponents(string: text) else { return nil }
+        components.fragment = nil
+        return components.string
     }
 
     /// Longest identifier (and unique identifier), URL, app group and request header the host accepts: the runner's
@@ -122,21 +170,28 @@ public enum DownloadValidation {
         return nil
     }
 
-    /// Why `text` may not be fetched: not an absolute URL, or not https (plain http only to loopback hosts, and
-    /// only when the rules allow it). Applies to every redirect hop too.
+    /// Why `text` may not be fetched: not an absolute URL, credentials in it, or not https (plain http only to
+    /// loopback hosts, and only when the rules allow it). Applies to every redirect hop too.
     public static func checkURL(_ text: String, rules: DownloadRules) -> HostError? {
         func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
         guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
             let host = url.host, !host.isEmpty
-        else { return invalid("'\(text)' is not an absolute URL") }
+        else { return invalid("'\(text.printableURL(limit: 200))' is not an absolute URL") }
+        guard url.user == nil && url.password == nil else {
+            return invalid(
+                "the URL of \(host.printable(limit: 100)) holds credentials (user:password@): they are never sent or "
+                    + "printed; answer the server's challenge instead (backgroundDownload(_:didReceive:), or the "
+                    + "delegate's)")
+        }
         switch scheme {
         case "https":
             return nil
         case "http" where isLoopback(host):
             return rules.allowInsecureLoopback
-                ? nil : invalid("plain http to \(host) needs --allow-insecure-loopback; use https")
+                ? nil : invalid("plain http to \(host.printable(limit: 100)) needs --allow-insecure-loopback; use https")
         default:
-            return invalid("'\(text)' is not https (plain http is only for loopback, behind an explicit flag)")
+            return invalid(
+                "'\(text.printableURL(limit: 200))' is not https (plain http is only for loopback, behind an explicit flag)")
         }
     }
 

@@ -22,7 +22,11 @@ enum ResponseVerdict: Equatable {
         case 301, 302, 303, 307, 308:
             guard let location = headers.first(name: "Location"),
                 let next = URL(string: location, relativeTo: URL(string: url))?.absoluteString
-            else { return .fail(.permanent(TransferError.tooManyRedirects, "a redirect without a usable Location")) }
+            else {
+                return .fail(TransferError(
+                    .permanent, code: TransferError.redirectToNonExistentLocation, domain: TransferError.urlDomain,
+                    message: "a redirect without a usable Location"))
+            }
             return .redirect(next)
         case 200:
             return checkedSize(
@@ -80,6 +84,14 @@ enum ResponseVerdict: Equatable {
                 "the server sends \(start + length) bytes, not the declared \(request.expectedSize)"))
         }
         return .body(start: start, validator: validator)
+    }
+
+    /// The whole file's size as a body's headers announce it: a 206's `Content-Range` total, else `start` plus the
+    /// `Content-Length`; nil when the server does not say.
+    static func announcedSize(headers: HTTPHeaders, start: Int64) -> Int64? {
+        if let range = ContentRange(headers.first(name: "Content-Range")) { return range.total }
+        guard let length = headers.first(name: "Content-Length").flatMap(Int64.init), length >= 0 else { return nil }
+        return start + length
     }
 
     /// `Retry-After` in seconds or as an HTTP date.

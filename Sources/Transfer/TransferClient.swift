@@ -53,8 +53,11 @@ public struct TransferRequest: Sendable {
     public var url: String
     /// `Name: value` request headers.
     public var headers: [String]
-    /// Exact bytes expected; 0 when unknown.
+    /// Exact bytes expected, enforced (an essential download's promise, or a pack's size); 0 when not promised.
     public var expectedSize: Int64
+    /// The size the download declared without promising it (Apple: `fileSize` binds essential downloads only): what
+    /// progress reports until the server says the real one. 0 when none.
+    public var sizeHint: Int64
     /// Expected SHA-256 in hex, or nil.
     public var sha256: String?
     /// Where the bytes go. What is already there is resumed when `validator` says what it is.
@@ -68,13 +71,14 @@ public struct TransferRequest: Sendable {
     public var credential: Credential?
 
     public init(
-        url: String, headers: [String] = [], expectedSize: Int64, sha256: String? = nil, partialPath: String,
-        validator: Validator? = nil, byteLimit: Int64? = nil, credential: Credential? = nil,
+        url: String, headers: [String] = [], expectedSize: Int64, sizeHint: Int64 = 0, sha256: String? = nil,
+        partialPath: String, validator: Validator? = nil, byteLimit: Int64? = nil, credential: Credential? = nil,
         checkURL: @escaping @Sendable (String) -> TransferError?
     ) {
         self.url = url
         self.headers = headers
         self.expectedSize = expectedSize
+        self.sizeHint = sizeHint
         self.sha256 = sha256
         self.partialPath = partialPath
         self.validator = validator
@@ -169,8 +173,9 @@ public final class TransferClient: Sendable {
             case .redirect(let next):
                 redirects += 1
                 guard redirects <= configuration.maximumRedirects else {
-                    return .failure(.permanent(
-                        TransferError.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects"))
+                    return .failure(TransferError(
+                        .permanent, code: TransferError.tooManyRedirects, domain: TransferError.urlDomain,
+                        message: "more than \(configuration.maximumRedirects) redirects"))
                 }
                 url = next
             case .restart(let giveUp):
@@ -183,7 +188,13 @@ public final class TransferClient: Sendable {
             case .body(let start, let validator):
                 if start == 0 && file.length > 0, let error = file.truncate() { return .failure(error) }
                 observer.began(validator: validator, resumingAt: start)
-                if let failure = await receive(response, into: &file, request: request, observer: observer) {
+                // Progress counts against the promised size, else what the server says the file is, else the hint.
+                let expected = request.expectedSize > 0
+                    ? request.expectedSize
+                    : ResponseVerdict.announcedSize(headers: response.headers, start: start) ?? request.sizeHint
+                if let failure = await receive(
+                    response, into: &file, request: request, expected: expected, observer: observer)
+                {
                     return .failure(failure)
                 }
                 return verify(request, file: &file)
@@ -191,9 +202,10 @@ public final class TransferClient: Sendable {
         }
     }
 
-    /// Streams the body to the end of the partial file, bounded by the expected size and the byte limit.
+    /// Streams the body to the end of the partial file, bounded by the expected size and the byte limit; progress
+    /// reports `expected` as the file's size.
     private func receive(
-        _ response: HTTPClientResponse, into file: inout PartialFile, request: TransferRequest,
+        _ response: HTTPClientResponse, into file: inout PartialFile, request: TransferRequest, expected: Int64,
         observer: TransferObserver
     ) async -> TransferError? {
         var lastReport = ContinuousClock.now
@@ -211,7 +223,7 @@ public final class TransferClient: Sendable {
                 let now = ContinuousClock.now
                 if now - lastReport >= .milliseconds(100) {
                     lastReport = now
-                    observer.progress(received: file.length, expected: request.expectedSize)
+                    observer.progress(received: file.length, expected: expected)
                 }
             }
         } catch {
@@ -220,7 +232,7 @@ public final class TransferClient: Sendable {
         }
         observer.bodyEnded()
         if let error = file.sync() { return error }
-        observer.progress(received: file.length, expected: request.expectedSize)
+        observer.progress(received: file.length, expected: max(expected, file.length))
         return nil
     }
 
@@ -260,36 +272,74 @@ public final class TransferClient: Sendable {
             "not enough free space in \(folder): \(needed) bytes needed, \(free) available")
     }
 
-    /// Sorts a failure into transient, network or permanent, with Apple's NSURLError codes.
+    /// Sorts a failure into transient, network or permanent, with the NSURLError code URLSession reports for the
+    /// same failure (TransferClassificationTests holds each to its code).
     static func classify(_ error: Error) -> TransferError {
         func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String) -> TransferError {
             TransferError(kind, code: code, domain: TransferError.urlDomain, message: message)
         }
+        let lost: Int64 = -1005  // NSURLErrorNetworkConnectionLost
+        let timedOut: Int64 = -1001  // NSURLErrorTimedOut
         if let error = error as? TransferError { return error }
+        if error is CancellationError { return url(.transient, -999, "the transfer was cancelled") }
         if let http = error as? HTTPClientError {
             switch http {
-            case .connectTimeout: return url(.network, -1001, "the connection timed out")
-            case .readTimeout: return url(.transient, -1001, "the server stopped sending")
-            case .remoteConnectionClosed, .bodyLengthMismatch: return url(.transient, -1005, "the connection was lost")
-            case .tlsHandshakeTimeout: return url(.transient, -1001, "the TLS handshake timed out")
-            default: return url(.transient, -1, "\(http)")
+            case .connectTimeout: return url(.network, timedOut, "the connection timed out")
+            case .readTimeout: return url(.transient, timedOut, "the server stopped sending")
+            case .writeTimeout, .getConnectionFromPoolTimeout, .deadlineExceeded:
+                return url(.transient, timedOut, "the request timed out")
+            case .tlsHandshakeTimeout: return url(.transient, timedOut, "the TLS handshake timed out")
+            case .remoteConnectionClosed, .bodyLengthMismatch, .uncleanShutdown:
+                return url(.transient, lost, "the connection was lost before the response ended")
+            case .cancelled, .alreadyShutdown:
+                return url(.transient, -999, "the transfer was cancelled")  // NSURLErrorCancelled
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return url(.permanent, -1000, "the URL is not one the client can request")  // NSURLErrorBadURL
+            default:
+                // The response broke HTTP (NSURLErrorBadServerResponse); the URL's scheme and the request's headers
+                // were vetted before the request was made.
+                return url(.transient, -1011, "the server's response is malformed: \(http)")
             }
         }
-        if error is NIOConnectionError { return url(.network, -1004, "cannot connect to the server: \(error)") }
+        if let parser = error as? HTTPParserError {
+            // A response that ends mid-message (the connection closed early) or that is not HTTP.
+            if case .invalidEOFState = parser { return url(.transient, lost, "the connection was lost mid-response") }
+            return url(.transient, -1011, "the server's response is malformed: \(parser)")
+        }
+        if let connect = error as? NIOConnectionError {
+            if connect.dnsAError != nil || connect.dnsAAAAError != nil, connect.connectionErrors.isEmpty {
+                return url(.network, -1003, "the server's name cannot be resolved")  // NSURLErrorCannotFindHost
+            }
+            let unreachable = connect.connectionErrors.contains {
+                ($0.error as? IOError).map { [ENETUNREACH, ENETDOWN].contains($0.errnoCode) } ?? false
+            }
+            if unreachable { return url(.network, -1009, "the network is unreachable") }  // NotConnectedToInternet
+            return url(.network, -1004, "cannot connect to the server")  // NSURLErrorCannotConnectToHost
+        }
         if let io = error as? IOError {
             switch io.errnoCode {
-            case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH: return url(.network, -1004, "cannot connect: \(io)")
-            default: return url(.transient, -1005, "the connection was lost: \(io)")
+            case ECONNREFUSED, EHOSTUNREACH: return url(.network, -1004, "cannot connect: \(io)")
+            case ENETUNREACH, ENETDOWN: return url(.network, -1009, "the network is unreachable: \(io)")
+            case ETIMEDOUT: return url(.transient, timedOut, "the connection timed out: \(io)")
+            default: return url(.transient, lost, "the connection was lost: \(io)")
             }
         }
         if let ssl = error as? NIOSSLError {
-            if case .handshakeFailed = ssl { return url(.permanent, -1202, "the server's certificate is not trusted: \(ssl)") }
-            return url(.transient, -1005, "the TLS connection was lost: \(ssl)")
+            switch ssl {
+            case .handshakeFailed: return url(.permanent, -1202, "the server's certificate is not trusted: \(ssl)")
+            case .uncleanShutdown: return url(.transient, lost, "the TLS connection was lost")
+            default: return url(.transient, -1200, "the TLS connection failed: \(ssl)")  // SecureConnectionFailed
+            }
         }
-        if let channel = error as? ChannelError, case .connectTimeout = channel {
-            return url(.network, -1001, "the connection timed out")
+        if let channel = error as? ChannelError {
+            switch channel {
+            case .connectTimeout: return url(.network, timedOut, "the connection timed out")
+            case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed:
+                return url(.transient, lost, "the connection was lost")
+            default: return url(.transient, lost, "the connection failed: \(channel)")
+            }
         }
-        return url(.transient, -1, "\(error)")
+        return url(.transient, -1, "\(error)")  // NSURLErrorUnknown: what URLSession reports for the unforeseen
     }
 }
 

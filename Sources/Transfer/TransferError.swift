@@ -45,8 +45,10 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     public static let sizeMismatch: Int64 = 1001
     public static let checksumMismatch: Int64 = 1002
     public static let insufficientSpace: Int64 = 1003
-    public static let tooManyRedirects: Int64 = 1004
     public static let byteLimitExceeded: Int64 = 1005
+    /// URLSession's codes for redirects (`urlDomain`): more than the client follows, and one that names nowhere.
+    public static let tooManyRedirects: Int64 = -1007
+    public static let redirectToNonExistentLocation: Int64 = -1010
 
     public static func permanent(_ code: Int64, _ message: String) -> TransferError {
         TransferError(.permanent, code: code, domain: hostDomain, message: message)

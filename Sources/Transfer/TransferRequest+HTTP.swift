@@ -1,19 +1,30 @@
 import AsyncHTTPClient
 import Foundation
+import Vocabulary
 
 extension TransferRequest {
     /// The HTTP request for one hop of an attempt: the download's own headers, identity encoding (the file is
     /// verified byte for byte), Basic credentials for their host only, and a range with `If-Range` when `offset`
     /// bytes are already on disk and a validator says what they are.
+    ///
+    /// Admission refuses a header the host keeps for itself (`RequestHeader.reservedNames`: `Host`, the framing,
+    /// the range); one that reaches this far anyway (a row queued by an older release) is left out, never sent.
+    /// `Authorization` and `Cookie` go to the download's own origin only, as URLSession does across redirects.
     func httpRequest(url: String, offset: Int64) -> HTTPClientRequest {
         var http = HTTPClientRequest(url: url)
-        http.headers.add(name: "User-Agent", value: "bahost/0.1")
+        http.headers.add(name: "User-Agent", value: "bahost/\(BahostVersion.release)")
         http.headers.add(name: "Accept-Encoding", value: "identity")
-        for header in headers {
-            guard let colon = header.firstIndex(of: ":") else { continue }
-            http.headers.add(
-                name: String(header[..<colon]),
-                value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        let sameOrigin = Self.origin(of: url) == Self.origin(of: self.url)
+        for line in headers {
+            guard case .success(let header) = RequestHeader.parse(line), sameOrigin || !header.isOriginBound else {
+                continue
+            }
+            // An app may name its own User-Agent, as URLSession lets it.
+            if header.name.lowercased() == "user-agent" {
+                http.headers.replaceOrAdd(name: header.name, value: header.value)
+            } else {
+                http.headers.add(name: header.name, value: header.value)
+            }
         }
         if let credential, URLComponents(string: url)?.host == credential.host {
             let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
@@ -24,5 +35,13 @@ extension TransferRequest {
             http.headers.add(name: "If-Range", value: ifRange)
         }
         return http
+    }
+
+    /// Scheme, host and port, as a same-origin check compares them.
+    static func origin(of url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased()
+        else { return nil }
+        return "\(scheme)://\(host):\(components.port ?? (scheme == "http" ? 80 : 443))"
     }
 }

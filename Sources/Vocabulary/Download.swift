@@ -19,7 +19,8 @@ public struct Download: Sendable, Hashable, Codable {
     public var uniqueIdentifier: String?
     public var url: String?
     public var applicationGroupIdentifier: String
-    /// Exact bytes on the wire; 0 when the extension did not say (allowed for non-essential downloads only).
+    /// Bytes on the wire; 0 when the extension did not say (allowed for non-essential downloads only). A promise
+    /// only where `sizeIsExact`; otherwise an estimate for progress and the allowance's reservation.
     public var fileSize: Int64
     public var priority: Int64
     public var state: Int32
@@ -50,6 +51,11 @@ public struct Download: Sendable, Hashable, Codable {
 }
 
 extension Download {
+    /// Whether a transfer must deliver exactly `fileSize` bytes: for essential downloads (Apple's header says a
+    /// mismatch fails the download, and Apple's engineers narrowed that to essential ones: real apps give estimates
+    /// for the rest) and for asset packs, whose size the pack's own manifest states.
+    public var sizeIsExact: Bool { fileSize > 0 && (isEssential || kind == .assetPack) }
+
     /// The download with Apple's system-provided identifier, "<ClassName>.<appGroupID>.<UUID>", when it has none.
     public func withUniqueIdentifier() -> Download {
         guard uniqueIdentifier == nil else { return self }

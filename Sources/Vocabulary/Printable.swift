@@ -19,3 +19,18 @@ extension String {
         return rest > 0 ? out + "… (\(rest) more characters)" : out
     }
 }
+
+extension String {
+    /// A URL as it may be printed: without the credentials of its authority (`user:password@`), which never reach
+    /// a log or an event, then `printable`. Works on text that does not parse as a URL too.
+    public func printableURL(limit: Int = 1000) -> String { withoutUserInfo.printable(limit: limit) }
+
+    /// The text with the user information of a URL's authority removed.
+    public var withoutUserInfo: String {
+        guard let scheme = range(of: "://") else { return self }
+        let authorityStart = scheme.upperBound
+        let authorityEnd = self[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? endIndex
+        guard let at = self[authorityStart..<authorityEnd].lastIndex(of: "@") else { return self }
+        return String(self[..<authorityStart]) + String(self[index(after: at)...])
+    }
+}

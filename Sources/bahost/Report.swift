@@ -54,7 +54,7 @@ struct Report {
         if !rejected.isEmpty {
             out += "  rejected (\(rejected.count)):\n"
             for r in rejected {
-                out += "    \(r.download.identifier.printable(limit: 200))  \((r.download.url ?? "").printable(limit: 200))  \(r.error)\n"
+                out += "    \(r.download.identifier.printable(limit: 200))  \((r.download.url ?? "").printableURL(limit: 200))  \(r.error)\n"
             }
         }
         if !outcome.refusedCalls.isEmpty {
@@ -150,7 +150,9 @@ private struct JSONReport: Encodable {
         peakResidentBytes = o.peakResidentBytes
         completedEntryPoints = o.completedEvents
         downloads = report.returned.map { download($0, "returned") } + report.scheduled.map { download($0, "scheduled") }
-        rejected = report.rejected.map { Rejected(identifier: $0.download.identifier, url: $0.download.url, error: $0.error) }
+        rejected = report.rejected.map {
+            Rejected(identifier: $0.download.identifier, url: $0.download.url?.withoutUserInfo, error: $0.error)
+        }
         refusedCalls = o.refusedCalls
         log = o.log
         exitCode = report.exitCode

@@ -36,7 +36,12 @@ struct Run: AsyncParsableCommand {
     @Option(help: "The app's Info.plist: its identity, manifest URL, allowances and allow list.")
     var infoPlist: String?
 
-    @Flag(help: "Run only the extension's window and report it; download nothing.")
+    @Flag(
+        help: """
+            Run only the extension's window and report it; download nothing. The window gets the app group's \
+            container (under --data-root) when --info-plist names the group; without an Info.plist there is no \
+            group, and the extension can write nothing.
+            """)
     var windowOnly = false
 
     @OptionGroup var window: WindowOptions
@@ -100,7 +105,8 @@ struct Run: AsyncParsableCommand {
         do {
             let manifestCopy = try ManifestCopy(of: manifest!)
             defer { manifestCopy.removeFolder() }
-            let window = try ExtensionWindow(pluginPath: plugin, limits: self.window.limits)
+            let window = try ExtensionWindow(
+                pluginPath: plugin, limits: self.window.limits, appGroup: try config.map(appGroup))
             let live = json ? nil : { (line: WindowLogLine) in Report.printLive(line) }
             outcome = try window.run(
                 [.contentRequest(request, manifestPath: manifestCopy.path, info: info)], services: services,
@@ -115,9 +121,17 @@ struct Run: AsyncParsableCommand {
         let report = Report(
             plugin: plugin, request: request, outcome: outcome,
             returned: accepted.map { $0.withUniqueIdentifier() }, rejected: rejected,
-            scheduled: services.scheduled.filter { s in !accepted.contains { $0.identifier == s.identifier } })
+            scheduled: services.scheduledThroughManager)
         if json { report.printJSON() } else { report.printText() }
         throw ExitCode(report.exitCode)
+    }
+
+    /// The app group's container in the data root, made if missing: the one the whole life cycle uses.
+    private func appGroup(_ config: AppConfiguration) throws -> ExtensionWindow.AppGroup {
+        let root = transfers.root
+        try root.prepare(appGroupIdentifier: config.appGroupIdentifier)
+        return ExtensionWindow.AppGroup(
+            identifier: config.appGroupIdentifier, container: root.container(for: config.appGroupIdentifier).path)
     }
 }
 

@@ -100,6 +100,44 @@ import Vocabulary
         #expect(running.couldStart(queued("c"), settings) && !running.isEmpty)
     }
 
+    // MARK: One transfer
+
+    /// A non-essential download's fileSize is an estimate (Apple narrowed the size promise to essential downloads):
+    /// a file larger than it still finishes, and the allowance counts the bytes received; one that passes what the
+    /// allowance leaves stops with Apple's 204.
+    @Test func aNonEssentialSizeIsAnEstimateAndTheAllowanceCountsWhatArrived() async throws {
+        let server = try FaultServer()
+        server.serve(Data(count: 3000), at: "larger")
+        server.serve(Data(count: 9000), at: "much-larger")
+        let context = try context()
+        _ = try context.store.updateApp("app") { app in
+            app.launched = false
+            app.domainAllowList = ["127.0.0.1"]
+            app.downloadAllowance = 10_000
+        }
+        func run(_ identifier: String, hint: Int64) async throws -> QueuedDownload {
+            var estimate = download(identifier, "http://127.0.0.1:\(server.port)/\(identifier)")
+            estimate.fileSize = hint
+            let queued = try context.store.enqueue([estimate], for: "app") { app, download in
+                var policy = app.policy
+                let error = policy.admit(download, for: nil)
+                app.take(policy)
+                return error
+            }
+            let row = try queued[0].result.get()
+            _ = await TransferJob(context: context, queued: row, app: try #require(try context.store.app("app"))).run()
+            return try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier })
+        }
+        let larger = try await run("larger", hint: 2000)
+        #expect(larger.state == .finished && larger.bytesReceived == 3000)
+        #expect(try context.store.app("app")?.usedBytes == 3000)
+        // 1,000 reserved at admission and 6,000 unreserved: 7,000 at most, and the file is 9,000.
+        let tooLarge = try await run("much-larger", hint: 1000)
+        #expect(tooLarge.state == .failed)
+        #expect(tooLarge.error?.code == 204 && tooLarge.error?.domain == "BAErrorDomain")
+        try await context.client.shutdown()
+    }
+
     // MARK: The content-request runner
 
     /// What a content request returns is staged as it arrives and queued once the request returned: shape and

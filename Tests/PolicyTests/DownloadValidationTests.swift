@@ -94,4 +94,56 @@ import Vocabulary
             #expect(!DownloadValidation.isLoopback(host), "\(host)")
         }
     }
+
+    /// A header that would change where or how the request goes (a virtual host the allow list never approved, the
+    /// message's framing, the range the host resumes with) is refused naming it; the rest pass, Authorization among
+    /// them (apps send bearer tokens to their CDN).
+    @Test func reservedRequestHeadersAreRefusedNamingTheHeader() {
+        func message(_ header: String) -> String? {
+            DownloadValidation.check(download(headers: ["X-Ok: 1", header]), for: .install, rules: rules)?.message
+        }
+        for header in [
+            "Host: other.example", "host: other.example", "HOST:x", "Content-Length: 5", "Transfer-Encoding: chunked",
+            "Connection: close", "Proxy-Authorization: Basic x", "Range: bytes=0-", "If-Range: x",
+            "Accept-Encoding: gzip", "Upgrade: h2c", "TE: trailers", "Expect: 100-continue", "Keep-Alive: 5",
+        ] {
+            let name = String(header[..<header.firstIndex(of: ":")!])
+            #expect(message(header)?.hasPrefix("request header '\(name)' is reserved") == true, "\(header)")
+        }
+        #expect(message("Bad Name: x") == "request header name 'Bad Name' is not an HTTP token")
+        #expect(message("X(1): x") == "request header name 'X(1)' is not an HTTP token")
+        for header in ["Authorization: Bearer t", "User-Agent: game/1", "Cookie: a=b", "X-Api-Key: k", "If-None-Match: x"] {
+            #expect(message(header) == nil, "\(header)")
+        }
+    }
+
+    /// Credentials in a URL are refused (they belong to the challenge flow), and no message shows them.
+    @Test func credentialsInAURLAreRefusedAndNeverPrinted() {
+        for url in ["https://user:secret@assets.example.com/a", "https://user@assets.example.com/a",
+                    "https://:secret@assets.example.com/a"] {
+            let error = DownloadValidation.check(download(url: url), for: .install, rules: rules)
+            #expect(error?.code == 0, "\(url)")
+            #expect(error?.message.contains("holds credentials") == true, "\(url)")
+            #expect(error?.message.contains("secret") == false, "\(url)")
+        }
+        // Refused on another ground, a URL is printed without its credentials all the same.
+        let hostless = DownloadValidation.checkURL("https://user:secret@/a", rules: rules)
+        #expect(hostless?.message == "'https:///a' is not an absolute URL")
+        #expect("https://u:p@h.example:8/x?y=@z".printableURL() == "https://h.example:8/x?y=@z")
+        #expect("https://h.example/p@q".printableURL() == "https://h.example/p@q")
+        #expect("not a url u:p@x".printableURL() == "not a url u:p@x")
+    }
+
+    /// A URL is admitted as it will be fetched: encoded as Foundation's URL parsing encodes it, without a fragment,
+    /// so that what is reported is what is requested.
+    @Test func aURLIsNormalisedOnceAtAdmission() {
+        let (accepted, _) = DownloadValidation.validate(
+            [download("space", url: "https://assets.example.com/level 1.pack#part"),
+             download("plain", url: "https://assets.example.com/a?b=1")],
+            for: .install, rules: rules)
+        #expect(accepted.map(\.url) == ["https://assets.example.com/level%201.pack", "https://assets.example.com/a?b=1"])
+        #expect(DownloadValidation.normalizedURL("https://assets.example.com/é") == "https://assets.example.com/%C3%A9")
+        #expect(DownloadValidation.normalizedURL("https://ex ample.com/") == nil)
+        #expect(code(download(url: "https://ex ample.com/")) == 0)
+    }
 }

@@ -30,6 +30,8 @@ public final class FaultServer: Sendable {
         public var path: String
         public var range: String?
         public var ifRange: String?
+        /// Every header, by lowercased name (the last of a repeated one).
+        public var headers: [String: String] = [:]
     }
 
     struct Entry {
@@ -96,7 +98,8 @@ private final class FaultHandler: ChannelInboundHandler, @unchecked Sendable {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let (entry, fault) = server.state.withLock { state -> (FaultServer.Entry?, FaultServer.Fault?) in
-            state.requests.append(FaultServer.Request(path: path, range: headers["range"], ifRange: headers["if-range"]))
+            state.requests.append(
+                FaultServer.Request(path: path, range: headers["range"], ifRange: headers["if-range"], headers: headers))
             guard var entry = state.entries[path] else { return (nil, nil) }
             let fault = entry.faults.isEmpty ? nil : entry.faults.removeFirst()
             if case .replace(let data)? = fault {

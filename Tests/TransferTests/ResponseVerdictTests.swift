@@ -24,7 +24,8 @@ import Testing
     @Test func aRedirectResolvesItsLocationAgainstTheURL() {
         #expect(verdict(302, [("Location", "/b")]) == .redirect("https://cdn.example.com/b"))
         guard case .fail(let error) = verdict(301) else { Issue.record("a redirect without Location was followed"); return }
-        #expect(error.code == TransferError.tooManyRedirects && error.kind == .permanent)
+        #expect(error.code == TransferError.redirectToNonExistentLocation && error.kind == .permanent)
+        #expect(error.error.domain == TransferError.urlDomain)
     }
 
     @Test func theWholeFileIsWrittenFromTheStartWithItsValidator() {

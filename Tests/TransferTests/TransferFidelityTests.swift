@@ -1,0 +1,137 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Synchronization
+import Testing
+import TestSupport
+@testable import Transfer
+
+/// What real apps rely on URLSession for: the headers that reach the server, the size a non-essential download only
+/// estimates, the progress a download of unknown size reports, and each transport failure's NSURLError code.
+@Suite struct TransferFidelityTests {
+    static let faults = try! FaultServer()
+
+    final class Progress: TransferObserver, Sendable {
+        let reports = Mutex<[(received: Int64, expected: Int64)]>([])
+        func began(validator: Validator, resumingAt offset: Int64) {}
+        func progress(received: Int64, expected: Int64) { reports.withLock { $0.append((received, expected)) } }
+    }
+
+    func body(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 13) }) }
+
+    func partial() -> String { TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString).part").path }
+
+    func perform(
+        _ request: TransferRequest, observer: TransferObserver = Progress(), connectTimeout: Duration = .seconds(10)
+    ) async throws -> Result<Int64, TransferError> {
+        let client = try TransferClient(TransferConfiguration(connectTimeout: connectTimeout))
+        let result = await client.perform(request, observer: observer)
+        try await client.shutdown()
+        return result
+    }
+
+    func request(_ url: String, size: Int64 = 0, hint: Int64 = 0, headers: [String] = []) -> TransferRequest {
+        TransferRequest(
+            url: url, headers: headers, expectedSize: size, sizeHint: hint, partialPath: partial(), checkURL: { _ in nil })
+    }
+
+    /// A `Host` header in a row (one an older release queued) is never sent: the request names the URL's own host.
+    @Test func aReservedHeaderNeverReachesTheServer() async throws {
+        let name = "host-\(UUID().uuidString)"
+        Self.faults.serve(body(100), at: name)
+        let result = try await perform(request(
+            Self.faults.url(name), headers: ["Host: other.example", "Transfer-Encoding: chunked", "X-Game: levels"]))
+        #expect(try result.get() == 100)
+        let sent = try #require(Self.faults.requests(for: name).first)
+        #expect(sent.headers["host"] == "127.0.0.1:\(Self.faults.port)")
+        #expect(sent.headers["transfer-encoding"] == nil)
+        #expect(sent.headers["x-game"] == "levels")
+    }
+
+    /// Authorization and Cookie go to the download's origin, never across a redirect to another host.
+    @Test func credentialsInHeadersStayWithTheirOrigin() async throws {
+        let target = "target-\(UUID().uuidString)"
+        Self.faults.serve(body(10), at: target)
+        let hop = "hop-\(UUID().uuidString)"
+        Self.faults.serve(Data(), at: hop, faults: [.redirect("http://localhost:\(Self.faults.port)/\(target)")])
+        let result = try await perform(request(
+            Self.faults.url(hop), headers: ["Authorization: Bearer token", "Cookie: a=b", "X-Game: levels"]))
+        #expect(try result.get() == 10)
+        let first = try #require(Self.faults.requests(for: hop).first)
+        #expect(first.headers["authorization"] == "Bearer token" && first.headers["cookie"] == "a=b")
+        let redirected = try #require(Self.faults.requests(for: target).first)
+        #expect(redirected.headers["authorization"] == nil && redirected.headers["cookie"] == nil)
+        #expect(redirected.headers["x-game"] == "levels")
+    }
+
+    /// A non-essential download's size is an estimate: the real file arrives whole, and progress counts against
+    /// what the server says, not the estimate.
+    @Test func aSizeThatIsOnlyAHintDoesNotFailTheDownload() async throws {
+        let name = "hint-\(UUID().uuidString)"
+        Self.faults.serve(body(5000), at: name)
+        let progress = Progress()
+        let result = try await perform(request(Self.faults.url(name), hint: 4000), observer: progress)
+        #expect(try result.get() == 5000)
+        #expect(progress.reports.withLock { $0.last.map { $0.expected } } == 5000)
+        // The same estimate as a promise (an essential download) fails with the size mismatch, as before.
+        let promised = try await perform(request(Self.faults.url(name), size: 4000))
+        guard case .failure(let error) = promised else { Issue.record("a wrong promised size passed"); return }
+        #expect(error.code == TransferError.sizeMismatch)
+    }
+
+    /// With no size declared, progress reports the size the response announces.
+    @Test func progressWithoutADeclaredSizeUsesTheResponsesLength() async throws {
+        let name = "unknown-\(UUID().uuidString)"
+        Self.faults.serve(body(300_000), at: name, faults: [.trickle(chunk: 100_000, every: .milliseconds(150))])
+        let progress = Progress()
+        let result = try await perform(request(Self.faults.url(name)), observer: progress)
+        #expect(try result.get() == 300_000)
+        let reports = progress.reports.withLock { $0 }
+        #expect(reports.count >= 2)
+        #expect(reports.allSatisfy { $0.expected == 300_000 }, "\(reports)")
+    }
+
+    /// Each transport failure carries the code URLSession reports for it, in NSURLErrorDomain.
+    @Test func transportFailuresCarryURLSessionsCodes() async throws {
+        func failure(_ request: TransferRequest, connectTimeout: Duration = .seconds(10)) async throws -> TransferError? {
+            guard case .failure(let error) = try await perform(request, connectTimeout: connectTimeout) else { return nil }
+            return error
+        }
+        // A body cut short of its announced length, with no size declared: the connection was lost (-1005).
+        let truncated = "truncated-\(UUID().uuidString)"
+        Self.faults.serve(body(100_000), at: truncated, faults: [.truncate(afterBytes: 10_000)])
+        let cut = try #require(try await failure(request(Self.faults.url(truncated))))
+        #expect(cut.code == -1005 && cut.error.domain == "NSURLErrorDomain" && cut.kind == .transient, "\(cut)")
+        // The same with a reset.
+        let reset = "reset-\(UUID().uuidString)"
+        Self.faults.serve(body(100_000), at: reset, faults: [.reset(afterBytes: 10_000)])
+        let lost = try #require(try await failure(request(Self.faults.url(reset))))
+        #expect(lost.code == -1005 && lost.error.domain == "NSURLErrorDomain", "\(lost)")
+        // More redirects than the client follows: -1007.
+        let loop = "loop-\(UUID().uuidString)"
+        Self.faults.serve(Data(), at: loop, faults: Array(repeating: .redirect("/\(loop)"), count: 20))
+        let redirects = try #require(try await failure(request(Self.faults.url(loop))))
+        #expect(redirects.code == -1007 && redirects.error.domain == "NSURLErrorDomain", "\(redirects)")
+        // A name that does not resolve: -1003.
+        let unknown = try #require(try await failure(request("http://bahost-test.invalid/x"), connectTimeout: .seconds(2)))
+        #expect(unknown.code == -1003 && unknown.kind == .network, "\(unknown)")
+        // A port nobody listens on: -1004.
+        let port = try Nginx.freePort()
+        let refused = try #require(try await failure(request("http://127.0.0.1:\(port)/x"), connectTimeout: .seconds(1)))
+        #expect(refused.code == -1004 && refused.kind == .network, "\(refused)")
+    }
+
+    /// The classification of failures no local server can provoke on demand.
+    @Test func failuresWithoutAServerAreClassifiedAsURLSessionReportsThem() {
+        #expect(TransferClient.classify(CancellationError()).code == -999)
+        #expect(TransferClient.classify(HTTPClientError.readTimeout).code == -1001)
+        #expect(TransferClient.classify(HTTPClientError.remoteConnectionClosed).code == -1005)
+        #expect(TransferClient.classify(HTTPClientError.invalidURL).code == -1000)
+        #expect(TransferClient.classify(IOError(errnoCode: ENETUNREACH, reason: "connect")).code == -1009)
+        #expect(TransferClient.classify(IOError(errnoCode: ECONNRESET, reason: "read")).code == -1005)
+        #expect(TransferClient.classify(ChannelError.eof).code == -1005)
+        for error in [CancellationError(), HTTPClientError.readTimeout] as [any Error] {
+            #expect(TransferClient.classify(error).error.domain == "NSURLErrorDomain")
+        }
+    }
+}
