@@ -31,7 +31,7 @@ public struct BatchPace: Sendable {
                 return
             }
             size = min(Self.maximum, max(1, Int((limits.budget / 4) / pace)))
-        case .crashed, .exited, .killedForMemory, .refusedToLoad, .protocolViolation:
+        case .crashed, .exited, .killedForMemory, .refusedToLoad, .protocolViolation, .runnerFailed:
             // Says nothing about the pace; the delivery attempts each completion is allowed bound what it costs.
             break
         }

@@ -1,5 +1,6 @@
 #include "runner.h"
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,38 @@
 static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void channel_send(ba_wire_writer_t *w) {
+    if (w->length > BA_WIRE_MAX_PACKET) {
+        /* Every packet the runner builds is bounded below this (ba_wire.h's limits): one that is not is the runner's
+         * own bug, and must not end the window as if the extension had. */
+        char why[128];
+        snprintf(why, sizeof why, "a packet of type %u is %zu bytes, over the %u the wire allows", w->bytes[0],
+                 w->length, BA_WIRE_MAX_PACKET);
+        ba_wire_writer_free(w);
+        runner_fail(why);
+    }
     pthread_mutex_lock(&send_lock);
     ssize_t sent;
     do sent = send(RUNNER_CHANNEL_FD, w->bytes, w->length, MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);
+    int error = errno;
     pthread_mutex_unlock(&send_lock);
     ba_wire_writer_free(w);
+    if (sent < 0 && error == EMSGSIZE) runner_fail("the socket refused a packet as too large");
     if (sent < 0) _exit(70); /* the host is gone: nothing left to serve */
+}
+
+_Noreturn void runner_fail(const char *why) {
+    char text[256];
+    snprintf(text, sizeof text, "bahost-extension-runner: %s", why);
+    ba_wire_writer_t w;
+    ba_wire_writer_init(&w, BA_WIRE_RUNNER_FAILED);
+    ba_wire_put_str(&w, text);
+    pthread_mutex_lock(&send_lock);
+    ssize_t sent = send(RUNNER_CHANNEL_FD, w.bytes, w.length, MSG_NOSIGNAL);
+    (void)sent;
+    pthread_mutex_unlock(&send_lock);
+    fflush(NULL);
+    _exit(RUNNER_FAILURE_EXIT);
 }
 
 void channel_send_text(uint8_t type, const char *text) {
@@ -51,7 +77,7 @@ static pending_t *find(uint32_t id) {
 
 uint32_t channel_begin_call(void) {
     pending_t *p = calloc(1, sizeof *p);
-    if (!p) abort();
+    if (!p) runner_fail("out of memory for a host call");
     pthread_mutex_lock(&calls_lock);
     p->id = next_call_id++;
     p->next = calls;
@@ -101,7 +127,7 @@ void channel_deliver_reply(uint32_t call_id, uint8_t *packet, size_t length) {
         return;
     }
     reply_t *r = malloc(sizeof *r);
-    if (!r) abort();
+    if (!r) runner_fail("out of memory for a host reply");
     *r = (reply_t){.packet = packet, .length = length};
     if (p->tail) p->tail->next = r;
     else p->head = r;

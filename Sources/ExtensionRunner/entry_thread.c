@@ -18,7 +18,7 @@ static queued_t *head, *tail;
 
 void entry_thread_enqueue(uint8_t *packet, size_t length) {
     queued_t *q = malloc(sizeof *q);
-    if (!q) abort();
+    if (!q) runner_fail("out of memory for an event");
     *q = (queued_t){.packet = packet, .length = length};
     pthread_mutex_lock(&queue_lock);
     if (tail) tail->next = q;
@@ -184,7 +184,7 @@ static void dispatch(const ba_extension_t *ext, const uint8_t *packet, size_t le
             ba_wire_get_str(&r, &challenge.realm, &n) && ba_wire_get_str(&r, &challenge.authentication_method, &n) &&
             ba_wire_get_i32(&r, &challenge.previous_failure_count)) {
             challenge_reply_t *state = calloc(1, sizeof *state);
-            if (!state) abort();
+            if (!state) runner_fail("out of memory for a challenge");
             state->reply = (ba_challenge_reply_t){
                 .struct_size = sizeof state->reply, .reply_data = state, .complete = challenge_complete};
             state->event_id = event_id;
@@ -231,10 +231,9 @@ static void start(void *(*body)(void *), const ba_extension_t *ext) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&thread, &attr, body, (void *)ext) != 0) {
-        fprintf(stderr, "bahost-extension-runner: cannot start a thread\n");
-        _exit(71);
-    }
+    /* The process limit counts threads: an extension that spent it leaves the runner none (the runner's failure,
+     * caused by the extension; reported as the runner's, with the reason). */
+    if (pthread_create(&thread, &attr, body, (void *)ext) != 0) runner_fail("cannot start a thread");
     pthread_attr_destroy(&attr);
 }
 

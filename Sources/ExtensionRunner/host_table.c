@@ -53,6 +53,26 @@ static void fill_error(ba_error_t *error, int64_t code, const char *domain, cons
     snprintf(error->message, sizeof error->message, "%s", message ? message : "");
 }
 
+/* A log message as the host keeps it: at most BA_WIRE_MAX_LOG bytes, cut on a UTF-8 boundary and saying how much
+ * was cut, whatever the extension passed (a 1 MiB message would make a packet the socket refuses). */
+static void put_bounded_text(ba_wire_writer_t *w, const char *text) {
+    size_t length = text ? strlen(text) : 0;
+    if (length <= BA_WIRE_MAX_LOG) {
+        ba_wire_put_str(w, text);
+        return;
+    }
+    char note[64];
+    size_t kept = BA_WIRE_MAX_LOG - sizeof note;
+    while (kept > 0 && ((unsigned char)text[kept] & 0xC0) == 0x80) kept--; /* not inside a character */
+    int note_length = snprintf(note, sizeof note, "… (%zu more bytes cut by bahost)", length - kept);
+    char *bounded = malloc(kept + (size_t)note_length + 1);
+    if (!bounded) runner_fail("out of memory for a log message");
+    memcpy(bounded, text, kept);
+    memcpy(bounded + kept, note, (size_t)note_length + 1);
+    ba_wire_put_str(w, bounded);
+    free(bounded);
+}
+
 /* Reads the host's answer to call `id`: visits REPLY_DOWNLOAD packets, returns true when REPLY says success. */
 static bool await_reply(uint32_t id, ba_download_visitor_t visit, void *context, ba_error_t *error) {
     for (;;) {
@@ -104,7 +124,7 @@ static void forward(ffi_cif *cif, void *result, void **args, void *user_data) {
         case ARG_HOST: case ARG_ERROR: break;
         case ARG_I32: ba_wire_put_i32(&w, *(int32_t *)args[i]); break;
         case ARG_I64: ba_wire_put_i64(&w, *(int64_t *)args[i]); break;
-        case ARG_STR: ba_wire_put_str(&w, *(const char **)args[i]); break;
+        case ARG_STR: put_bounded_text(&w, *(const char **)args[i]); break;
         case ARG_VISITOR: visit = *(ba_download_visitor_t *)args[i]; break;
         case ARG_CONTEXT: context = *(void **)args[i]; break;
         case ARG_DOWNLOAD: {
@@ -158,8 +178,9 @@ const ba_host_t *host_table_create(void) {
         ffi_type *result = f->returns_bool ? &ffi_type_uint8 : &ffi_type_void;
         if (!closure || ffi_prep_cif(&cifs[i], FFI_DEFAULT_ABI, f->argc, result, arg_types[i]) != FFI_OK ||
             ffi_prep_closure_loc(closure, &cifs[i], forward, (void *)f, code) != FFI_OK) {
-            fprintf(stderr, "bahost-extension-runner: libffi could not build host function %s\n", f->name);
-            exit(71);
+            char why[128];
+            snprintf(why, sizeof why, "libffi could not build host function %s", f->name);
+            runner_fail(why);
         }
         memcpy((char *)&host + f->slot, &code, sizeof code);
     }

@@ -52,6 +52,10 @@ static const ba_extension_t *load(const char *path) {
     }
     const ba_entry_t *entry = entry_function();
     if (!entry) refuse(BA_WIRE_MISSING_ENTRY, BA_ENTRY_SYMBOL "() returned NULL");
+    if (entry->identifier && strnlen(entry->identifier, BA_WIRE_MAX_IDENTIFIER + 1) > BA_WIRE_MAX_IDENTIFIER) {
+        snprintf(message, sizeof message, "the entry's identifier is longer than %u bytes", BA_WIRE_MAX_IDENTIFIER);
+        refuse(BA_WIRE_INCOMPATIBLE, message);
+    }
     if (entry->struct_size < offsetof(ba_entry_t, init) + sizeof entry->init) {
         snprintf(message, sizeof message, "the entry's struct_size %u is smaller than any ba_entry_t",
                  entry->struct_size);
@@ -111,7 +115,7 @@ int main(int argc, char **argv) {
             continue;
         }
         uint8_t *packet = malloc((size_t)length);
-        if (!packet) abort();
+        if (!packet) runner_fail("out of memory for a packet from the host");
         memcpy(packet, buffer, (size_t)length);
         if (type == BA_WIRE_EVENT) {
             entry_thread_enqueue(packet, (size_t)length);

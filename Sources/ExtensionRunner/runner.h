@@ -13,8 +13,14 @@
 /* The socket to the host, inherited as this descriptor. */
 #define RUNNER_CHANNEL_FD 3
 
+/* The runner's exit status when it fails itself (never the extension's doing): it says why first, in a
+ * BA_WIRE_RUNNER_FAILED packet, so that the window blames the runner, not the extension. */
+#define RUNNER_FAILURE_EXIT 71
+
 /* channel.c: sending, and waiting for replies to host calls. */
 void channel_send(ba_wire_writer_t *w); /* sends and frees; a dead host ends the process */
+/* Reports the runner's own failure to the host and exits with RUNNER_FAILURE_EXIT. */
+_Noreturn void runner_fail(const char *why);
 void channel_send_text(uint8_t type, const char *text);
 uint32_t channel_begin_call(void);
 /* Blocks until the next packet for `call_id` arrives; returns it (malloc'd) and its length. */

@@ -102,6 +102,8 @@ private final class WindowLoop {
     var process: RunnerProcess!
     var stopReason: StopReason?
     var loadFailure: (LoadFailure, String)?
+    /// The runner's own report that it failed, which the window's end blames on the runner.
+    var runnerFailure: String?
     var helloAt: ContinuousClock.Instant?
     var identifier: String?
     var abiVersion: String?
@@ -282,6 +284,7 @@ private final class WindowLoop {
 
     func classify(_ status: Int32) -> StopReason {
         if let (failure, message) = loadFailure { return .refusedToLoad(failure, message) }
+        if let runnerFailure { return .runnerFailed(runnerFailure) }
         if endSent { return .returned }
         if bahost_signaled(status) != 0 { return .crashed(signal: bahost_signal(status)) }
         return .exited(code: bahost_exit_code(status))
@@ -374,6 +377,9 @@ private final class WindowLoop {
             record(source, text)
         case .violation(let text):
             throw WireViolation(message: text)
+        case .runnerFailed(let text):
+            // Whoever sent it, it is an account of the process's end, never a reason to keep less.
+            if runnerFailure == nil { runnerFailure = text.printable(limit: 300) }
         case .terminateDone:
             guard terminateSentAt != nil else { throw WireViolation(message: "the extension reported a willTerminate nobody sent") }
             stop(.budgetExceeded(willTerminateReturned: true))
@@ -546,7 +552,8 @@ private final class WindowLoop {
         partialOutput = []
     }
 
-    func record(_ source: WindowLogLine.Source, _ message: String) {
+    func record(_ source: WindowLogLine.Source, _ text: String) {
+        let message = Self.bounded(text)
         let line = WindowLogLine(source: source, message: message, at: (clock.now - start).inSeconds)
         let bytes = message.utf8.count + 64
         onLog?(line)
@@ -561,12 +568,24 @@ private final class WindowLoop {
             tailBytes -= tail[tailStart].message.utf8.count + 64
             droppedLogBytes += tail[tailStart].message.utf8.count
             droppedLogLines += 1
+            // Its text is freed now, not when the slot is compacted away: the host's memory for a window's log is
+            // what the report keeps, whatever the rate and size of the lines.
+            tail[tailStart].message = ""
             tailStart += 1
         }
-        if tailStart > 4096 && tailStart * 2 > tail.count {
+        if tailStart > 1024 && tailStart * 2 > tail.count {
             tail.removeFirst(tailStart)
             tailStart = 0
         }
+    }
+
+    /// A line as the host keeps it: at most `maxLineBytes`, saying how much was cut (the runner cuts an extension's
+    /// log messages the same way; this bounds whatever else reaches the host).
+    static func bounded(_ text: String) -> String {
+        let count = text.utf8.count
+        guard count > maxLineBytes else { return text }
+        let kept = maxLineBytes - 64
+        return String(decoding: text.utf8.prefix(kept), as: UTF8.self) + "… (\(count - kept) more bytes cut by bahost)"
     }
 }
 

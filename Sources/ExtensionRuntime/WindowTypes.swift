@@ -37,6 +37,8 @@ public enum StopReason: Sendable, Hashable {
     case refusedToLoad(LoadFailure, String)
     /// The extension broke the protocol (garbage returned); the host killed it and kept nothing from it.
     case protocolViolation(String)
+    /// The runner itself failed, not the extension (its own words); what entry points had returned is kept.
+    case runnerFailed(String)
 
     /// A stable name for scripts (`--json`).
     public var kind: String {
@@ -48,6 +50,7 @@ public enum StopReason: Sendable, Hashable {
         case .killedForMemory: "killed-for-memory"
         case .refusedToLoad: "refused-to-load"
         case .protocolViolation: "protocol-violation"
+        case .runnerFailed: "runner-failed"
         }
     }
 
@@ -70,6 +73,8 @@ public enum StopReason: Sendable, Hashable {
             "refused to load (\(failure.rawValue)): \(message)"
         case .protocolViolation(let message):
             "protocol violation: \(message)"
+        case .runnerFailed(let message):
+            "the host's runner failed (not the extension): \(message)"
         }
     }
 }

@@ -40,6 +40,8 @@ enum RunnerMessage {
     case terminateDone
     /// What the sandbox applied, before the extension was loaded.
     case sandbox(String)
+    /// The runner's own failure, just before it exits.
+    case runnerFailed(String)
 
     /// Decodes `packet`; anything short, long, unknown or not UTF-8 is a `WireViolation`.
     static func decode(_ packet: UnsafeRawBufferPointer) throws(WireViolation) -> RunnerMessage {
@@ -102,6 +104,8 @@ enum RunnerMessage {
             message = .violation(try reader.string() ?? "")
         case BA_WIRE_TERMINATE_DONE.rawValue:
             message = .terminateDone
+        case BA_WIRE_RUNNER_FAILED.rawValue:
+            message = .runnerFailed(try reader.string() ?? "")
         default:
             throw WireViolation(message: "the extension sent a packet of unknown type \(type)")
         }

@@ -24,6 +24,7 @@ struct Report {
         case .killedForMemory: 6
         case .refusedToLoad: 7
         case .protocolViolation: 8
+        case .runnerFailed: 70
         }
     }
 

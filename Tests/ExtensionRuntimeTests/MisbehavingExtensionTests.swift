@@ -1,5 +1,6 @@
 import ExtensionRuntime
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 import Vocabulary
@@ -177,4 +178,75 @@ import Vocabulary
         #expect(waitUntilGone(["ba-forked-child"]))
         #expect(try hostStillWorks())
     }
+
+    /// 400 MB of 200 KB log messages: the host keeps what the report keeps and frees the rest as it goes, so its own
+    /// memory grows by a bounded amount (it held every dropped line until thousands piled up: about 800 MiB).
+    @Test func hugeLogMessagesDoNotTakeTheHostsMemory() throws {
+        let (outcome, growth) = try peakGrowthOfThisProcess {
+            try runContentRequest(
+                try TestPlugins.c("misbehaving/logs_huge_messages"),
+                limits: WindowLimits(budget: .seconds(60), grace: .seconds(1), memoryBytes: 128 << 20))
+        }
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["after-the-flood"])
+        // Each message reached the host cut to a line of at most 16 KiB, saying so.
+        let kept = outcome.log.filter { $0.source == .info }
+        #expect(!kept.isEmpty && kept.allSatisfy { $0.message.utf8.count <= 16 * 1024 })
+        #expect(kept.first?.message.hasSuffix("more bytes cut by bahost)") == true)
+        #expect(growth < 64 << 20, "the host grew by \(growth >> 20) MiB")
+        #expect(try hostStillWorks())
+    }
+
+    /// Lines of 16 KiB printed as fast as the extension can for a whole budget: the lines the host drops between
+    /// the log's head and tail are freed as they go.
+    @Test func aFloodOfOutputDoesNotTakeTheHostsMemory() throws {
+        let (outcome, growth) = try peakGrowthOfThisProcess {
+            try runContentRequest(
+                try TestPlugins.c("misbehaving/floods_the_host"), manifest: "lines",
+                limits: WindowLimits(budget: .seconds(2), grace: .milliseconds(500), memoryBytes: 128 << 20))
+        }
+        #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: true))
+        let dropped = try #require(outcome.log.first { $0.message.hasPrefix("bahost: ") && $0.source == .warning })
+        #expect(dropped.message.contains("were not kept"))
+        // What the report keeps is 512 KiB; dropped lines held until 4,096 piled up were 64 MiB.
+        #expect(growth < 24 << 20, "the host grew by \(growth >> 20) MiB")
+    }
+
+    /// A 1 MiB message is more than one packet to the host can hold: the runner cuts it (on a character boundary)
+    /// instead of dying of it, and the download returned after it is kept.
+    @Test func aMebibyteLogMessageIsCutAndNothingIsLost() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/logs_a_mebibyte"))
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.returnedDownloads.map(\.identifier) == ["kept"])
+        let cut = try #require(outcome.log.first { $0.source == .warning })
+        #expect(cut.message.utf8.count <= 16 * 1024)
+        #expect(cut.message.hasPrefix("xéé") && !cut.message.contains("\u{FFFD}"))
+        #expect(cut.message.hasSuffix("more bytes cut by bahost)"))
+        #expect(outcome.log.last?.message == "still here")
+    }
+}
+
+/// What `body` returns, and how far this process's resident memory rose above where it started while it ran.
+func peakGrowthOfThisProcess<T>(_ body: () throws -> T) rethrows -> (T, Int64) {
+    let peak = Mutex<Int64>(0)
+    let sampling = Atomic<Bool>(true)
+    let before = residentBytesOfThisProcess()
+    let sampler = Thread {
+        while sampling.load(ordering: .relaxed) {
+            let now = residentBytesOfThisProcess()
+            peak.withLock { $0 = max($0, now) }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+    }
+    sampler.start()
+    defer { sampling.store(false, ordering: .relaxed) }
+    let result = try body()
+    return (result, peak.withLock { $0 } - before)
+}
+
+/// This test process's resident memory.
+func residentBytesOfThisProcess() -> Int64 {
+    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+    let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int64($0) } ?? 0
+    return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
 }

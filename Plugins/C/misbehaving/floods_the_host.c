@@ -1,6 +1,7 @@
 /* Floods the host with log messages and output that has no newline. With the manifest "forever" it never stops:
- * the host must still keep its deadline. Otherwise it writes a fixed burst (40 KiB without a newline, then 10,500
- * log lines) and returns: the host must keep a bounded log and say what it dropped. */
+ * the host must still keep its deadline. With "lines" it prints lines of 16 KiB, the longest the host keeps, until
+ * it is stopped: the host must free what it drops as it goes. Otherwise it writes a fixed burst (40 KiB without a
+ * newline, then 10,500 log lines) and returns: the host must keep a bounded log and say what it dropped. */
 #include "common.h"
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,13 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
     }
     char noise[4096];
     memset(noise, 'x', sizeof noise);
+    if (strncmp(mode, "lines", 5) == 0) {
+        static char line[16 * 1024];
+        memset(line, 'l', sizeof line - 1);
+        line[sizeof line - 1] = '\n';
+        for (;;)
+            if (write(1, line, sizeof line) < 0) return;
+    }
     if (strncmp(mode, "forever", 7) == 0) {
         for (;;) {
             host->log(host, BA_LOG_DEBUG, "flood");

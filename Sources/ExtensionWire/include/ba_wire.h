@@ -24,6 +24,9 @@
 #define BA_WIRE_MAX_HEADER 8192u       /* one "Name: value" */
 #define BA_WIRE_MAX_HEADERS_BYTES (32u * 1024u)
 #define BA_WIRE_MAX_CREDENTIAL 4096u   /* a challenge reply's user, and its password */
+/* The longest log message the runner sends: a longer one is cut there (on a UTF-8 boundary) and says how much was
+ * cut, so that no message an extension logs can make a packet the socket refuses. The host keeps no longer a line. */
+#define BA_WIRE_MAX_LOG (16u * 1024u)
 /* How many bytes of downloads the runner gathers into one DOWNLOAD packet: a packet a download made a set of
  * 100,000 cost 100,000 sends and receives. Well under BA_WIRE_MAX_PACKET, which one download may approach alone. */
 #define BA_WIRE_BATCH_BYTES (64u * 1024u)
@@ -46,6 +49,7 @@ typedef enum ba_wire_type {
                                    before or after its EVENT_DONE */
     BA_WIRE_FILE_LEFT = 12,     /* u32 event id: download_finished returned with the file still where the host put
                                    it (the runner deleted it); before the event's EVENT_DONE */
+    BA_WIRE_RUNNER_FAILED = 13, /* str: the runner itself failed (not the extension), just before it exits */
     /* host → runner */
     BA_WIRE_EVENT = 64,          /* u32 event id, u8 ba_wire_event, arguments (see ba_wire_event) */
     BA_WIRE_WILL_TERMINATE = 65, /* call will_terminate now */
