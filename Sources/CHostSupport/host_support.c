@@ -1,13 +1,13 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include "host_support.h"
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -18,50 +18,22 @@
 #include <time.h>
 #include <unistd.h>
 
-int bahost_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                 pid_t *pid) {
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, output_fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, output_fd, 2);
-    posix_spawn_file_actions_adddup2(&actions, channel_fd, 3);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
-
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGCHLD);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-    int error = posix_spawn(pid, path, &actions, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    return error;
-}
-
-struct isolated_start {
+struct window_start {
     const char *path;
     char *const *argv;
     char *const *envp;
     int channel_fd, output_fd;
-    int maps_written; /* read end: one byte once the parent has written our uid and gid maps */
-    int maps_writer;  /* its write end, which the child closes so that a parent that gives up means EOF */
-    int exec_status;  /* write end, close-on-exec: EOF tells the parent that execve succeeded, else errno */
+    int go;          /* read end: one byte once the parent has placed us (maps written, cgroups joined) */
+    int go_writer;   /* its write end, which the child closes so that a parent that gives up means EOF */
+    int exec_status; /* write end, close-on-exec: EOF tells the parent that execve succeeded, else errno */
 };
 
 /* Runs in the child, on its own stack and in the parent's memory (CLONE_VM), until execve: system calls only. */
-static int isolated_child(void *argument) {
-    struct isolated_start *start = argument;
+static int window_child(void *argument) {
+    struct window_start *start = argument;
     char byte;
     int error = 0;
-    close(start->maps_writer);
+    close(start->go_writer);
     /* Above 4, so that the descriptors dup2'd to 0-3 below cannot land on it. */
     int exec_status = fcntl(start->exec_status, F_DUPFD_CLOEXEC, 5);
     if (exec_status < 0) {
@@ -70,8 +42,9 @@ static int isolated_child(void *argument) {
         (void)ignored;
         _exit(127);
     }
-    /* Until the maps exist we are no one in the namespace: wait for them. */
-    if (read(start->maps_written, &byte, 1) != 1) error = EIO;
+    /* Until the parent has placed us (in a new user namespace we are no one until our maps exist; in the window's
+     * cgroups, before any of the extension's code runs), wait. */
+    if (read(start->go, &byte, 1) != 1) error = EIO;
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (!error && (null < 0 || dup2(null, 0) < 0 || dup2(start->output_fd, 1) < 0 || dup2(start->output_fd, 2) < 0
                    || dup2(start->channel_fd, 3) < 0))
@@ -106,16 +79,25 @@ static int write_file(pid_t pid, const char *name, const char *text) {
     return error;
 }
 
-int bahost_spawn_isolated(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                          pid_t *pid) {
-    int maps[2], status[2];
-    if (pipe2(maps, O_CLOEXEC) != 0) return errno;
+/* Writes `pid` to each cgroup.procs descriptor: the process joins those cgroups. */
+static int join_cgroups(pid_t pid, const int *procs, int count) {
+    char text[32];
+    int length = snprintf(text, sizeof text, "%d\n", (int)pid);
+    for (int i = 0; i < count; i++)
+        if (pwrite(procs[i], text, (size_t)length, 0) != length) return errno;
+    return 0;
+}
+
+int bahost_spawn_window(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
+                        int isolated, const int *cgroup_procs, int cgroup_count, pid_t *pid) {
+    int go[2], status[2];
+    if (pipe2(go, O_CLOEXEC) != 0) return errno;
     if (pipe2(status, O_CLOEXEC) != 0) {
         int error = errno;
-        close(maps[0]), close(maps[1]);
+        close(go[0]), close(go[1]);
         return error;
     }
-    struct isolated_start start = {path, argv, envp, channel_fd, output_fd, maps[0], maps[1], status[1]};
+    struct window_start start = {path, argv, envp, channel_fd, output_fd, go[0], go[1], status[1]};
     const size_t stack_size = 64 * 1024;
     char *stack = malloc(stack_size);
     int error = stack ? 0 : ENOMEM;
@@ -125,22 +107,24 @@ int bahost_spawn_isolated(const char *path, char *const argv[], char *const envp
         sigset_t all, previous;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &previous);
-        child = clone(isolated_child, stack + stack_size, CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, &start);
+        int flags = CLONE_VM | SIGCHLD | (isolated ? CLONE_NEWUSER | CLONE_NEWPID : 0);
+        child = clone(window_child, stack + stack_size, flags, &start);
         if (child < 0) error = errno;
         pthread_sigmask(SIG_SETMASK, &previous, NULL);
     }
-    close(maps[0]);
+    close(go[0]);
     close(status[1]);
-    if (!error) {
+    if (!error) error = join_cgroups(child, cgroup_procs, cgroup_count);
+    if (!error && isolated) {
         char map[64];
         snprintf(map, sizeof map, "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
         error = write_file(child, "setgroups", "deny");
         if (!error) error = write_file(child, "uid_map", map);
         snprintf(map, sizeof map, "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
         if (!error) error = write_file(child, "gid_map", map);
-        if (!error && write(maps[1], "", 1) != 1) error = errno;
     }
-    close(maps[1]); /* a child still waiting reads EOF and gives up */
+    if (!error && write(go[1], "", 1) != 1) error = errno;
+    close(go[1]); /* a child still waiting reads EOF and gives up */
     if (child > 0) {
         /* The child shares our memory until execve: wait until it has happened (EOF) or failed (its errno). */
         int child_error = 0;
@@ -218,6 +202,26 @@ int64_t bahost_resident_bytes(pid_t pid) {
     long long size = 0, resident = 0;
     if (sscanf(text, "%lld %lld", &size, &resident) != 2) return -1;
     return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+int bahost_namespace_members(pid_t init, pid_t *members, int capacity) {
+    char path[64];
+    struct stat namespace, other;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)init);
+    if (stat(path, &namespace) != 0) return -1;
+    DIR *proc = opendir("/proc");
+    if (!proc) return -1;
+    int count = 0;
+    for (struct dirent *entry; (entry = readdir(proc)) && count < capacity;) {
+        char *end;
+        long pid = strtol(entry->d_name, &end, 10);
+        if (*end || pid <= 0) continue;
+        snprintf(path, sizeof path, "/proc/%ld/ns/pid", pid);
+        if (stat(path, &other) == 0 && other.st_dev == namespace.st_dev && other.st_ino == namespace.st_ino)
+            members[count++] = (pid_t)pid;
+    }
+    closedir(proc);
+    return count;
 }
 
 int bahost_try_reap(pid_t pid, int *status) {

@@ -1,6 +1,6 @@
 /* sandbox.c: what the window's process may do, fixed before the extension's code is loaded (its constructors run
  * in dlopen). The host made this process the init of a PID namespace of its own (CHostSupport's
- * bahost_spawn_isolated), so nothing it starts outlives it; here it gives up the rest:
+ * bahost_spawn_window), so nothing it starts outlives it; here it gives up the rest:
  *   - no new privileges (setuid binaries do not elevate), no core dumps;
  *   - limits: open files, processes (in its namespace), the size of a file it writes;
  *   - files, with Landlock: read and execute what loading needs (system folders, the extension's folder and the
@@ -254,6 +254,12 @@ void sandbox_apply(const char *plugin) {
     used += (size_t)snprintf(report + used, sizeof report - used,
                              "limits: %d open files, %s, files of at most %llu GiB, no core dumps, no new privileges; ",
                              SANDBOX_OPEN_FILES, processes, SANDBOX_FILE_BYTES >> 30);
+    /* What the host's cgroup holds the window to, root included, when the machine offers one (its own words). */
+    const char *window_limits = getenv("BAHOST_WINDOW_LIMITS");
+    used += (size_t)snprintf(report + used, sizeof report - used, "%.200s; ",
+                             window_limits ? window_limits
+                                           : "the whole window: no cgroup (memory measured by the host, no kernel "
+                                             "ceiling)");
     restrict_files(plugin, files, sizeof files);
     snprintf(report + used, sizeof report - used, "%s; network: open", files);
     send_report(report);

@@ -81,7 +81,8 @@ public final class ExtensionWindow {
         environment["BAHOST_SANDBOX"] = sandboxed ? "on" : "off"
         environment["BAHOST_SANDBOX_READ"] = readable.joined(separator: "\n")
         environment["BAHOST_SANDBOX_WRITE"] = writable.joined(separator: "\n")
-        return loop.run(try RunnerProcess(runner: runnerPath, plugin: pluginPath, environment: environment))
+        return loop.run(
+            try RunnerProcess(runner: runnerPath, plugin: pluginPath, environment: environment, limits: limits))
     }
 }
 
@@ -250,7 +251,7 @@ private final class WindowLoop {
             sampledAt = now
             let resident = process.residentBytes
             peakResident = max(peakResident, resident)
-            if resident > limits.memoryBytes && stopReason == nil {
+            if (resident > limits.memoryBytes || killedByTheKernelForMemory) && stopReason == nil {
                 stop(.killedForMemory(limitBytes: limits.memoryBytes))
                 return
             }
@@ -282,8 +283,17 @@ private final class WindowLoop {
         process.kill()
     }
 
+    /// Whether the kernel killed a process of the window at its cgroup's memory ceiling: the window ends killed for
+    /// memory, whichever of its processes the kernel chose, and its peak is the cgroup's.
+    var killedByTheKernelForMemory: Bool {
+        guard let cgroup = process.cgroup, cgroup.memoryKills > 0 else { return false }
+        peakResident = max(peakResident, cgroup.peakBytes ?? 0)
+        return true
+    }
+
     func classify(_ status: Int32) -> StopReason {
         if let (failure, message) = loadFailure { return .refusedToLoad(failure, message) }
+        if killedByTheKernelForMemory { return .killedForMemory(limitBytes: limits.memoryBytes) }
         if let runnerFailure { return .runnerFailed(runnerFailure) }
         if endSent { return .returned }
         if bahost_signaled(status) != 0 { return .crashed(signal: bahost_signal(status)) }

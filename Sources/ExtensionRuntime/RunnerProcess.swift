@@ -17,7 +17,15 @@ final class RunnerProcess {
     let output: Int32
     /// Readable when the process ends (-1 where the kernel has no pidfd).
     let exitSignal: Int32
+    /// The window's cgroup, where the machine offers one.
+    let cgroup: WindowCgroup?
+    /// Whether the runner is the init of a PID namespace of its own.
+    let isolated: Bool
     private var groupKilled = false
+    /// The window's processes, where no cgroup lists them: found in its PID namespace at most this often.
+    private var members: [pid_t] = []
+    private var membersFoundAt: ContinuousClock.Instant?
+    private static let membersScanPeriod = Duration.milliseconds(50)
 
     /// The runner executable: `BAHOST_RUNNER`; else `bahost-extension-runner` beside the running executable (a build
     /// folder); else in `../libexec/bahost/` from it, where `scripts/install.sh` and the Debian package put it.
@@ -37,7 +45,9 @@ final class RunnerProcess {
         return runner
     }
 
-    init(runner: String, plugin: String, environment extra: [String: String]) throws(WindowSetupError) {
+    init(runner: String, plugin: String, environment extra: [String: String], limits: WindowLimits)
+        throws(WindowSetupError)
+    {
         // Orphans of the window (an extension that forks) are reparented to us, so that we can reap them.
         _ = bahost_become_subreaper()
         signal(SIGPIPE, SIG_IGN)
@@ -64,29 +74,50 @@ final class RunnerProcess {
         // What the extension sees as ba_host_t.version.
         environment["BAHOST_RELEASE"] = BahostVersion.release
         environment.merge(extra) { $1 }
-        let arguments = [runner, plugin]
-        let environmentLines = environment.map { "\($0.key)=\($0.value)" }
-        var child: pid_t = 0
+        let sandboxed = environment["BAHOST_SANDBOX"] != "off"
+        // The window as a whole, in its cgroup, where the machine offers one (not when the sandbox is off).
+        var cgroup = sandboxed ? WindowCgroup(limitBytes: limits.memoryBytes) : nil
+        func spawn(isolated: Bool, in cgroup: WindowCgroup?) -> (Int32, pid_t) {
+            var environment = environment
+            environment["BAHOST_WINDOW_LIMITS"] = cgroup.map { group in
+                "the whole window (cgroup): \(WindowCgroup.maximumTasks) tasks, memory stopped by the kernel at "
+                    + "\(group.ceilingBytes >> 20) MiB"
+            }
+            let procs = (cgroup?.procsFiles ?? []).map { open($0, O_WRONLY | O_CLOEXEC) }
+            defer { procs.filter { $0 >= 0 }.forEach { close($0) } }
+            guard !procs.contains(where: { $0 < 0 }) else { return (errno, 0) }
+            var child: pid_t = 0
+            let arguments = [runner, plugin]
+            let error = withCStrings(arguments) { argv in
+                withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in
+                    bahost_spawn_window(
+                        runner, argv, envp, pair[1], pipeEnds[1], isolated ? 1 : 0, procs, Int32(procs.count), &child)
+                }
+            }
+            return (error, child)
+        }
         // The window's own PID namespace (nothing it starts outlives it), unless the sandbox is off or the machine
         // allows no user namespace; the runner then says so in the window's report.
-        let isolated = environment["BAHOST_SANDBOX"] != "off"
-        var error = withCStrings(arguments) { argv in
-            withCStrings(environmentLines) { envp in
-                isolated
-                    ? bahost_spawn_isolated(runner, argv, envp, pair[1], pipeEnds[1], &child)
-                    : bahost_spawn(runner, argv, envp, pair[1], pipeEnds[1], &child)
-            }
+        var isolated = sandboxed
+        var (error, child) = spawn(isolated: isolated, in: cgroup)
+        if error != 0, cgroup != nil {
+            // Joining the cgroup was refused (another host pruned it?): the window runs without one.
+            cgroup?.remove()
+            cgroup = nil
+            (error, child) = spawn(isolated: isolated, in: nil)
         }
         if isolated, [EPERM, EINVAL, ENOSPC, EUSERS, ENOSYS].contains(error) {
-            error = withCStrings(arguments) { argv in
-                withCStrings(environmentLines) { envp in bahost_spawn(runner, argv, envp, pair[1], pipeEnds[1], &child) }
-            }
+            isolated = false
+            (error, child) = spawn(isolated: false, in: cgroup)
         }
         guard error == 0 else {
+            cgroup?.remove()
             close(pair[0])
             close(pipeEnds[0])
             throw WindowSetupError(description: "cannot start \(runner): \(String(cString: strerror(error)))")
         }
+        self.cgroup = cgroup
+        self.isolated = isolated
         pid = child
         channel = pair[0]
         output = pipeEnds[0]
@@ -147,14 +178,35 @@ final class RunnerProcess {
         Glibc.kill(-pid, SIGKILL)
     }
 
-    /// Kills whatever is left of the process group and reaps it. Once only; the runner must be reaped first.
+    /// Kills whatever is left of the process group (and of the window's cgroup) and reaps it. Once only; the runner
+    /// must be reaped first.
     func killGroup() {
         guard !groupKilled else { return }
         groupKilled = true
         bahost_kill_group(pid)
+        cgroup?.remove()
     }
 
-    var residentBytes: Int64 { bahost_resident_bytes(pid) }
+    /// The resident memory of every process of the window, summed: what its cgroup holds, else what its PID
+    /// namespace holds (rescanned every `membersScanPeriod`), else the runner's alone.
+    var residentBytes: Int64 {
+        let pids: [pid_t]
+        if let cgroup {
+            pids = cgroup.members()
+        } else if isolated {
+            let now = ContinuousClock.now
+            if membersFoundAt.map({ now - $0 >= Self.membersScanPeriod }) ?? true {
+                membersFoundAt = now
+                var found = [pid_t](repeating: 0, count: WindowCgroup.maximumTasks * 4)
+                let count = bahost_namespace_members(pid, &found, Int32(found.count))
+                members = count > 0 ? Array(found.prefix(Int(count))) : [pid]
+            }
+            pids = members
+        } else {
+            pids = [pid]
+        }
+        return pids.reduce(0) { $0 + max(0, bahost_resident_bytes($1)) }
+    }
 
     /// The exit status once the process has ended; nil while it runs.
     func tryReap() -> Int32? {

@@ -12,16 +12,22 @@ public struct SandboxSupport: Sendable {
     public let pidNamespaceError: String?
     /// The Landlock ABI the kernel offers (files from 1; signals and abstract sockets from 6), nil without Landlock.
     public let landlockABI: Int?
+    /// Whether each window gets a cgroup of its own (memory and processes limited for the window as a whole).
+    public let windowCgroups: Bool
+    /// How a window's memory and processes are held together, in a sentence (`WindowCgroup`).
+    public let containment: String
 
     /// Probes the running kernel (it starts and reaps one short-lived process).
     public static func probe() -> SandboxSupport {
         let off = ProcessInfo.processInfo.environment["BAHOST_SANDBOX"] == "off"
         let namespaces = bahost_user_namespaces()
         let abi = bahost_landlock_abi()
+        let cgroups: Bool
+        if case .none = WindowCgroup.support { cgroups = false } else { cgroups = true }
         return SandboxSupport(
             off: off, pidNamespaces: namespaces == 0,
             pidNamespaceError: namespaces == 0 ? nil : String(cString: strerror(namespaces)),
-            landlockABI: abi > 0 ? Int(abi) : nil)
+            landlockABI: abi > 0 ? Int(abi) : nil, windowCgroups: cgroups, containment: WindowCgroup.summary)
     }
 
     /// Each protection the machine cannot give, as a sentence; empty when it gives them all.
@@ -32,6 +38,11 @@ public struct SandboxSupport: Sendable {
             missing.append(
                 "no user namespaces (\(pidNamespaceError ?? "refused")): a process an extension starts can outlive "
                     + "its window, and the process limit does not apply")
+        }
+        if !windowCgroups && getuid() == 0 {
+            missing.append(
+                "running as root without a cgroup for each window: Linux exempts root from the process limit, so a "
+                    + "window's processes are not limited in number (\(containment))")
         }
         switch landlockABI {
         case nil: missing.append("no Landlock: extensions can read and write every file the user can")

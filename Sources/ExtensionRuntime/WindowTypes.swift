@@ -31,7 +31,8 @@ public enum StopReason: Sendable, Hashable {
     case crashed(signal: Int32)
     /// The process exited on its own before its entry points were done.
     case exited(code: Int32)
-    /// Resident memory went over the limit; the host killed it.
+    /// The resident memory of the window's processes, together, went over the limit; the host killed the window
+    /// (or the kernel did, at the ceiling of the window's cgroup).
     case killedForMemory(limitBytes: Int64)
     /// The runner could not load the extension.
     case refusedToLoad(LoadFailure, String)
@@ -68,7 +69,7 @@ public enum StopReason: Sendable, Hashable {
         case .exited(let code):
             "exited: the extension ended its process with exit code \(code) before its entry points returned"
         case .killedForMemory(let limit):
-            "killed for memory: resident memory went over the limit of \(limit >> 20) MiB"
+            "killed for memory: the window's resident memory (its processes together) went over the limit of \(limit >> 20) MiB"
         case .refusedToLoad(let failure, let message):
             "refused to load (\(failure.rawValue)): \(message)"
         case .protocolViolation(let message):
@@ -140,6 +141,6 @@ public struct WindowOutcome: Sendable {
     public var killSentAt: Double?
     public var refusedCalls: [RefusedCall]
     public var log: [WindowLogLine]
-    /// Peak resident memory of the window's process.
+    /// Peak resident memory of the window's processes together (the cgroup's peak when the kernel stopped it).
     public var peakResidentBytes: Int64
 }

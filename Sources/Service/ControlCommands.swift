@@ -260,7 +260,8 @@ extension BackgroundAssetsService {
         text += String(
             format: "periodic: every %.0f h for occasional use; daily runtime budget %.0f s\n", policy.interval / 3600,
             policy.dailyRuntime)
-        text += "sandbox: \(sandbox.summary)\n" + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
+        text += "sandbox: \(sandbox.summary)\n" + "  window limits: \(sandbox.containment)\n"
+            + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
         var apps: [[String: Any]] = []
         for app in try engine.installedApps() {
             guard let schedule = try engine.schedule(app.appIdentifier) else { continue }
@@ -301,7 +302,8 @@ extension BackgroundAssetsService {
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps,
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
-                         "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing],
+                         "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing,
+                         "windowCgroups": sandbox.windowCgroups, "windowLimits": sandbox.containment],
              "engine": ["turns": turns.count, "meanTurnMilliseconds": milliseconds(turns.mean),
                         "longestTurnMilliseconds": milliseconds(turns.longest)],
              "policy": ["intervalSeconds": policy.interval, "dailyRuntimeSeconds": policy.dailyRuntime,

@@ -20,12 +20,13 @@ import Vocabulary
         return (own, other)
     }
 
-    func window(_ plugin: String, manifest: String = "", container: URL? = nil, sandboxed: Bool = true) throws
-        -> WindowOutcome
-    {
+    func window(
+        _ plugin: String, manifest: String = "", container: URL? = nil, sandboxed: Bool = true,
+        limits: WindowLimits = .default
+    ) throws -> WindowOutcome {
         let manifestPath = try TestPlugins.file(manifest, name: "manifest")
         let appGroup = container.map { ExtensionWindow.AppGroup(identifier: "group.com.example.levels", container: $0.path) }
-        return try ExtensionWindow(pluginPath: plugin, appGroup: appGroup, sandboxed: sandboxed).run(
+        return try ExtensionWindow(pluginPath: plugin, limits: limits, appGroup: appGroup, sandboxed: sandboxed).run(
             [.contentRequest(.install, manifestPath: manifestPath, info: .unrestricted)])
     }
 
@@ -156,5 +157,45 @@ import Vocabulary
         let outcome = try window(try TestPlugins.c("probes/reaches_the_network"), manifest: "\(Nginx.shared.httpPort)")
         #expect(outcome.stopReason == .returned)
         #expect(outcome.log.map(\.message).first?.hasPrefix("reply: HTTP/1.1 ") == true, "\(outcome.log)")
+    }
+
+    /// The memory limit holds for the window as a whole: four children that take 48 MiB each end the window killed
+    /// for memory, with the whole window's peak, though the extension's own process stays small. In this process
+    /// with the window's cgroup where the machine offers one; through `bahost run` with cgroups off, by the host
+    /// summing the processes of the window's PID namespace.
+    @Test func theMemoryLimitCoversTheWindowsChildren() throws {
+        try #require(support.pidNamespaces, "the window's processes are found in its PID namespace")
+        let plugin = try TestPlugins.c("misbehaving/children_take_memory")
+        let limit: Int64 = 128 << 20
+        let outcome = try window(plugin, limits: WindowLimits(budget: .seconds(20), grace: .seconds(1), memoryBytes: limit))
+        #expect(outcome.stopReason == .killedForMemory(limitBytes: limit), "\(outcome.log.map(\.message))")
+        #expect(outcome.peakResidentBytes > limit)
+        #expect(outcome.elapsed < .seconds(8))
+        #expect(waitUntilGone(["ba-memory-child"]))
+
+        let manifest = try TestPlugins.file("", name: "manifest")
+        let run = try Bahost.run(
+            ["run", "--plugin", plugin, "--event", "install", "--manifest", manifest, "--window-only", "--json",
+             "--memory-limit", "128", "--budget", "20"],
+            environment: ["BAHOST_CGROUPS": "off"])
+        let report = try run.json()
+        let stop = report["stopReason"] as? [String: Any]
+        #expect(stop?["kind"] as? String == "killed-for-memory", "\(run.stdout)")
+        #expect((report["peakResidentBytes"] as? Int64 ?? 0) > limit)
+        #expect((report["elapsedSeconds"] as? Double ?? 99) < 8)
+        #expect((report["sandbox"] as? String)?.contains("no cgroup") == true, "\(report["sandbox"] ?? "")")
+        #expect(waitUntilGone(["ba-memory-child"]))
+    }
+
+    /// As root, Linux exempts the window from RLIMIT_NPROC; the window's cgroup limits its processes all the same.
+    @Test func theProcessLimitHoldsForRootInTheWindowsCgroup() throws {
+        try #require(support.windowCgroups, "this machine gives windows no cgroup: \(support.containment)")
+        let outcome = try window(try TestPlugins.c("misbehaving/exhausts_processes_and_descriptors"))
+        #expect(outcome.stopReason == .returned)
+        let lines = outcome.log.map(\.message)
+        try #require(lines.count == 2, "\(lines)")
+        let processes = try #require(Int(lines[1].split(separator: " ")[1].dropLast()))
+        #expect(processes > 0 && processes < 64 && lines[1].hasSuffix("then Resource temporarily unavailable"), "\(lines[1])")
+        #expect(outcome.sandbox?.contains("the whole window (cgroup): 64 tasks") == true, "\(outcome.sandbox ?? "")")
     }
 }

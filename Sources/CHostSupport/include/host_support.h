@@ -1,5 +1,5 @@
 /* host_support.h: the few process-control calls the host makes that Swift cannot make directly (variadic
- * syscall(), ppoll, posix_spawn file actions, wait4's rusage). Thin and stateless. */
+ * syscall(), ppoll, clone, the status macros). Thin and stateless. */
 #ifndef BAHOST_HOST_SUPPORT_H
 #define BAHOST_HOST_SUPPORT_H
 
@@ -7,23 +7,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Spawns `path` in a new process group with `channel_fd` as descriptor 3, `output_fd` as 1 and 2, /dev/null as 0,
- * and no other descriptor. Returns 0 and sets *pid, or an errno value. */
-int bahost_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                 pid_t *pid);
-
-/* As bahost_spawn, but the child is the first process (init) of a new PID namespace inside a new user namespace
- * that maps only our uid and gid to themselves: when it dies, the kernel kills every process left in the namespace,
- * whatever it did (setsid, double forks, exec), and none of them can address a process outside by its pid.
- * Returns 0, or an errno value; EPERM, EINVAL, ENOSPC and EUSERS mean this machine allows no such namespace
- * (the caller may then fall back to bahost_spawn). */
-int bahost_spawn_isolated(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                          pid_t *pid);
+/* Spawns `path`, a window's runner, in a new process group with `channel_fd` as descriptor 3, `output_fd` as 1 and
+ * 2, /dev/null as 0, and no other descriptor. Before the child runs a single instruction of `path`, it joins the
+ * cgroups whose `cgroup.procs` files are open as `cgroup_procs` (the window's, so that its limits hold from the
+ * start). With `isolated`, the child is the first process (init) of a new PID namespace inside a new user
+ * namespace that maps only our uid and gid to themselves: when it dies, the kernel kills every process left in the
+ * namespace, whatever it did (setsid, double forks, exec), and none of them can address a process outside by its
+ * pid. Returns 0 and sets *pid, or an errno value; with `isolated`, EPERM, EINVAL, ENOSPC and EUSERS mean this
+ * machine allows no such namespace (the caller may then try without). Any thread. */
+int bahost_spawn_window(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
+                        int isolated, const int *cgroup_procs, int cgroup_count, pid_t *pid);
 
 /* 1 when `pid` is in our PID namespace, 0 when in another (an extension's window), -1 when it cannot be told. */
 int bahost_same_pid_namespace(pid_t pid);
 
-/* 0 when this machine lets us create the user and PID namespaces of bahost_spawn_isolated, else the errno. */
+/* 0 when this machine lets us create the user and PID namespaces of an isolated window, else the errno. */
 int bahost_user_namespaces(void);
 
 /* The Landlock ABI version the kernel offers, or -1 with errno set when it has none (ENOSYS, EOPNOTSUPP). */
@@ -38,8 +36,12 @@ int bahost_poll(struct pollfd *fds, nfds_t count, int64_t timeout_ns);
 /* Resident memory of `pid` in bytes, from /proc/PID/statm; -1 when it cannot be read (the process is gone). */
 int64_t bahost_resident_bytes(pid_t pid);
 
+/* The processes in the PID namespace whose init is `init` (as this process sees their pids), up to `capacity`:
+ * a window's processes where no cgroup gathers them. Scans /proc. Returns the count, or -1. */
+int bahost_namespace_members(pid_t init, pid_t *members, int capacity);
+
 /* Reaps `pid` if it has ended, without blocking. Returns 1 with *status set, 0 while it runs, -1 on error.
- * (No rusage: after a vfork-style posix_spawn, ru_maxrss reports the parent's peak, not the child's.) */
+ * (No rusage: after a clone that shares our memory, ru_maxrss reports our peak, not the child's.) */
 int bahost_try_reap(pid_t pid, int *status);
 
 /* Kills process group `pgid` with SIGKILL and reaps every member that is a child of this process. */
