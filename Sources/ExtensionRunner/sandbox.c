@@ -1,11 +1,13 @@
 /* sandbox.c: what the window's process may do, fixed before the extension's code is loaded (its constructors run
  * in dlopen). The host made this process the init of a PID namespace of its own (CHostSupport's
  * bahost_spawn_window), so nothing it starts outlives it; here it gives up the rest:
+ *   - a mount namespace with a /proc of its own PID namespace: no other process of the user is visible;
  *   - no new privileges (setuid binaries do not elevate), no core dumps;
  *   - limits: open files, processes (in its namespace), the size of a file it writes;
  *   - files, with Landlock: read and execute what loading needs (system folders, the extension's folder and the
- *     folders its RUNPATH names), read the manifests of this window, read and write its app group's container and
- *     the folders of the files it is handed; nothing else, the user's home and other apps' containers included;
+ *     folders its RUNPATH names), read the few files of /etc a loader and a TLS stack need (not /etc itself), read
+ *     the manifests of this window, read and write its app group's container and the folders of the files it is
+ *     handed; nothing else, the user's home and other apps' containers included;
  *   - Landlock's scoping (ABI 6): no signal to a process outside the window, no abstract Unix socket outside it.
  * The network stays open, as Apple's extensions have it. What was applied, and what the kernel could not give, goes
  * to the host as one line (BA_WIRE_SANDBOX) that the window's report shows. BAHOST_SANDBOX=off skips all of it. */
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -69,7 +73,18 @@ struct sandbox_path_beneath {
 #define SANDBOX_PROCESSES 64
 #define SANDBOX_FILE_BYTES (4ULL << 30)
 
-static const char *const system_read_only[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc"};
+static const char *const system_read_only[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"};
+/* Of /etc, only what a dynamic loader, a TLS stack, name resolution, time zones and the C library's user and locale
+ * look-ups read: never all of it, which holds secrets (shadow, host keys, credentials of services) that a window
+ * running as root could otherwise read. A symbolic link is followed to its target (resolv.conf into /run, say). */
+static const char *const etc_read[] = {
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ld.so.preload",
+    "/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki", "/etc/crypto-policies",
+    "/etc/gnutls", "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/gai.conf",
+    "/etc/services", "/etc/protocols", "/etc/networks", "/etc/localtime", "/etc/timezone", "/etc/passwd",
+    "/etc/group", "/etc/os-release", "/etc/debian_version", "/etc/lsb-release", "/etc/mime.types",
+    "/etc/locale.alias", "/etc/locale.conf", "/etc/default/locale", "/etc/alternatives", "/etc/fonts",
+};
 /* Read for what runtimes ask of the machine: the CPU count, cgroup quotas, /proc/self. */
 static const char *const system_read_data[] = {"/proc", "/sys/devices/system/cpu", "/sys/fs/cgroup",
                                                "/dev/urandom", "/dev/random"};
@@ -187,6 +202,7 @@ static void restrict_files(const char *plugin, char *report, size_t size) {
     }
     for (size_t i = 0; i < sizeof system_read_only / sizeof *system_read_only; i++)
         allow(&rules, system_read_only[i], READ_ONLY);
+    for (size_t i = 0; i < sizeof etc_read / sizeof *etc_read; i++) allow(&rules, etc_read[i], READ_DATA);
     for (size_t i = 0; i < sizeof system_read_data / sizeof *system_read_data; i++)
         allow(&rules, system_read_data[i], READ_DATA);
     allow(&rules, "/dev/null", FS_READ_FILE | FS_WRITE_FILE);
@@ -208,7 +224,8 @@ static void restrict_files(const char *plugin, char *report, size_t size) {
         snprintf(report, size, "files: NOT restricted (landlock_restrict_self: %s)", strerror(errno));
     } else {
         snprintf(report, size,
-                 "files (Landlock ABI %ld): read system folders and the extension's own, write %s%s%s%s; "
+                 "files (Landlock ABI %ld): read system folders (of /etc only what loading, TLS and name "
+                 "resolution need) and the extension's own, write %s%s%s%s; "
                  "%s",
                  abi, container ? "its app group's container only" : "nothing (no app group)",
                  rules.skipped[0] ? " (could not allow: " : "", rules.skipped, rules.skipped[0] ? ")" : "",
@@ -216,6 +233,25 @@ static void restrict_files(const char *plugin, char *report, size_t size) {
                           : "signals and abstract sockets: NOT scoped (Landlock ABI 6 needed)");
     }
     close(rules.fd);
+}
+
+/* The host's /proc shows every process of the machine, and lets a process read the environment and command line
+ * of those of its own user: an API token in a game's environment, say. In a mount namespace of its own the window
+ * mounts a /proc of its PID namespace instead, which shows its own processes only. */
+static void private_proc(char *report, size_t size) {
+    const char *step = "unshare";
+    if (unshare(CLONE_NEWNS) == 0) {
+        step = "making its mounts private";
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
+            step = "mounting proc";
+            if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0) {
+                snprintf(report, size, "/proc: the window's own processes only");
+                return;
+            }
+        }
+    }
+    snprintf(report, size, "/proc: NOT private (%s: %s): the user's other processes are visible", step,
+             strerror(errno));
 }
 
 void sandbox_apply(const char *plugin) {
@@ -232,6 +268,11 @@ void sandbox_apply(const char *plugin) {
                              isolated ? "processes: a PID namespace, killed whole when the window ends"
                                       : "processes: NOT isolated (no user namespaces here): a descendant that leaves "
                                         "the process group can outlive the window");
+    if (isolated) {
+        char proc[160];
+        private_proc(proc, sizeof proc);
+        used += (size_t)snprintf(report + used, sizeof report - used, "%s; ", proc);
+    }
 
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     struct rlimit none = {0, 0}, files_limit = {SANDBOX_OPEN_FILES, SANDBOX_OPEN_FILES},

@@ -198,4 +198,28 @@ import Vocabulary
         #expect(processes > 0 && processes < 64 && lines[1].hasSuffix("then Resource temporarily unavailable"), "\(lines[1])")
         #expect(outcome.sandbox?.contains("the whole window (cgroup): 64 tasks") == true, "\(outcome.sandbox ?? "")")
     }
+
+    /// Of /etc a window reads only what loading, TLS and name resolution need: as root (how CI and containers run
+    /// it), whose own reads of /etc/shadow succeed, the window's are refused by the sandbox, not by the file's mode.
+    @Test func rootOnlyFilesStayClosedToAWindowRunAsRoot() throws {
+        try #require(support.landlockABI != nil, "this kernel has no Landlock")
+        if getuid() == 0 { #expect(FileManager.default.isReadableFile(atPath: "/etc/shadow")) }
+        let outcome = try window(try TestPlugins.c("misbehaving/reads_secrets"))
+        #expect(outcome.stopReason == .returned)
+        let denied = "Permission denied"
+        #expect(outcome.log.map(\.message) == [
+            "read /etc/shadow: \(denied)", "read /etc/gshadow: \(denied)", "list /etc: \(denied)", "list /root: \(denied)",
+            "read /etc/ssl/certs/ca-certificates.crt: ok", "read /etc/resolv.conf: ok", "read /etc/passwd: ok",
+        ])
+    }
+
+    /// A window's /proc is its own: it cannot read the environment of the user's other processes (this test process
+    /// runs as the same user), and it sees only its own processes.
+    @Test func otherProcessesOfTheUserAreInvisible() throws {
+        try #require(support.pidNamespaces, "a private /proc needs the window's own namespaces")
+        let outcome = try window(try TestPlugins.c("misbehaving/reads_other_processes"), manifest: "\(getpid())")
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.log.map(\.message) == ["environ \(getpid()): No such file or directory", "processes visible: 1"])
+        #expect(outcome.sandbox?.contains("/proc: the window's own processes only") == true, "\(outcome.sandbox ?? "")")
+    }
 }
