@@ -11,10 +11,14 @@ let package = Package(
         // What extension authors link: Apple's API, and the harness that asserts budgets in their tests.
         .library(name: "BackgroundAssets", targets: ["BackgroundAssets"]),
         .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
+        // StoreKit's StoreDownloaderExtension alone, so that an Apple-hosted app's extension compiles unchanged.
+        .library(name: "StoreKit", targets: ["StoreKit"]),
         // The example extension, built as the .so that `bahost run --plugin` loads.
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
         // The managed example extension (ManagedDownloaderExtension), for an app with BAHasManagedAssetPacks.
         .library(name: "ManagedExampleExtension", type: .dynamic, targets: ["ManagedExampleExtension"]),
+        // An Apple-hosted app's extension (StoreKit's StoreDownloaderExtension), served by the self-hosted flow.
+        .library(name: "StoreHostedExampleExtension", type: .dynamic, targets: ["StoreHostedExampleExtension"]),
         // A Swift extension the tests use: exclusive-control handlers from completion callbacks.
         .library(name: "ExclusiveHandlersProbe", type: .dynamic, targets: ["ExclusiveHandlersProbe"]),
         // The example app, which talks to `bahost daemon` through the same SDK.
@@ -47,6 +51,7 @@ let package = Package(
                 "CBAExtension", "ServiceWire", "Vocabulary", .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "SDK/Swift/BackgroundAssets"),
+        .target(name: "StoreKit", dependencies: ["BackgroundAssets"], path: "SDK/Swift/StoreKit"),
         // The value types every layer shares (a download, an error, a content request, window limits, the data
         // root's layout). It depends on nothing but the ABI's header, so that no layer needs one above it for a type.
         .target(name: "Vocabulary", dependencies: ["CBAExtension"]),
@@ -118,6 +123,9 @@ let package = Package(
         .target(
             name: "ManagedExampleExtension", dependencies: ["BackgroundAssets"], path: "Plugins/Swift/ManagedExtension"),
         .target(
+            name: "StoreHostedExampleExtension", dependencies: ["BackgroundAssets", "StoreKit"],
+            path: "Plugins/Swift/StoreHostedExtension"),
+        .target(
             name: "ExclusiveHandlersProbe", dependencies: ["BackgroundAssets"],
             path: "Plugins/Swift/Probes/ExclusiveHandlers"),
         .executableTarget(
@@ -154,7 +162,7 @@ let package = Package(
                 "Packs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/TestSupport"),
-        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension"]),
+        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension", "StoreKit"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
         .testTarget(
             name: "PacksTests",

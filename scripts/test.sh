@@ -17,11 +17,12 @@ Benchmarks/run.sh --smoke
 # The fuzz targets, 5 seconds each, so that they cannot rot (the tests above replay their corpus).
 Fuzz/run.sh --smoke
 
-# What a user gets, tested as a user gets it (Tests/Shipping): the SDK's documentation complete and building; every
-# README snippet building as written; a release installed with scripts/install.sh, projects from `bahost new
+# What a user gets, tested as a user gets it (Tests/Shipping): the SDK's documentation complete and building; code
+# written against bahost refused where Apple's SDK would refuse it; every README snippet building as written; a release installed with scripts/install.sh, projects from `bahost new
 # extension` built and run under it, and uninstalled; the .deb installed with apt into a clean Debian root (chroot:
 # root or sudo). The install test makes the release build the .deb test packages.
 scripts/docs.sh --check
+Tests/Shipping/apple-api.sh
 Tests/Shipping/readme-snippets.sh
 Tests/Shipping/install-and-scaffold.sh
 SKIP_BUILD=1 Tests/Shipping/deb.sh

@@ -44,6 +44,17 @@ import TestSupport
         #expect(try unmanaged.json()["shouldDownload"] as? Bool == true)
     }
 
+    /// An Apple-hosted app's extension (StoreKit's StoreDownloaderExtension), compiled unchanged, answers as any
+    /// managed extension.
+    @Test func anAppleHostedExtensionIsServedAsAManagedOne() throws {
+        let plugin = TestPlugins.buildFolder.appendingPathComponent("libStoreHostedExampleExtension.so").path
+        let skipped = try Bahost.run(["check", "--plugin", plugin, "--asset-pack", "skip-hd-textures", "--json"])
+        #expect(skipped.status == 0, "\(skipped.stdout)\(skipped.stderr)")
+        #expect(try skipped.json()["shouldDownload"] as? Bool == false)
+        let kept = try Bahost.run(["check", "--plugin", plugin, "--asset-pack", "intro", "--json"])
+        #expect(try kept.json()["shouldDownload"] as? Bool == true)
+    }
+
     @Test func checkRefusesBadArgumentsWithTheReason() throws {
         let missing = try Bahost.run(["check", "--plugin", "/nonexistent.so"])
         #expect(missing.status == 64)

@@ -15,8 +15,9 @@ public actor AssetPackManager {
     /// The app's manager.
     public static let shared = AssetPackManager()
 
-    /// Every pack's status updates, as they happen. The sequence never finishes.
-    public nonisolated let statusUpdates: StatusUpdates
+    /// Every pack's status updates, as they happen. The sequence never finishes. Isolated to the actor, as Apple
+    /// declares it: another module reads it with `await`.
+    public let statusUpdates: StatusUpdates
 
     private nonisolated let transport: ServiceTransport
     private nonisolated let updates: UpdateHub

@@ -85,17 +85,28 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
 
     /// Runs `performHandler` while holding exclusive control between the app and its extension, waiting for it as
     /// long as needed. The handler gets `false` and an error when control could not be acquired.
+    ///
+    /// The handler is not `@Sendable`, as in Apple's shipping SDKs (only the 27 beta made it so): code written for
+    /// them captures a non-Sendable `self` in it and must compile unchanged.
     @available(*, deprecated, message: "Use the asynchronous overload of withExclusiveControl(_:) instead")
-    public func withExclusiveControl(_ performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
-        withExclusiveControl(timeoutMilliseconds: -1, performHandler)
+    public func withExclusiveControl(_ performHandler: @escaping (Bool, (any Error)?) -> Void) {
+        withExclusiveControl(timeoutMilliseconds: -1, UncheckedHandler(performHandler))
     }
 
     /// Like `withExclusiveControl(_:)`, giving up at `date`; a date that has passed tries exactly once.
     @available(*, deprecated, message: "Use withExclusiveControl(before:_:) instead.")
     public func withExclusiveControl(
-        beforeDate date: Date, perform performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
+        beforeDate date: Date, perform performHandler: @escaping (Bool, (any Error)?) -> Void
     ) {
-        withExclusiveControl(timeoutMilliseconds: Self.milliseconds(until: date), performHandler)
+        withExclusiveControl(timeoutMilliseconds: Self.milliseconds(until: date), UncheckedHandler(performHandler))
+    }
+
+    /// A handler of the closure forms, carried to the thread that runs it. Unchecked as Apple's is: the caller
+    /// gave a closure that is not `@Sendable` to an API that calls it on another thread, which Apple's declaration
+    /// allows and its documentation describes; it runs once, on that thread only.
+    private struct UncheckedHandler: @unchecked Sendable {
+        let call: (Bool, (any Error)?) -> Void
+        init(_ call: @escaping (Bool, (any Error)?) -> Void) { self.call = call }
     }
 
     /// Acquires exclusive control, waiting as long as needed, runs `body`, and gives control up when `body`
@@ -129,9 +140,7 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// asked, before the window ends (or the window's budget ends it). Acquiring on another thread let the callback
     /// return first, and the window ended before the request reached the host. In an app, nothing waits for the
     /// caller: everything happens on the handler's thread.
-    private func withExclusiveControl(
-        timeoutMilliseconds: Int64, _ performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
-    ) {
+    private func withExclusiveControl(timeoutMilliseconds: Int64, _ handler: UncheckedHandler) {
         let transport = self.transport
         let acquire: @Sendable () -> (any Error)? = {
             do {
@@ -142,8 +151,8 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
             }
         }
         let run: @Sendable ((any Error)?) -> Void = { error in
-            guard error == nil else { return performHandler(false, error) }
-            performHandler(true, nil)
+            guard error == nil else { return handler.call(false, error) }
+            handler.call(true, nil)
             transport.releaseExclusiveControl()
         }
         if transport.isExtension {

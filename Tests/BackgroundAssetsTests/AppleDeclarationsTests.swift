@@ -1,0 +1,45 @@
+import BackgroundAssets
+import Foundation
+import StoreKit
+import Testing
+
+// Code as written for Apple's shipping SDKs, compiled in Swift 6 mode with a plain import (as an app's module sees
+// the SDK): each declaration it names must have Apple's exact shape, or this file does not compile. What must not
+// compile (an actor-isolated member read without `await`) is Tests/Shipping/apple-api.sh's.
+
+/// A controller as apps write them: a class that is not Sendable, capturing `self` in the handler of the closure
+/// forms of exclusive control, whose handler Apple's shipping SDKs do not declare `@Sendable`.
+private final class LevelsController {
+    var acquisitions: [Bool] = []
+
+    @available(*, deprecated)
+    func takeControl(of manager: BADownloadManager) {
+        manager.withExclusiveControl { acquired, _ in self.acquisitions.append(acquired) }
+        manager.withExclusiveControl(beforeDate: Date()) { acquired, error in
+            if error == nil { self.acquisitions.append(acquired) }
+        }
+    }
+}
+
+/// An Apple-hosted app's extension: StoreKit's protocol, nothing else changed.
+private struct AppleHostedExtension: StoreDownloaderExtension {
+    func shouldDownload(_ assetPack: AssetPack) -> Bool { assetPack.id != "skip" }
+}
+
+@Suite struct AppleDeclarationsTests {
+    /// The declarations' exact types, as Apple's swiftinterface spells them.
+    @available(*, deprecated)
+    @Test func theManagersDeclarationsHaveApplesTypes() async throws {
+        let closureForm: (BADownloadManager) -> (@escaping (Bool, (any Error)?) -> Void) -> Void =
+            BADownloadManager.withExclusiveControl(_:)
+        let beforeDate: (BADownloadManager) -> (Date, @escaping (Bool, (any Error)?) -> Void) -> Void =
+            BADownloadManager.withExclusiveControl(beforeDate:perform:)
+        let updates: (AssetPackManager) -> (String) -> AssetPackManager.StatusUpdates =
+            AssetPackManager.statusUpdates(forAssetPackWithID:)
+        // Isolated to the actor: read from another module with `await`.
+        let everyUpdate = await AssetPackManager.shared.statusUpdates
+        #expect(type(of: everyUpdate) == AssetPackManager.StatusUpdates.self)
+        _ = (closureForm, beforeDate, updates, LevelsController.self)
+        #expect((AppleHostedExtension() as any BADownloaderExtension) is any StoreDownloaderExtension)
+    }
+}
