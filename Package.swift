@@ -148,8 +148,8 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "AppConfig", "CBAExtension", "ExtensionRuntime", "ExtensionWire", "Packs", "ServiceWire", "Transfer",
-                "Vocabulary", .product(name: "NIOHTTP1", package: "swift-nio"),
+                "AppConfig", "CBAExtension", "ExtensionRuntime", "ExtensionWire", "Packs", "Policy", "ServiceWire",
+                "Transfer", "Vocabulary", .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Fuzz/Targets"),
         .executableTarget(name: "FuzzEntry", dependencies: ["FuzzTargets"], path: "Fuzz/Entry"),

@@ -3,6 +3,7 @@ import AppConfig
 import Foundation
 import NIOHTTP1
 import Packs
+import Policy
 import ServiceWire
 @testable import Transfer
 import Vocabulary
@@ -27,6 +28,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case packArchive = "pack-archive"
     /// A server's response: status, Location, Content-Range, ETag, Retry-After, WWW-Authenticate (`ResponseVerdict`).
     case httpResponse = "http-response"
+    /// The URL and request headers of a download an extension or an app returns: admission (`DownloadValidation`,
+    /// the allow list), the URL as it will be fetched, and the HTTP request made of both.
+    case downloadRequest = "download-request"
 
     /// Feeds `data` to the parser; true when it was accepted (parsed, or for an archive, extracted).
     @discardableResult
@@ -47,7 +51,39 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             return Self.extractArchive(data)
         case .httpResponse:
             return Self.readResponse(data)
+        case .downloadRequest:
+            return Self.admitRequest(data)
         }
+    }
+
+    /// The input: the URL on the first line, then one request header a line. Accepted: admitted, and made into the
+    /// request that would be sent, which must name the URL's own host and none of the headers the host keeps.
+    private static func admitRequest(_ data: Data) -> Bool {
+        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        guard let url = lines.first else { return false }
+        let download = Download(
+            identifier: "fuzzed", url: url, applicationGroupIdentifier: "group.com.example.levels", fileSize: 1024,
+            httpHeaders: Array(lines.dropFirst()))
+        let rules = DownloadRules(appGroupIdentifier: "group.com.example.levels", allowInsecureLoopback: true)
+        _ = url.printableURL(limit: 200)
+        guard DownloadValidation.check(download, for: .install, rules: rules) == nil else { return false }
+        let admitted = DownloadValidation.normalized(download)
+        let fetched = admitted.url ?? ""
+        guard DownloadValidation.check(admitted, for: .install, rules: rules) == nil else {
+            fatalError("a normalised URL was refused: \(fetched.printable())")
+        }
+        _ = DomainAllowList(["assets.example.com", "*.cdn.example"]).permits(fetched)
+        let request = TransferRequest(
+            url: fetched, headers: admitted.httpHeaders, expectedSize: 1024, partialPath: "/nonexistent") { _ in nil }
+        let http = request.httpRequest(url: fetched, offset: 0)
+        for reserved in ["Host", "Content-Length", "Transfer-Encoding", "Connection", "Range"] {
+            guard !http.headers.contains(name: reserved) else {
+                fatalError("an admitted download sends its own \(reserved) header")
+            }
+        }
+        return true
     }
 
     /// A scratch folder of this process, for the archive target's files.

@@ -23,6 +23,14 @@ extension FuzzTarget {
             ]
         case .downloadManifest: return Self.downloadManifests()
         case .packArchive: return Self.packArchives()
+        case .downloadRequest:
+            return [
+                ("plain", Data("https://assets.example.com/levels/level-1.pack".utf8)),
+                ("headers", Data("https://cdn.example/a?b=1\nAuthorization: Bearer t\nX-Token: 1\nUser-Agent: game/1".utf8)),
+                ("to-encode", Data("https://assets.example.com/level 1/é.pack#part\nCookie: a=b".utf8)),
+                ("loopback", Data("http://127.0.0.1:8080/level.pack\nIf-None-Match: \"v1\"".utf8)),
+                ("idna", Data("https://bücher.example/a".utf8)),
+            ]
         case .httpResponse:
             return [
                 ("partial", Data("206 1000\r\nContent-Range: bytes 1000-1048575/1048576\r\nETag: \"v1\"\r\nContent-Length: 1047576\r\n".utf8)),
