@@ -258,6 +258,11 @@ fi
 if want scale; then
 echo "== scale: one content request returning $scale_count downloads, then the queue at that size"
 for _ in $(seq "$runs"); do
+    # The window alone (`bahost run --window-only`): every path that handles the returned set must be linear.
+    t=$(now)
+    "$bin/bahost" run --plugin "$work/extension.so" --event install --manifest "$work/www/scale.manifest" \
+        --window-only --allow-insecure-loopback --json --budget 300 > "$work/window.json"
+    record scale.window "$(since "$t")"
     # Validated, queued and durable when `bahost install` returns (the install waits for the content request).
     start_daemon "$work/scale.plist"
     record scale.admit "$install_microseconds $(daemon_status VmHWM)"

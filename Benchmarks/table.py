@@ -106,6 +106,10 @@ if admit:
     print(f"| one content request returning {scale_count} downloads (validated, queued, durable) | bahost | "
           f"{spread(seconds, 's', 2)} | | ≤ 2 s |")
     print(f"| daemon peak RSS during it | bahost | {spread(peak, 'MiB', 1)} | | ≤ 64 MiB |")
+window = first("scale.window")
+if window:
+    print(f"| `bahost run --window-only` returning {scale_count} downloads (validated, reported) | bahost | "
+          f"{spread([x / 1e6 for x in window], 's', 2)} | | linear |")
 scale_schedule, scale_fetch, scale_turn = first("scale.schedule"), first("scale.fetch"), first("scale.turn")
 if scale_schedule:
     per_call = [x / 1000 * 1000 for x in scale_schedule]  # 1,000 calls: ms in all → µs a call
