@@ -595,7 +595,8 @@ private final class WindowLoop {
         let count = text.utf8.count
         guard count > maxLineBytes else { return text }
         let kept = maxLineBytes - 64
-        return String(decoding: text.utf8.prefix(kept), as: UTF8.self) + "… (\(count - kept) more bytes cut by bahost)"
+        return String(decoding: text.utf8.prefix(kept), as: UTF8.self)
+            + "… (\(count - kept) more bytes cut by bahost)"
     }
 }
 

@@ -53,7 +53,8 @@ public final class InMemoryHostServices: ExtensionHostServices {
         }
         guard let index, let entry = entries[index] else {
             return .failure(HostError(
-                BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download '\(download.identifier.printable(limit: 200))' is scheduled"))
+                BA_ERROR_DOWNLOAD_NOT_SCHEDULED,
+                "no download '\(download.identifier.printable(limit: 200))' is scheduled"))
         }
         identifiers.remove(entry.download.identifier)
         entries[index] = nil

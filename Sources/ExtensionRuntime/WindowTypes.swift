@@ -69,7 +69,8 @@ public enum StopReason: Sendable, Hashable {
         case .exited(let code):
             "exited: the extension ended its process with exit code \(code) before its entry points returned"
         case .killedForMemory(let limit):
-            "killed for memory: the window's resident memory (its processes together) went over the limit of \(limit >> 20) MiB"
+            "killed for memory: the window's resident memory (its processes together) went over the limit of "
+                + "\(limit >> 20) MiB"
         case .refusedToLoad(let failure, let message):
             "refused to load (\(failure.rawValue)): \(message)"
         case .protocolViolation(let message):

@@ -188,10 +188,12 @@ public enum DownloadValidation {
             return nil
         case "http" where isLoopback(host):
             return rules.allowInsecureLoopback
-                ? nil : invalid("plain http to \(host.printable(limit: 100)) needs --allow-insecure-loopback; use https")
+                ? nil
+                : invalid("plain http to \(host.printable(limit: 100)) needs --allow-insecure-loopback; use https")
         default:
             return invalid(
-                "'\(text.printableURL(limit: 200))' is not https (plain http is only for loopback, behind an explicit flag)")
+                "'\(text.printableURL(limit: 200))' is not https (plain http is only for loopback, behind an "
+                    + "explicit flag)")
         }
     }
 

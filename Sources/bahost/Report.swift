@@ -55,7 +55,8 @@ struct Report {
         if !rejected.isEmpty {
             out += "  rejected (\(rejected.count)):\n"
             for r in rejected {
-                out += "    \(r.download.identifier.printable(limit: 200))  \((r.download.url ?? "").printableURL(limit: 200))  \(r.error)\n"
+                let url = (r.download.url ?? "").printableURL(limit: 200)
+                out += "    \(r.download.identifier.printable(limit: 200))  \(url)  \(r.error)\n"
             }
         }
         if !outcome.refusedCalls.isEmpty {

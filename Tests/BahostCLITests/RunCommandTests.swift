@@ -27,6 +27,21 @@ import TestSupport
         return path.path
     }
 
+    /// A window-only run gives the extension the app group's container its Info.plist names (under the data root),
+    /// as every window gets one.
+    @Test func aWindowOnlyRunHasTheAppGroupsContainer() throws {
+        let root = TestPlugins.scratch.appendingPathComponent("window-only-\(UUID().uuidString)").path
+        let result = try bahost([
+            "run", "--plugin", try TestPlugins.c("misbehaving/reaches_outside_its_container"), "--event", "install",
+            "--manifest", manifest, "--info-plist", try infoPlist(), "--window-only", "--data-root", root, "--json",
+        ])
+        let report = try result.json()
+        let log = (report["log"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        let container = "\(root)/containers/group.com.example.levels"
+        #expect(log.last == "write \(container)/kept: done", "\(log)")
+        #expect(FileManager.default.fileExists(atPath: "\(container)/kept"))
+    }
+
     @Test func everyCommandHasHelp() throws {
         let root = try bahost(["--help"])
         #expect(root.status == 0 && root.stdout.contains("run") && root.stdout.contains("resume"))
