@@ -4,6 +4,8 @@ import Foundation
 public struct AppConfiguration: Sendable, Hashable {
     /// `CFBundleIdentifier`.
     public var appIdentifier: String
+    /// `CFBundleVersion`: what tells an update from the version installed, for an app a package declares.
+    public var bundleVersion: String?
     /// `BAAppGroupID`: the app group whose container receives finished files.
     public var appGroupIdentifier: String
     /// `BAManifestURL`.
@@ -87,6 +89,7 @@ public struct AppConfiguration: Sendable, Hashable {
         }
 
         appIdentifier = plist.CFBundleIdentifier
+        bundleVersion = plist.CFBundleVersion
         appGroupIdentifier = plist.BAAppGroupID
         self.manifestURL = manifestURL
         initialRestrictions = InitialDownloadRestrictions(
@@ -149,6 +152,7 @@ public struct AppConfigurationError: Error, CustomStringConvertible, Equatable {
 /// The Info.plist keys, spelled as Apple spells them.
 private struct InfoPlist: Decodable {
     var CFBundleIdentifier: String
+    var CFBundleVersion: String?
     var BAAppGroupID: String
     var BAManifestURL: String
     var BAInitialDownloadRestrictions: Restrictions

@@ -82,6 +82,15 @@ extension HostEngine {
     /// Every download of the app, in queue order (`bahost debug downloads`).
     public func allDownloads(_ appIdentifier: String) throws -> [QueuedDownload] { try store.downloads(for: appIdentifier) }
 
+    /// What the service last did for each app a package declared, and whether it is done.
+    public func declaredApps() throws -> [DeclaredAppRecord] { try store.declaredApps() }
+
+    /// Records the action the service is about to carry out for a declared app (or has carried out).
+    public func recordDeclaredApp(_ record: DeclaredAppRecord) throws { try store.saveDeclaredApp(record) }
+
+    /// Forgets a declared app whose uninstall is done.
+    public func forgetDeclaredApp(_ appIdentifier: String) throws { try store.removeDeclaredApp(appIdentifier) }
+
     /// The app's last connection to the service closed: its foreground downloads go back to the background (Apple:
     /// they stay in the foreground until the app's download manager disconnects).
     public func appDisconnected(_ appIdentifier: String) throws {

@@ -225,6 +225,7 @@ public final class QueueStore: Sendable {
                 t.add(column: "preferredLanguages", .jsonText)
             }
         }
+        migrator.registerMigration("v11: apps declared by packages", migrate: Self.createDeclaredApps)
         return migrator
     }
 

@@ -25,6 +25,8 @@ public final class BackgroundAssetsService: Sendable {
     let sandbox = SandboxSupport.probe()
     /// When delivered downloads were last pruned, by the service's clock.
     private let lastPrune = Mutex<Date?>(nil)
+    /// What the declared-apps folders hold and what was last done about them.
+    let declaredAppsStatus = Mutex(DeclaredAppsStatus())
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         // Two arenas: a connection's or transfer's thread then shares one whose freed memory a trim gives back.
@@ -69,6 +71,7 @@ public final class BackgroundAssetsService: Sendable {
                 }
             }
             group.addTask { await self.scheduler.run(self) }
+            group.addTask { await self.followDeclaredApps() }
             await group.waitForAll()
         }
         listener.stop()

@@ -73,15 +73,25 @@ extension BackgroundAssetsService {
 
     private func install(_ directory: String, update: Bool, id: UInt64, session: ClientSession) async throws -> ServiceReply {
         let folder = URL(fileURLWithPath: directory).standardizedFileURL
-        let config: AppConfiguration
-        do {
-            config = try AppConfiguration(contentsOf: folder.appendingPathComponent("Info.plist"))
-        } catch {
-            throw ControlError(error.description)
-        }
+        let config = try Self.configuration(in: folder)
         let existing = try engine.app(config.appIdentifier)
         if update && existing == nil { throw ControlError("\(config.appIdentifier) is not installed: install it first") }
         if !update && existing != nil { throw ControlError("\(config.appIdentifier) is already installed: use update") }
+        try installRecord(config, folder: folder)
+        return try await contentRequest(update ? .update : .install, config.appIdentifier, id: id, session: session)
+    }
+
+    /// The Info.plist of an app's folder, or why it cannot be installed.
+    static func configuration(in folder: URL) throws -> AppConfiguration {
+        do {
+            return try AppConfiguration(contentsOf: folder.appendingPathComponent("Info.plist"))
+        } catch {
+            throw ControlError(error.description)
+        }
+    }
+
+    /// Installs (or updates) the app of `folder` with the engine, as its Info.plist says.
+    func installRecord(_ config: AppConfiguration, folder: URL) throws {
         let plugin = try Self.extensionPath(in: folder, config: config)
         try engine.install(AppRecord(
             appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier, pluginPath: plugin,
@@ -90,20 +100,20 @@ extension BackgroundAssetsService {
             essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
             allowInsecureLoopback: settings.allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks),
             directory: folder.path)
-        return try await contentRequest(update ? .update : .install, config.appIdentifier, id: id, session: session)
     }
 
-    /// Runs a content request with the command line following the app's events; install and update wait for the
-    /// essential downloads, as the app's launch does.
-    private func contentRequest(_ request: ContentRequest, _ app: String, id: UInt64, session: ClientSession) async throws
+    /// Runs a content request. With a session (the command line), it follows the app's events, and install and update
+    /// wait for the essential downloads, as the app's launch does; without one (a package's install), nothing waits
+    /// for them but the app's launch.
+    func contentRequest(_ request: ContentRequest, _ app: String, id: UInt64 = 0, session: ClientSession?) async throws
         -> ServiceReply
     {
         let essentialGate = request == .install || request == .update
         if essentialGate {
             try engine.beginEssentialContentRequest(app)
         }
-        sessions.follow(app, from: session, request: id)
-        defer { sessions.unfollow(session, request: id) }
+        if let session { sessions.follow(app, from: session, request: id) }
+        defer { if let session { sessions.unfollow(session, request: id) } }
         var json: [String: Any] = ["app": app, "request": request.name]
         var text = "\(app): \(request.name) content request: "
         var success: Bool
@@ -122,7 +132,7 @@ extension BackgroundAssetsService {
             let outcome = try await engine.contentRequest(request, appIdentifier: app)
             success = describe(outcome, text: &text, json: &json)
         }
-        if essentialGate {
+        if essentialGate && session != nil {
             let failures = try await engine.awaitEssentials(app)
             json["essentialFailures"] = failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }
             text += failures.isEmpty
@@ -168,6 +178,11 @@ extension BackgroundAssetsService {
 
     private func uninstall(_ app: String) throws -> ServiceReply {
         _ = try installed(app)
+        if let declared = try engine.declaredApps().first(where: { $0.appIdentifier == app }) {
+            throw ControlError(
+                "\(app) is declared by a package in \(declared.folder): remove the package (or that folder), and the "
+                    + "service uninstalls it")
+        }
         try engine.uninstall(app)
         return Self.report(true, "\(app) uninstalled", ["app": app, "uninstalled": true])
     }
@@ -262,6 +277,8 @@ extension BackgroundAssetsService {
             policy.dailyRuntime)
         text += "sandbox: \(sandbox.summary)\n" + "  window limits: \(sandbox.containment)\n"
             + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
+        let declared = declaredAppsStatus.withLock { $0 }
+        text += declared.text
         var apps: [[String: Any]] = []
         for app in try engine.installedApps() {
             guard let schedule = try engine.schedule(app.appIdentifier) else { continue }
@@ -300,7 +317,7 @@ extension BackgroundAssetsService {
         return Self.report(
             true, text,
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
-             "conditions": conditionJSON, "apps": apps,
+             "conditions": conditionJSON, "apps": apps, "declaredApps": declared.json,
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
                          "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing,
                          "windowCgroups": sandbox.windowCgroups, "windowLimits": sandbox.containment],

@@ -21,13 +21,25 @@ public struct ServiceSettings: Sendable {
     public var deliveredRetention: TimeInterval
     /// How long the service waits for an app's delegate to answer a callback (`AppSessions.callbackTimeout`).
     public var appCallbackTimeout: Duration
+    /// Where packages declare apps (`DeclaredAppFolders`: the XDG data folders' `bahost/apps`).
+    public var declaredAppFolders: [String]
+    /// How long a declared folder must look the same before the service acts on it.
+    public var declaredAppSettle: Duration
+    /// How long a declared app's folder must stay gone before the service uninstalls the app.
+    public var declaredAppRemovalGrace: Duration
+
+    var declaredApps: DeclaredAppFolders { DeclaredAppFolders(roots: declaredAppFolders) }
 
     public init(
         socketPath: String, dataRoot: DataRoot, engine: HostEngine.Settings, periodic: PeriodicPolicy = PeriodicPolicy(),
         schedulerInterval: Duration = .seconds(60), sysfsRoot: String = "/sys", development: Bool = false,
         allowInsecureLoopback: Bool = false, deliveredRetention: TimeInterval = 7 * 86400,
-        appCallbackTimeout: Duration = .seconds(30)
+        appCallbackTimeout: Duration = .seconds(30), declaredAppFolders: [String] = DeclaredAppFolders.standard().roots,
+        declaredAppSettle: Duration = .seconds(1), declaredAppRemovalGrace: Duration = .seconds(10)
     ) {
+        self.declaredAppFolders = declaredAppFolders
+        self.declaredAppSettle = declaredAppSettle
+        self.declaredAppRemovalGrace = declaredAppRemovalGrace
         self.deliveredRetention = deliveredRetention
         self.appCallbackTimeout = appCallbackTimeout
         self.socketPath = socketPath

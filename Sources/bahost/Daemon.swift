@@ -14,6 +14,8 @@ struct Daemon: AsyncParsableCommand {
             app's delegate or else to its extension, and sends periodic content requests on a cadence that follows \
             each app's launches, skipping them in power-saver mode, on battery below --low-battery, on a metered \
             network, with the app's background refresh off, or once its daily runtime budget is spent. \
+            It follows the folders where packages declare apps (bahost/apps in the XDG data folders): a new \
+            app is installed, a new CFBundleVersion updated, a folder gone for good uninstalled. \
             SIGTERM or SIGINT stops it gracefully; what was in flight resumes at the next start. \
             Install it as a systemd user unit with Support/systemd/bahost.service.
             """)
@@ -59,6 +61,17 @@ struct Daemon: AsyncParsableCommand {
     @Flag(help: "Accept plain http URLs to loopback hosts (local test servers only).")
     var allowInsecureLoopback = false
 
+    @Option(help: ArgumentHelp(
+        "A folder where packages declare apps, instead of the XDG ones (repeat for more, the first wins).",
+        discussion: "By default $XDG_DATA_HOME/bahost/apps, then bahost/apps in each of $XDG_DATA_DIRS."))
+    var appsFolder: [String] = []
+
+    @Option(help: "Seconds a declared app's folder must look the same before the service acts on it.")
+    var settleSeconds: Double = 1
+
+    @Option(help: "Seconds a declared app's folder must stay gone before the service uninstalls the app.")
+    var removalGraceSeconds: Double = 10
+
     func validate() throws {
         try window.validate()
         guard periodicInterval > 0, dailyRuntime >= 0, schedulerInterval > 0, (0...100).contains(lowBattery) else {
@@ -66,6 +79,9 @@ struct Daemon: AsyncParsableCommand {
         }
         guard keepDeliveredDays >= 0 else { throw ValidationError("--keep-delivered-days must not be negative") }
         guard appCallbackTimeout > 0 else { throw ValidationError("--app-callback-timeout must be positive") }
+        guard settleSeconds >= 0, removalGraceSeconds >= 0 else {
+            throw ValidationError("--settle-seconds and --removal-grace-seconds must not be negative")
+        }
     }
 
     func run() async throws {
@@ -82,7 +98,12 @@ struct Daemon: AsyncParsableCommand {
             schedulerInterval: .milliseconds(Int64(schedulerInterval * 1000)), sysfsRoot: sysfsRoot,
             development: development, allowInsecureLoopback: allowInsecureLoopback,
             deliveredRetention: keepDeliveredDays * 86400,
-            appCallbackTimeout: .milliseconds(Int64(appCallbackTimeout * 1000)))
+            appCallbackTimeout: .milliseconds(Int64(appCallbackTimeout * 1000)),
+            declaredAppFolders: appsFolder.isEmpty
+                ? DeclaredAppFolders.standard().roots
+                : appsFolder.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+            declaredAppSettle: .milliseconds(Int64(settleSeconds * 1000)),
+            declaredAppRemovalGrace: .milliseconds(Int64(removalGraceSeconds * 1000)))
         let service: BackgroundAssetsService
         do {
             service = try BackgroundAssetsService(settings: settings, logger: logger)

@@ -19,10 +19,12 @@ public final class ServiceDaemon: @unchecked Sendable {
         socket = folder.appendingPathComponent("service.sock").path
         self.dataRoot = dataRoot ?? folder.appendingPathComponent("data")
         log = folder.appendingPathComponent("daemon.log").path
+        // Apps declared in a folder of this daemon's own, unless `extra` names one: never the machine's.
+        let appsFolder = extra.contains("--apps-folder") ? [] : ["--apps-folder", folder.appendingPathComponent("apps").path]
         arguments = [
             "daemon", "--socket", socket, "--data-root", self.dataRoot.path, "--ca-file", Nginx.shared.caFile,
             "--development", "--retry-delay", "0.05", "--scheduler-interval", "3600", "--budget", "10",
-        ] + extra
+        ] + appsFolder + extra
         process = try Self.launch(arguments, log: log, environment: environment)
         try waitForSocket()
     }
