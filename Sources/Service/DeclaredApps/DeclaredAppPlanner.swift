@@ -48,6 +48,8 @@ struct DeclaredAppPlanner: Sendable {
     private var refused: [String: String] = [:]
     /// Apps the last plan waited for, and why (for `bahost debug status`).
     private(set) var waiting: [String: String] = [:]
+    /// Apps whose folder was refused as it stands now.
+    var refusedApps: Set<String> { Set(refused.keys) }
 
     init(settle: Duration, removalGrace: Duration) {
         self.settle = settle

@@ -79,9 +79,11 @@ extension BackgroundAssetsService {
         }
         var done: [String] = []
         for action in plan.actions { done.append(await carryOut(action)) }
-        let waiting = planner.waiting
+        let waiting = planner.waiting, refusedApps = planner.refusedApps
         let refused = Dictionary(
-            observed.compactMap { folder in folder.problem.map { (folder.folder, $0) } }, uniquingKeysWith: { a, _ in a })
+            observed.compactMap { folder in
+                refusedApps.contains(folder.appIdentifier) ? folder.problem.map { (folder.folder, $0) } : nil
+            }, uniquingKeysWith: { a, _ in a })
         declaredAppsStatus.withLock { status in
             status.refused = refused
             status.waiting = waiting
