@@ -306,6 +306,9 @@ private final class WindowLoop {
     func drainChannel(_ buffer: inout [UInt8]) -> Bool {
         for _ in 0..<Self.packetsPerTurn {
             let count = buffer.withUnsafeMutableBytes { recv(process.channel, $0.baseAddress, $0.count, 0) }
+            // A runner that exits with events it never read makes the kernel report ECONNRESET once, before the
+            // packets it sent: they are still to be read (its last downloads, or why it failed).
+            if count < 0 && errno == ECONNRESET { continue }
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
             guard stopReason == nil else { continue }

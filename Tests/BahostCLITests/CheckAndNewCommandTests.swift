@@ -80,12 +80,15 @@ import TestSupport
         }
         #expect(try files("swift") == [
             ".gitignore", "Info.plist", "Package.swift", "README.md", "Sources/Levels/Levels.swift",
-            "Tests/LevelsTests/LevelsTests.swift", "manifest.json",
+            "Tests/LevelsTests/LevelsTests.swift", "com.example.levels.desktop", "manifest.json",
         ])
         #expect(try files("c") == [
             ".gitignore", "AssetPacks/Intro/Manifest.json", "AssetPacks/Intro/intro/readme.txt", "Info.plist", "Makefile",
-            "Packs.c", "README.md",
+            "Packs.c", "README.md", "org.example.packs.desktop",
         ])
+        // The menu entry launches the app through bahost launch, which waits for its essential downloads.
+        let entry = try String(contentsOfFile: folder.path + "/swift/com.example.levels.desktop", encoding: .utf8)
+        #expect(entry.contains("Exec=bahost launch com.example.levels -- levels\n"))
         // The Package.swift lists products before dependencies (SwiftPM's order) and names the released package.
         let package = try String(contentsOfFile: folder.path + "/swift/Package.swift", encoding: .utf8)
         let products = try #require(package.range(of: "products:")), dependencies = try #require(package.range(of: "dependencies: [.package"))

@@ -7,8 +7,9 @@ import Vocabulary
 /// The runner's own failures are the runner's, not the extension's, and lose nothing the extension returned.
 @Suite struct RunnerFailureTests {
     /// A stand-in for the runner that does what a failing runner does: the extension loaded, its content request
-    /// returned one download, then the runner reported its own failure and exited with its failure status. Built
-    /// from the real wire encoder, so the bytes are the runner's.
+    /// returned one download, then the runner reported its own failure and exited with its failure status, leaving
+    /// the host's events unread (the kernel then reports ECONNRESET to the host once, before the packets it sent).
+    /// Built from the real wire encoder, so the bytes are the runner's.
     static let failingRunner: String = {
         let source = TestPlugins.scratch.appendingPathComponent("failing_runner.c")
         let program = TestPlugins.scratch.appendingPathComponent("failing-runner").path
@@ -25,6 +26,7 @@ import Vocabulary
                 ba_wire_writer_init(&w, BA_WIRE_HELLO);
                 ba_wire_put_u32(&w, 1), ba_wire_put_u32(&w, 1), ba_wire_put_str(&w, "com.example.failing");
                 send_packet(&w);
+                usleep(100 * 1000); /* the host's events arrive, and are never read */
                 ba_download_t d = {.struct_size = sizeof d, .identifier = "returned",
                     .url = "https://assets.example.com/a", .application_group_identifier = "group.g", .file_size = 1};
                 ba_wire_writer_init(&w, BA_WIRE_DOWNLOAD);

@@ -2,6 +2,7 @@ import Foundation
 import Queue
 @testable import Service
 import Testing
+import TestSupport
 
 /// The rules that turn declared-app folders into installs, updates and uninstalls, with no folder or service: each
 /// scan is a list of what was found, at a moment of a clock the test moves.
@@ -118,5 +119,50 @@ import Testing
         let user = folder(version: "9", root: "/home/u/.local/share/bahost/apps")
         _ = planner.plan(observed: [user, folder()], recorded: [], installed: [], now: at(0))
         #expect(planner.plan(observed: [user, folder()], recorded: [], installed: [], now: at(1)).actions == [.install(user)])
+    }
+}
+
+/// What a scan makes of the folders: where it looks, and why a folder is not an app.
+@Suite struct DeclaredAppFoldersTests {
+    @Test func theXDGFoldersInOrderTheUsersFirst() {
+        let standard = DeclaredAppFolders.standard(environment: ["HOME": "/home/u"])
+        #expect(standard.roots == [
+            "/home/u/.local/share/bahost/apps", "/usr/local/share/bahost/apps", "/usr/share/bahost/apps",
+        ])
+        let set = DeclaredAppFolders.standard(environment: [
+            "HOME": "/home/u", "XDG_DATA_HOME": "/data", "XDG_DATA_DIRS": "/opt/share:relative:/usr/share",
+        ])
+        #expect(set.roots == ["/data/bahost/apps", "/opt/share/bahost/apps", "/usr/share/bahost/apps"])
+    }
+
+    @Test func aFolderThatIsNotAnAppSaysWhy() throws {
+        let root = TestPlugins.scratch.appendingPathComponent("scan-\(UUID().uuidString.prefix(8))")
+        func app(_ name: String, _ values: [String: Any], extension: Bool = true) throws -> ObservedAppFolder {
+            let folder = root.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var plist: [String: Any] = [
+                "CFBundleIdentifier": name, "CFBundleVersion": "1", "BAAppGroupID": "group.\(name)",
+                "BAManifestURL": "https://assets.example.com/m", "BAMaxInstallSize": 1,
+                "BAInitialDownloadRestrictions": ["BADownloadAllowance": 1, "BADownloadDomainAllowList": ["a.example"]] as [String: Any],
+            ]
+            plist.merge(values) { $1 }
+            try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
+                .write(to: folder.appendingPathComponent("Info.plist"))
+            if `extension` { try Data("so".utf8).write(to: folder.appendingPathComponent("extension.so")) }
+            return DeclaredAppFolders.observe(folder.path, name: name)
+        }
+        let good = try app("com.example.good", [:])
+        #expect(good.problem == nil && good.version == "1")
+        #expect(try app("com.example.unversioned", ["CFBundleVersion": ""]).problem?.contains("no CFBundleVersion") == true)
+        #expect(try app("com.example.named", ["CFBundleIdentifier": "com.example.other"]).problem
+            == "the folder is named com.example.named, not after the app's CFBundleIdentifier com.example.other")
+        #expect(try app("com.example.bare", [:], extension: false).problem?.contains("holds no extension") == true)
+        // What the folder holds is its fingerprint: a change to a file changes it.
+        let before = DeclaredAppFolders.fingerprint(root.appendingPathComponent("com.example.good").path)
+        try Data("other".utf8).write(to: root.appendingPathComponent("com.example.good/extension.so"))
+        #expect(DeclaredAppFolders.fingerprint(root.appendingPathComponent("com.example.good").path) != before)
+        #expect(DeclaredAppFolders(roots: [root.path]).scan().map(\.appIdentifier) == [
+            "com.example.bare", "com.example.good", "com.example.named", "com.example.unversioned",
+        ])
     }
 }

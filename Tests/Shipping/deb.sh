@@ -2,7 +2,9 @@
 # The Debian package in a clean root: scripts/package-deb.sh makes the .deb; debootstrap makes a minimal Debian
 # (no Swift toolchain, no compiler); `apt-get install ./bahost_….deb` inside it fetches the declared dependencies
 # from the machine's mirror; then, in the chroot, `bahost --version`, `bahost check` and `bahost run` with a C
-# extension built against the package's own headers; last, `apt-get remove` takes every file away again.
+# extension built against the package's own headers; then an app's own package, installed, upgraded and removed with
+# apt while the service runs as a user (Tests/Shipping/declared-app.sh); last, `apt-get remove` takes every file
+# away again.
 # Needs root (chroot, mount): run as root or with sudo. SKIP_BUILD=1 packages the release the last build made.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -10,7 +12,9 @@ cd "$(dirname "$0")/../.."
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 work=$(mktemp -d /tmp/bahost-deb.XXXXXX)
 root="$work/root"
+. Tests/Shipping/declared-app.sh
 cleanup() {
+    declared_app_cleanup
     # Never delete through a mount: unmount, and keep the folder if that failed.
     if mountpoint -q "$root/proc" 2>/dev/null; then $sudo umount "$root/proc" || $sudo umount -l "$root/proc" || return; fi
     $sudo rm -rf "$work"
@@ -66,6 +70,8 @@ in_root bahost run --plugin /tmp/levels.so --event install --manifest /tmp/manif
     || { cat "$work/run.json" >&2; fail "bahost run in the root"; }
 grep -q '"kind":"returned"' "$work/run.json" || fail "bahost run: $(cat "$work/run.json")"
 grep -q '"identifier":"level-2"' "$work/run.json" || fail "bahost run returned no level-2: $(cat "$work/run.json")"
+
+test_declared_app
 
 step "apt-get remove bahost"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq bahost >> "$work/apt.log" 2>&1 || fail "apt-get remove"

@@ -19,6 +19,9 @@ struct AppTemplate {
                 <!-- The app's identity: a reverse-DNS name. -->
                 <key>CFBundleIdentifier</key>
                 <string>\#(scaffold.appIdentifier)</string>
+                <!-- The app's version: when a package declares the app, a new one is an update. -->
+                <key>CFBundleVersion</key>
+                <string>1.0</string>
                 <!-- The app group whose container receives finished files (and, for a managed app, its packs). -->
                 <key>BAAppGroupID</key>
                 <string>\#(scaffold.appGroup)</string>
@@ -97,6 +100,21 @@ struct AppTemplate {
         """#
     }
 
+    /// The app's menu entry (freedesktop.org): it runs the app through `bahost launch`, which waits for the
+    /// essential downloads and lets the app's `BADownloadManager` in as this app. Packaged with the app, in
+    /// `/usr/share/applications` (README, "Packaging your app").
+    var desktopEntry: String {
+        """
+        [Desktop Entry]
+        Type=Application
+        Name=\(name)
+        # bahost launch waits for the essential downloads, then runs the app as \(scaffold.appIdentifier).
+        Exec=bahost launch \(scaffold.appIdentifier) -- \(name.lowercased())
+        Categories=Game;
+
+        """
+    }
+
     var gitignore: String {
         scaffold.language == .swift ? ".build/\nPackage.resolved\n/app/\n" : "*.so\n/app/\n"
     }
@@ -137,6 +155,10 @@ struct AppTemplate {
             ```
 
             - `Info.plist` has every key bahost reads, each with a comment; set the manifest URL and the allow list.
+            - To ship it, the app's package declares it: `Info.plist` and `\(scaffold.library)` in
+              `/usr/share/bahost/apps/\(scaffold.appIdentifier)/` (or `~/.local/share/bahost/apps/…` for a user
+              install), and `\(scaffold.appIdentifier).desktop` in `/usr/share/applications/`. The service then
+              installs it, updates it at each new `CFBundleVersion`, and uninstalls it when the package goes.
             \(scaffold.managed
                 ? "- `AssetPacks/Intro` is an asset pack: its `Manifest.json` selects the files that go in it."
                 : "- `\(scaffold.manifestFile)` is the manifest format the extension reads; serve yours at `BAManifestURL`.")

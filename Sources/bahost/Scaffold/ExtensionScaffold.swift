@@ -54,6 +54,7 @@ struct ExtensionScaffold {
         let app = AppTemplate(scaffold: self)
         var files: [(String, String)] = [
             ("Info.plist", app.infoPlist), ("README.md", app.readme), (".gitignore", app.gitignore),
+            ("\(appIdentifier).desktop", app.desktopEntry),
         ]
         if managed {
             files.append(("AssetPacks/Intro/Manifest.json", app.packManifest))
