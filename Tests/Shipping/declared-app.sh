@@ -7,6 +7,7 @@
 #   - apt-get remove levels-app: uninstalled, its assets with it.
 # The assets come from nginx on loopback (plain http: the service runs with --allow-insecure-loopback).
 # Uses deb.sh's $work, $root, $sudo, in_root, step and fail.
+. Tests/Shipping/loopback-nginx.sh
 
 declared_app_daemon="" declared_app_nginx=""
 declared_app_cleanup() {
@@ -38,29 +39,17 @@ test_declared_app() {
     }
 
     step "the assets on nginx, on loopback"
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    mkdir -p "$www" "$work/nginx/logs" "$work/nginx/tmp"
+    mkdir -p "$www"
     head -c 4096 /dev/urandom > "$www/level-1.pack"
     head -c 8192 /dev/urandom > "$www/level-2.pack"
+    start_loopback_nginx "$work/nginx" "$www" || fail "nginx"
+    declared_app_nginx=$nginx_pid
+    port=$nginx_port
     printf 'level-1 4096 essential http://127.0.0.1:%s/level-1.pack\nlevel-2 8192 optional http://127.0.0.1:%s/level-2.pack\n' \
         "$port" "$port" > "$www/manifest.txt"
-    chmod -R a+rX "$work"
-    cat > "$work/nginx/nginx.conf" <<NGINX
-daemon off;
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log;
-events { worker_connections 64; }
-http {
-    access_log $work/nginx/logs/access.log;
-    client_body_temp_path $work/nginx/tmp; proxy_temp_path $work/nginx/tmp; fastcgi_temp_path $work/nginx/tmp;
-    uwsgi_temp_path $work/nginx/tmp; scgi_temp_path $work/nginx/tmp;
-    server { listen 127.0.0.1:$port; root $www; }
-}
-NGINX
-    nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" </dev/null >/dev/null 2>&1 &
-    declared_app_nginx=$!
-    for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+    # nginx's workers read the assets as another user: they may pass through $work, and read $www (not the root).
+    chmod a+x "$work"
+    chmod -R a+rX "$www"
 
     step "scripts/package-example-app.sh: levels-app 1.0 and 1.1"
     for version in 1.0 1.1; do

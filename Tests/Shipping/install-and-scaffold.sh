@@ -11,6 +11,7 @@
 # SKIP_BUILD=1 installs the release the last build made.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. Tests/Shipping/loopback-nginx.sh
 repo=$(pwd)
 
 work=$(mktemp -d /tmp/bahost-shipping.XXXXXX)
@@ -44,29 +45,10 @@ done
 bahost debug status --help | grep -q "Show the scheduler" || fail "bahost debug status --help"
 
 step "nginx on loopback, serving a manifest's asset"
-port=""
-for candidate in $(shuf -i 20000-60000 -n 50); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
-done
-[ -n "$port" ] || fail "no free port"
-mkdir -p "$work/www/levels" "$work/nginx/logs" "$work/nginx/tmp"
+mkdir -p "$work/www/levels"
 head -c 1048576 /dev/urandom > "$work/www/levels/level-1.pack"
-cat > "$work/nginx/nginx.conf" <<NGINX
-daemon off;
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log;
-events { worker_connections 64; }
-http {
-    access_log $work/nginx/logs/access.log;
-    client_body_temp_path $work/nginx/tmp; proxy_temp_path $work/nginx/tmp; fastcgi_temp_path $work/nginx/tmp;
-    uwsgi_temp_path $work/nginx/tmp; scgi_temp_path $work/nginx/tmp;
-    server { listen 127.0.0.1:$port; root $work/www; }
-}
-NGINX
-nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" </dev/null >/dev/null 2>&1 &
-nginx_pid=$!
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+start_loopback_nginx "$work/nginx" "$work/www" || fail "nginx"
+port=$nginx_port
 
 # Points a scaffolded project at the loopback server, runs the install life cycle with the installed bahost, and
 # checks the file that landed in the app group's container.
