@@ -100,15 +100,15 @@ final class RunnerProcess {
         // allows no user namespace; the runner then says so in the window's report.
         var isolated = sandboxed
         var (error, child) = spawn(isolated: isolated, in: cgroup)
+        if isolated, [EPERM, EINVAL, ENOSPC, EUSERS, ENOSYS].contains(error) {
+            isolated = false
+            (error, child) = spawn(isolated: false, in: cgroup)
+        }
         if error != 0, cgroup != nil {
             // Joining the cgroup was refused (another host pruned it?): the window runs without one.
             cgroup?.remove()
             cgroup = nil
             (error, child) = spawn(isolated: isolated, in: nil)
-        }
-        if isolated, [EPERM, EINVAL, ENOSPC, EUSERS, ENOSYS].contains(error) {
-            isolated = false
-            (error, child) = spawn(isolated: false, in: cgroup)
         }
         guard error == 0 else {
             cgroup?.remove()
