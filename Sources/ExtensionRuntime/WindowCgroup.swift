@@ -38,7 +38,8 @@ final class WindowCgroup {
     /// Makes the window's cgroup; nil where the machine offers none, or making it failed (the window then runs
     /// without one, and its report says so).
     init?(limitBytes: Int64) {
-        ceilingBytes = limitBytes + max(limitBytes / 8, 8 << 20)
+        let headroom = max(limitBytes / 8, 8 << 20)
+        ceilingBytes = limitBytes > Int64.max - headroom ? Int64.max : limitBytes + headroom
         let name = "bahost-window-\(getpid())-\(Self.counter.add(1, ordering: .relaxed).newValue)"
         switch Self.support {
         case .none:
