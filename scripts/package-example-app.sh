@@ -35,6 +35,18 @@ done
 case "$output" in /*) ;; *) output="$OLDPWD/$output" ;; esac
 mkdir -p "$output"
 
+# Packaging needs dpkg-dev (dpkg-shlibdeps); linking levels-app with the Swift runtime statically needs libcurl's
+# development files, which FoundationNetworking (URLRequest) links against.
+missing=()
+for package in dpkg-dev libcurl4-openssl-dev; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
 if ! $skip; then
     log=$(mktemp /tmp/bahost-levels-app-build.XXXXXX.log)
     echo "== building levels-app (swift build -c release --static-swift-stdlib)" >&2
@@ -44,9 +56,6 @@ if ! $skip; then
 fi
 bin=$(swift build -c release --show-bin-path)
 [ -x "$bin/levels-app" ] || { echo "package-example-app.sh: no release levels-app in $bin (drop --skip-build)" >&2; exit 1; }
-command -v dpkg-shlibdeps >/dev/null || {
-    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq; DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq dpkg-dev; }
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
