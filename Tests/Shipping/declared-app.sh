@@ -53,7 +53,7 @@ test_declared_app() {
 
     step "scripts/package-example-app.sh: levels-app 1.0 and 1.1"
     # The first builds levels-app in release (the bahost release install.sh made has none); the second reuses it.
-    local skip=""
+    local skip="" version
     for version in 1.0 1.1; do
         scripts/package-example-app.sh --version "$version" --manifest-url "http://127.0.0.1:$port/manifest.txt" \
             --output "$work/app" $skip > "$work/app-$version.out" || fail "package-example-app.sh $version"
