@@ -2,8 +2,8 @@
 # Installs the Debian packages bahost needs beyond the Swift toolchain, only those missing.
 #   libffi-dev       the extension runner's host function table (see README, "Where libffi is used")
 #   libsqlite3-dev   the durable queue (GRDB on the system's SQLite)
-#   libarchive-dev   asset pack archives: written by `bahost pack`, checked and extracted by the service (README,
-#                    "Managed asset packs")
+#   libarchive-dev   asset pack archives: written by `bahost pack`, checked and extracted by the service
+#                    (docs/ASSET-PACKS.md)
 #   gcc, make        `cc`, which builds C extensions (the tests' own, and scaffolded ones with their Makefile)
 #   pkg-config       finds the installed C ABI for a C extension (`pkg-config --cflags bahost`)
 #   nginx, openssl   the local asset server of the demo and the tests, with a certificate authority they make

@@ -7,7 +7,7 @@
 #   the systemd user unit                              ~/.config/systemd/user with --user, else PREFIX/lib/systemd/user
 #   PREFIX/share/{bash-completion,zsh,fish}/…          shell completions, from swift-argument-parser
 #   PREFIX/share/man/man1/bahost*.1                    man pages, from swift-argument-parser's generate-manual
-#   PREFIX/share/doc/bahost/                           README and CHANGELOG
+#   PREFIX/share/doc/bahost/                           README, docs/ and CHANGELOG
 #   PREFIX/share/bahost/installed-files                what this installed, for scripts/uninstall.sh
 #
 # bahost links the Swift runtime statically (--static-swift-stdlib), so it runs on a machine without the Swift
@@ -139,6 +139,7 @@ mkdir "$work/man"
 for page in "$work"/man/*.1; do put 644 "$page" "share/man/man1/$(basename "$page")"; done
 
 put 644 README.md share/doc/bahost/README.md
+for page in docs/*.md; do put 644 "$page" "share/doc/bahost/docs/$(basename "$page")"; done
 put 644 CHANGELOG.md share/doc/bahost/CHANGELOG.md
 
 if [ -z "$destdir" ]; then

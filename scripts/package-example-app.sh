@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes levels-app_VERSION_ARCH.deb: the example app packaged as a Linux app that adopts bahost is (README,
-# "Packaging your app"). Installing it is all it takes for the service to send its extension the install request,
+# Makes levels-app_VERSION_ARCH.deb: the example app packaged as a Linux app that adopts bahost is
+# (docs/PACKAGING.md). Installing it is all it takes for the service to send its extension the install request,
 # upgrading it the update request, removing it uninstalls it:
 #   /usr/bin/levels-app                                   the app (linked with the Swift runtime statically)
 #   /usr/share/bahost/apps/com.example.levels/Info.plist  its declaration: Apple's keys, and CFBundleVersion VERSION

@@ -2,7 +2,7 @@ import Foundation
 import Queue
 import Vocabulary
 
-// Exactly once (README, "Exactly once"). Every pending completion has a *ticket*: a file whose presence says that no
+// Exactly once (docs/DOWNLOADS.md, "Exactly once"). Every pending completion has a *ticket*: a file whose presence says that no
 // callback for it has returned. A finished download's ticket is its file; a failed one's is an empty file beside
 // where its file would be. Before a callback is made, the service records durably who may make it (the claim);
 // the receiver (the app's SDK, or the extension's runner) removes the ticket after the callback returned, and

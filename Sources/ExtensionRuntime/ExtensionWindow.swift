@@ -14,7 +14,7 @@ public final class ExtensionWindow {
     public let pluginPath: String
     public let limits: WindowLimits
     public let appGroup: AppGroup?
-    /// Whether the window's process is sandboxed (README, "The sandbox"); off only to debug an extension.
+    /// Whether the window's process is sandboxed (docs/SANDBOX.md); off only to debug an extension.
     public let sandboxed: Bool
     private let runnerPath: String
 

@@ -28,7 +28,7 @@ public struct AppSchedule: Codable, Sendable, Hashable, FetchableRecord, Persist
     /// after it are the ones that gate the app's launch.
     public var contentRequestSequence: Int64
     /// The processes `bahost launch` started as this app, while they may live: the app's identity is proved by
-    /// descending from one of them (README, "App identity").
+    /// descending from one of them (docs/SERVICE.md, "App identity").
     public var launchedProcesses: [ProcessStamp]
     /// (27) The language a managed app set for its localized packs (`resolvedLanguageID`); nil: the user's.
     public var assetPackLanguage: String?

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// What the service last did for an app that a package declared in a folder (README, "Packaging your app"): the
+/// What the service last did for an app that a package declared in a folder (docs/PACKAGING.md): the
 /// folder, the version (`CFBundleVersion`) it acted on, and whether that action is done. A row whose action is not
 /// done was interrupted (the service was killed in it): the next start carries it out again.
 public struct DeclaredAppRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {

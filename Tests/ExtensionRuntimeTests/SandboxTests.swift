@@ -151,7 +151,7 @@ import Vocabulary
         #expect(outcome.sandbox?.contains("could not allow") == false, "\(outcome.sandbox ?? "")")
     }
 
-    /// The network stays open inside the sandbox, as Apple leaves it (README, "The network stays open").
+    /// The network stays open inside the sandbox, as Apple leaves it (docs/SANDBOX.md, "The network stays open").
     @Test func theNetworkStaysOpen() throws {
         try #require(support.landlockABI != nil, "this machine has no Landlock: \(support.missing)")
         let outcome = try window(try TestPlugins.c("probes/reaches_the_network"), manifest: "\(Nginx.shared.httpPort)")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// An app's identity is proved by its launch, not declared (README, "App identity"): real daemons and real app
+/// An app's identity is proved by its launch, not declared (docs/SERVICE.md, "App identity"): real daemons and real app
 /// processes of the same user, some started by `bahost launch`, some only claiming the identifier.
 @Suite struct AppIdentityTests {
     @Test func aProcessThatOnlyClaimsTheIdentifierIsRefusedWith55() throws {

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// A completion reaches the app's delegate or the extension, once, never both, whichever process dies at whichever
-/// step (README, "Exactly once"): real daemons killed with SIGKILL, real app processes (`levels-app`) that answer
+/// step (docs/DOWNLOADS.md, "Exactly once"): real daemons killed with SIGKILL, real app processes (`levels-app`) that answer
 /// late or die in their callback, real extension processes, real nginx.
 @Suite struct ExactlyOnceTests {
     /// How many times the example extension took `identifier` ("kept ID at …" in the daemon's log).

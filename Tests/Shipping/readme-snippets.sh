@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every code snippet the README shows builds as written, and the runnable ones run:
+# Every code snippet the README and the documentation (docs/, CONTRIBUTING.md) show builds as written, and the
+# runnable ones run:
 #   - its Package.swift, verbatim, beside a copy of this checkout named bahost (`.package(path: "../bahost")`), with
 #     the Swift extension snippet as its target; the README's other Swift snippets (the managed extension, the
 #     AssetPackManager code, the BackgroundAssetsTesting test) go into targets the test appends to that package;
@@ -19,11 +20,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 mkdir -p "$work/bahost"
 git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work/bahost"
 
-python3 - README.md "$work" <<'PYTHON'
+python3 - "$work" README.md docs/*.md CONTRIBUTING.md <<'PYTHON'
 import re, sys
 from pathlib import Path
-readme, work = Path(sys.argv[1]).read_text(), Path(sys.argv[2])
-blocks = re.findall(r"^```(\w*)\n(.*?)^```", readme, re.S | re.M)
+work = Path(sys.argv[1])
+blocks = [block for page in sys.argv[2:] for block in re.findall(r"^```(\w*)\n(.*?)^```", Path(page).read_text(), re.S | re.M)]
 places = [  # (language, what identifies it, where it goes)
     ("swift", "// swift-tools-version", "LevelsExtension/Package.swift"),
     ("swift", "struct LevelsExtension: BADownloaderExtension", "LevelsExtension/Sources/LevelsExtension/LevelsExtension.swift"),

@@ -2,7 +2,7 @@ import AppConfig
 import Foundation
 import Vocabulary
 
-/// Where packages declare apps, and what each declared folder holds (README, "Packaging your app").
+/// Where packages declare apps, and what each declared folder holds (docs/PACKAGING.md).
 ///
 /// A package declares an app by a folder named after its `CFBundleIdentifier`, holding its Info.plist (with a
 /// `CFBundleVersion`) and its extension, in `bahost/apps` of an XDG data folder: the user's own first

@@ -102,7 +102,7 @@ struct AppTemplate {
 
     /// The app's menu entry (freedesktop.org): it runs the app through `bahost launch`, which waits for the
     /// essential downloads and lets the app's `BADownloadManager` in as this app. Packaged with the app, in
-    /// `/usr/share/applications` (README, "Packaging your app").
+    /// `/usr/share/applications` (docs/PACKAGING.md).
     var desktopEntry: String {
         """
         [Desktop Entry]
