@@ -83,15 +83,15 @@ final class RunnerProcess {
                 "the whole window (cgroup): \(WindowCgroup.maximumTasks) tasks, memory stopped by the kernel at "
                     + "\(group.ceilingBytes >> 20) MiB"
             }
-            let procs = (cgroup?.procsFiles ?? []).map { open($0, O_WRONLY | O_CLOEXEC) }
-            defer { procs.filter { $0 >= 0 }.forEach { close($0) } }
-            guard !procs.contains(where: { $0 < 0 }) else { return (errno, 0) }
+            let joins = (cgroup?.joinFiles ?? []).map { open($0, O_WRONLY | O_CLOEXEC) }
+            defer { joins.filter { $0 >= 0 }.forEach { close($0) } }
+            guard !joins.contains(where: { $0 < 0 }) else { return (errno, 0) }
             var child: pid_t = 0
             let arguments = [runner, plugin]
             let error = withCStrings(arguments) { argv in
                 withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in
                     bahost_spawn_window(
-                        runner, argv, envp, pair[1], pipeEnds[1], isolated ? 1 : 0, procs, Int32(procs.count), &child)
+                        runner, argv, envp, pair[1], pipeEnds[1], isolated ? 1 : 0, joins, Int32(joins.count), &child)
                 }
             }
             return (error, child)

@@ -76,8 +76,10 @@ final class WindowCgroup {
         }
     }
 
-    /// The `cgroup.procs` files the runner joins before it runs.
-    var procsFiles: [String] { folders.map { "\($0)/cgroup.procs" } }
+    /// The files the runner writes "0" to, before it runs, to join the window's cgroups itself: v1's `tasks` (a
+    /// single thread that moves itself skips the threadgroup lock, whose write side costs an RCU grace period when
+    /// the host moves the child), v2's `cgroup.procs`.
+    var joinFiles: [String] { folders.map { version == 1 ? "\($0)/tasks" : "\($0)/cgroup.procs" } }
 
     /// Every process in the window, by the pid this host sees.
     func members() -> [pid_t] {

@@ -9,14 +9,14 @@
 
 /* Spawns `path`, a window's runner, in a new process group with `channel_fd` as descriptor 3, `output_fd` as 1 and
  * 2, /dev/null as 0, and no other descriptor. Before the child runs a single instruction of `path`, it joins the
- * cgroups whose `cgroup.procs` files are open as `cgroup_procs` (the window's, so that its limits hold from the
- * start). With `isolated`, the child is the first process (init) of a new PID namespace inside a new user
- * namespace that maps only our uid and gid to themselves: when it dies, the kernel kills every process left in the
- * namespace, whatever it did (setsid, double forks, exec), and none of them can address a process outside by its
- * pid. Returns 0 and sets *pid, or an errno value; with `isolated`, EPERM, EINVAL, ENOSPC and EUSERS mean this
+ * cgroups whose files are open as `cgroup_files` by writing "0" to each (itself: v1's `tasks`, v2's
+ * `cgroup.procs`), so that the window's limits hold from the start. With `isolated`, the child is the first process
+ * (init) of a new PID namespace inside a new user namespace that maps only our uid and gid to themselves: when it
+ * dies, the kernel kills every process left in the namespace, whatever it did (setsid, double forks, exec), and none
+ * of them can address a process outside by its pid. Returns 0 and sets *pid, or an errno value; with `isolated`, EPERM, EINVAL, ENOSPC and EUSERS mean this
  * machine allows no such namespace (the caller may then try without). Any thread. */
 int bahost_spawn_window(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                        int isolated, const int *cgroup_procs, int cgroup_count, pid_t *pid);
+                        int isolated, const int *cgroup_files, int cgroup_count, pid_t *pid);
 
 /* 1 when `pid` is in our PID namespace, 0 when in another (an extension's window), -1 when it cannot be told. */
 int bahost_same_pid_namespace(pid_t pid);
