@@ -72,6 +72,11 @@ struct Launch: ParsableCommand {
         }
         setenv("BAHOST_APP_IDENTIFIER", appIdentifier, 1)
         if let socket = service.socket { setenv("BAHOST_SOCKET", socket, 1) }
+        // The app gets the signal mask a shell would give it: this process's runtime blocks signals on its threads,
+        // and exec keeps the mask, which left a C app deaf to SIGTERM and Ctrl-C.
+        var nothing = sigset_t()
+        sigemptyset(&nothing)
+        sigprocmask(SIG_SETMASK, &nothing, nil)
         let arguments = command.map { strdup($0) } + [nil]
         execvp(executable, arguments)
         FileHandle.standardError.write(Data("bahost: cannot run \(executable): \(String(cString: strerror(errno)))\n".utf8))
