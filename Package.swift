@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
         // StoreKit's StoreDownloaderExtension alone, so that an Apple-hosted app's extension compiles unchanged.
         .library(name: "StoreKit", targets: ["StoreKit"]),
+        // The app's side in C (SDK/C/include/ba/app.h): libbackgroundassets.so, for apps in any language.
+        .library(name: "backgroundassets", type: .dynamic, targets: ["BackgroundAssetsC"]),
         // The example extension, built as the .so that `bahost run --plugin` loads.
         .library(name: "ExampleExtension", type: .dynamic, targets: ["ExampleExtension"]),
         // The managed example extension (ManagedDownloaderExtension), for an app with BAHasManagedAssetPacks.
@@ -52,6 +54,8 @@ let package = Package(
             ],
             path: "SDK/Swift/BackgroundAssets"),
         .target(name: "StoreKit", dependencies: ["BackgroundAssets"], path: "SDK/Swift/StoreKit"),
+        // ba/app.h implemented over the Swift SDK's app side: one implementation of the service's protocol.
+        .target(name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension"], path: "SDK/Swift/CLibrary"),
         // The value types every layer shares (a download, an error, a content request, window limits, the data
         // root's layout). It depends on nothing but the ABI's header, so that no layer needs one above it for a type.
         .target(name: "Vocabulary", dependencies: ["CBAExtension"]),

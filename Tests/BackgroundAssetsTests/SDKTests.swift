@@ -1,4 +1,4 @@
-@testable import BackgroundAssets
+@_spi(Bindings) @testable import BackgroundAssets
 import CBAExtension
 import Testing
 

@@ -43,15 +43,15 @@ import TestSupport
         }
     }
 
-    @Test func exclusiveControlHoldsBetweenAppProcessesAndTheExtension() throws {
+    @Test(arguments: LevelsApp.all) func exclusiveControlHoldsBetweenAppProcessesAndTheExtension(levelsApp: LevelsApp) throws {
         let (daemon, app) = try installed()
         // One app process takes control and holds it for two seconds.
-        let holder = try LevelsApp.start(
+        let holder = try levelsApp.start(
             ["--delegate", "none", "--exclusive-control=-1", "--hold", "2"], app: app.identifier, daemon: daemon)
         #expect(firstLine(holder.out)?["acquired"] as? Bool == true)
 
         // A second process that may wait 100 ms does not get it; one that waits as long as needed does, after.
-        let impatient = try LevelsApp.run(
+        let impatient = try levelsApp.run(
             ["--delegate", "none", "--exclusive-control", "100"], app: app.identifier, daemon: daemon)
         #expect(impatient.events().first?["acquired"] as? Bool == false, "\(impatient.stdout)")
         // The extension (a C probe asking with the manifest's timeout, 0: try once) is refused too. (It acquired
@@ -63,7 +63,7 @@ import TestSupport
         #expect(count("[info] acquired") == acquiredBefore)
 
         let start = Date()
-        let patient = try LevelsApp.run(
+        let patient = try levelsApp.run(
             ["--delegate", "none", "--exclusive-control=-1"], app: app.identifier, daemon: daemon)
         #expect(patient.events().first?["acquired"] as? Bool == true)
         #expect(Date().timeIntervalSince(start) > 0.5)
@@ -74,17 +74,17 @@ import TestSupport
         #expect(count("[info] acquired") == acquiredBefore + 1)
     }
 
-    @Test func cancelAndPromote() throws {
+    @Test(arguments: LevelsApp.all) func cancelAndPromote(levelsApp: LevelsApp) throws {
         let (daemon, app) = try installed(manifest: #"{"assets": []}"#, plugin: TestPlugins.swiftExample)
         let dir = "slow/cp-\(UUID().uuidString.prefix(8))"
         try nginx.serve(Data(count: 6_000_000), at: "\(dir)/big.pack")
         try nginx.serve(Data(count: 3_000_000), at: "\(dir)/other.pack")
         let big = "big=\(nginx.https("\(dir)/big.pack"))@6000000"
-        let scheduled = try LevelsApp.run(["--delegate", "none", "--schedule", big, "--list"], app: app.identifier, daemon: daemon)
+        let scheduled = try levelsApp.run(["--delegate", "none", "--schedule", big, "--list"], app: app.identifier, daemon: daemon)
         #expect(scheduled.events().first { $0["event"] as? String == "currentDownloads" }?["identifiers"] as? [String] == ["big"])
 
         // Promote: the scheduled download goes to the foreground (the app stays connected, as Apple requires).
-        let promoter = try LevelsApp.start(["--delegate", "none", "--promote", "big", "--stay", "3"], app: app.identifier, daemon: daemon)
+        let promoter = try levelsApp.start(["--delegate", "none", "--promote", "big", "--stay", "3"], app: app.identifier, daemon: daemon)
         #expect(firstLine(promoter.out)?["ok"] as? Bool == true)
         #expect(try daemon.downloads(app.identifier)["big"]?["foreground"] as? Bool == true)
         promoter.process.waitUntilExit()
@@ -92,7 +92,7 @@ import TestSupport
         #expect(try ServiceDaemon.waitUntil(5) { try daemon.downloads(app.identifier)["big"]?["foreground"] as? Bool == false })
 
         // A foreground start of a new download queues it in the foreground.
-        let other = try LevelsApp.start(
+        let other = try levelsApp.start(
             ["--delegate", "none", "--foreground", "other=\(nginx.https("\(dir)/other.pack"))@3000000", "--stay", "2"],
             app: app.identifier, daemon: daemon)
         #expect(firstLine(other.out)?["ok"] as? Bool == true)
@@ -100,7 +100,7 @@ import TestSupport
         other.process.waitUntilExit()
 
         // Cancel while it runs: gone from the queue, its partial file deleted; a second cancel is 101.
-        let cancelled = try LevelsApp.run(["--delegate", "none", "--cancel", "big", "--cancel", "big", "--list"], app: app.identifier, daemon: daemon)
+        let cancelled = try levelsApp.run(["--delegate", "none", "--cancel", "big", "--cancel", "big", "--list"], app: app.identifier, daemon: daemon)
         let answers = cancelled.events().filter { $0["event"] as? String == "cancel" }
         #expect(answers.first?["ok"] as? Bool == true, "\(cancelled.stdout)")
         let second = answers.last?["error"] as? String ?? ""
@@ -111,20 +111,20 @@ import TestSupport
         #expect(!partials.contains { $0.contains("big") })
     }
 
-    @Test func twoAppsSeeAndTouchOnlyTheirOwnDownloads() throws {
+    @Test(arguments: LevelsApp.all) func twoAppsSeeAndTouchOnlyTheirOwnDownloads(levelsApp: LevelsApp) throws {
         let (daemon, levels) = try installed(manifest: #"{"assets": []}"#, plugin: TestPlugins.swiftExample)
         let (_, other) = try installed(
             "com.example.other", group: "group.com.example.other", manifest: #"{"assets": []}"#,
             plugin: TestPlugins.swiftExample, daemon: daemon)
         let dir = "slow/iso-\(UUID().uuidString.prefix(8))"
         try nginx.serve(Data(count: 8_000_000), at: "\(dir)/mine.pack")
-        _ = try LevelsApp.run(
+        _ = try levelsApp.run(
             ["--delegate", "none", "--schedule", "mine=\(nginx.https("\(dir)/mine.pack"))@8000000"], app: levels.identifier,
             daemon: daemon)
 
         // The other app: its list is empty, and cancelling or scheduling a download of the first app's group is
         // refused (55: levels-app makes its downloads for group.com.example.levels).
-        let intruder = try LevelsApp.run(
+        let intruder = try levelsApp.run(
             ["--delegate", "none", "--list", "--cancel", "mine", "--schedule", "x=\(nginx.https("\(dir)/mine.pack"))@8000000"],
             app: other.identifier, daemon: daemon)
         #expect(intruder.events().first { $0["event"] as? String == "currentDownloads" }?["identifiers"] as? [String] == [])
@@ -134,18 +134,18 @@ import TestSupport
 
         // An app that is not installed is not accepted (55); with no service there is no connection (56). (Neither can
         // be launched: these processes only claim to be those apps.)
-        let stranger = try LevelsApp.runClaiming(["--delegate", "none", "--list"], app: "com.example.stranger", daemon: daemon)
+        let stranger = try levelsApp.runClaiming(["--delegate", "none", "--list"], app: "com.example.stranger", daemon: daemon)
         #expect(error(stranger).hasPrefix("BAErrorDomain 55"), "\(stranger.stdout)")
         daemon.stop(SIGTERM)
-        let alone = try LevelsApp.runClaiming(["--delegate", "none", "--list"], app: levels.identifier, daemon: daemon)
+        let alone = try levelsApp.runClaiming(["--delegate", "none", "--list"], app: levels.identifier, daemon: daemon)
         #expect(error(alone).hasPrefix("BAErrorDomain 56"), "\(alone.stdout)")
     }
 
-    @Test func uninstallRemovesTheAppAndItsContainer() throws {
+    @Test(arguments: LevelsApp.all) func uninstallRemovesTheAppAndItsContainer(levelsApp: LevelsApp) throws {
         let (daemon, app) = try installed(manifest: #"{"assets": []}"#, plugin: TestPlugins.swiftExample)
         let dir = "slow/un-\(UUID().uuidString.prefix(8))"
         try nginx.serve(Data(count: 8_000_000), at: "\(dir)/big.pack")
-        _ = try LevelsApp.run(
+        _ = try levelsApp.run(
             ["--delegate", "none", "--schedule", "big=\(nginx.https("\(dir)/big.pack"))@8000000"], app: app.identifier,
             daemon: daemon)
         #expect(try daemon.report(["uninstall", app.identifier]).status == 0)
@@ -154,7 +154,7 @@ import TestSupport
             try FileManager.default.contentsOfDirectory(atPath: daemon.dataRoot.appendingPathComponent("transfers").path)
                 .filter { $0.hasSuffix(".part") }.isEmpty
         })
-        let gone = try LevelsApp.runClaiming(["--delegate", "none", "--list"], app: app.identifier, daemon: daemon)
+        let gone = try levelsApp.runClaiming(["--delegate", "none", "--list"], app: app.identifier, daemon: daemon)
         #expect(error(gone).hasPrefix("BAErrorDomain 55"))
         #expect(error(gone).contains("no app 'com.example.levels' is installed"), "\(gone.stdout)")
         #expect(try daemon.report(["debug", "downloads", "--app", app.identifier]).status == 2)

@@ -15,13 +15,14 @@ import TestSupport
         return (service.daemon, service.app, service.dir)
     }
 
-    @Test func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension() throws {
+    @Test(arguments: LevelsApp.all) func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension(levelsApp: LevelsApp) throws {
+        let appPath = try levelsApp.path
         let (daemon, app, dir) = try installed()
         let extra = random(150_000)
         try nginx.serve(extra, at: "\(dir)/extra.pack")
         // `bahost launch` waits for the essentials, then runs the app as this app.
         let launched = try Bahost.run([
-            "launch", app.identifier, "--socket", daemon.socket, "--", LevelsApp.path, "--json", "--wait-for", "1",
+            "launch", app.identifier, "--socket", daemon.socket, "--", appPath, "--json", "--wait-for", "1",
             "--timeout", "30", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@150000",
         ])
         #expect(launched.status == 0, "\(launched.stdout)\n\(launched.stderr)")
@@ -39,12 +40,12 @@ import TestSupport
         #expect(!daemon.logText.contains("kept extra"))
     }
 
-    @Test func anAppWithoutTheCompletionMethodsLeavesThemToTheExtension() throws {
+    @Test(arguments: LevelsApp.all) func anAppWithoutTheCompletionMethodsLeavesThemToTheExtension(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
         try nginx.serve(random(120_000), at: "\(dir)/extra.pack")
         _ = try daemon.bahost(["launch", app.identifier])
         // Runs with a delegate that has only downloadDidBegin: begin reaches it, the completion goes to the extension.
-        let running = try LevelsApp.start(
+        let running = try levelsApp.start(
             ["--delegate", "progress-only", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@120000", "--stay", "30"],
             app: app.identifier, daemon: daemon)
         defer { running.process.terminate() }
@@ -58,10 +59,10 @@ import TestSupport
         #expect(!output.contains(#""event":"finished""#))
     }
 
-    @Test func withNoAppRunningTheExtensionIsWoken() throws {
+    @Test(arguments: LevelsApp.all) func withNoAppRunningTheExtensionIsWoken(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
         try nginx.serve(random(100_000), at: "\(dir)/extra.pack")
-        let scheduled = try LevelsApp.run(
+        let scheduled = try levelsApp.run(
             ["--delegate", "none", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@100000"], app: app.identifier,
             daemon: daemon)
         #expect(scheduled.status == 0)
@@ -69,13 +70,13 @@ import TestSupport
         #expect(ServiceDaemon.waitUntil(5) { daemon.logText.contains("kept extra at") })
     }
 
-    @Test func aChallengeIsAnsweredByTheAppsDelegate() throws {
+    @Test(arguments: LevelsApp.all) func aChallengeIsAnsweredByTheAppsDelegate(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
         let secret = random(90_000)
         try nginx.serve(secret, at: "private/\(dir)/secret.pack")
         _ = try daemon.bahost(["launch", app.identifier])
         let url = nginx.https("private/\(dir)/secret.pack")
-        let answered = try LevelsApp.run(
+        let answered = try levelsApp.run(
             ["--schedule", "secret=\(url)@90000", "--credential", "\(Nginx.user):\(Nginx.password)", "--wait-for", "1",
              "--timeout", "30"], app: app.identifier, daemon: daemon)
         let events = answered.events()
@@ -86,7 +87,7 @@ import TestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: finished["path"] as? String ?? "")) == secret)
 
         // Cancelling the challenge fails the download with the server's 401.
-        let refused = try LevelsApp.run(
+        let refused = try levelsApp.run(
             ["--schedule", "again=\(url)@90000", "--wait-for", "1", "--timeout", "30"], app: app.identifier, daemon: daemon)
         let failed = try #require(refused.events().first { $0["event"] as? String == "failed" }, "\(refused.stdout)")
         #expect((failed["error"] as? String)?.contains("401") == true)

@@ -8,7 +8,9 @@ import TestSupport
     let nginx = Nginx.shared
 
     /// A launched app and a slow download in flight, scheduled by a running app process waiting for it.
-    func inFlight() throws -> (ServiceDaemon, TestApp, Data, String, (process: Process, out: Pipe, err: Pipe)) {
+    func inFlight(_ levelsApp: LevelsApp) throws
+        -> (ServiceDaemon, TestApp, Data, String, (process: Process, out: Pipe, err: Pipe))
+    {
         let dir = "dur-\(UUID().uuidString.prefix(8))"
         try nginx.serve(Data(#"{"assets": []}"#.utf8), at: "\(dir)/manifest.json")
         let app = try TestApp(manifestURL: nginx.https("\(dir)/manifest.json"), plugin: TestPlugins.swiftExample)
@@ -17,7 +19,7 @@ import TestSupport
         #expect(try daemon.report(["launch", app.identifier]).status == 0)
         let data = Data((0..<3_000_000).map { _ in UInt8.random(in: 0...255) })
         let path = try nginx.serve(data, at: "slow/\(dir)/big.pack")
-        let waiting = try LevelsApp.start(
+        let waiting = try levelsApp.start(
             ["--schedule", "big=\(nginx.https(path))@3000000", "--wait-for", "1", "--timeout", "60"],
             app: app.identifier, daemon: daemon)
         // Bytes are on disk and recorded before the service is stopped.
@@ -43,15 +45,15 @@ import TestSupport
         #expect(try daemon.downloads(app.identifier)["big"]?["delivered"] as? Bool == true)
     }
 
-    @Test func killedWithSIGKILLAndRestartedNothingIsLost() throws {
-        let (daemon, app, data, path, waiting) = try inFlight()
+    @Test(arguments: LevelsApp.all) func killedWithSIGKILLAndRestartedNothingIsLost(levelsApp: LevelsApp) throws {
+        let (daemon, app, data, path, waiting) = try inFlight(levelsApp)
         daemon.stop(SIGKILL)
         try daemon.restart()
         try finishes(daemon, app, data, path, waiting)
     }
 
-    @Test func stoppedWithSIGTERMItStopsCleanlyAndResumesLater() throws {
-        let (daemon, app, data, path, waiting) = try inFlight()
+    @Test(arguments: LevelsApp.all) func stoppedWithSIGTERMItStopsCleanlyAndResumesLater(levelsApp: LevelsApp) throws {
+        let (daemon, app, data, path, waiting) = try inFlight(levelsApp)
         #expect(daemon.stop(SIGTERM) == 0)
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
         #expect(daemon.logText.contains("stopped"))

@@ -11,17 +11,17 @@ import TestSupport
         daemon.logText.components(separatedBy: "kept \(identifier) at").count - 1
     }
 
-    func launch(_ service: ExampleAppService, _ arguments: [String]) throws -> Bahost.Result {
-        try service.daemon.launch(service.app.identifier, LevelsApp.path, ["--json"] + arguments)
+    func launch(_ levelsApp: LevelsApp, _ service: ExampleAppService, _ arguments: [String]) throws -> Bahost.Result {
+        try service.daemon.launch(service.app.identifier, try levelsApp.path, ["--json"] + arguments)
     }
 
     /// The delegate takes 4 s over a callback the service waits 1 s for: the completion stays with the app (the
     /// extension is not woken for it meanwhile) and counts as delivered once the method returned.
-    @Test func anAppThatAnswersLateKeepsItsCompletion() throws {
+    @Test(arguments: LevelsApp.all) func anAppThatAnswersLateKeepsItsCompletion(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService(extra: ["--app-callback-timeout", "1"])
         let (data, url) = try service.serve("late", 150_000)
         let result = try launch(
-            service, ["--schedule", "late=\(url)@150000", "--in-finished", "sleep=4", "--wait-for", "1", "--timeout", "30"])
+            levelsApp, service, ["--schedule", "late=\(url)@150000", "--in-finished", "sleep=4", "--wait-for", "1", "--timeout", "30"])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         let finished = try #require(result.events().first { $0["event"] as? String == "finished" }, "\(result.stdout)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: finished["path"] as? String ?? "")) == data)
@@ -35,11 +35,11 @@ import TestSupport
 
     /// The app ends its process inside the callback, before touching the file: the method never returned, so the
     /// completion is not delivered to the app, and the extension gets it, once.
-    @Test func anAppThatDiesInItsCallbackLeavesTheCompletionToTheExtension() throws {
+    @Test(arguments: LevelsApp.all) func anAppThatDiesInItsCallbackLeavesTheCompletionToTheExtension(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService()
         let (data, url) = try service.serve("orphan", 120_000)
         let result = try launch(
-            service, ["--schedule", "orphan=\(url)@120000", "--in-finished", "exit", "--wait-for", "1", "--timeout", "30"])
+            levelsApp, service, ["--schedule", "orphan=\(url)@120000", "--in-finished", "exit", "--wait-for", "1", "--timeout", "30"])
         #expect(result.status == 3, "\(result.stdout)\n\(result.stderr)")
         #expect(result.events().contains { $0["event"] as? String == "finishing" }, "\(result.stdout)")
         #expect(!result.events().contains { $0["event"] as? String == "finished" })
@@ -56,12 +56,12 @@ import TestSupport
     /// The delegate moves the file, then the service is killed before the callback returns and the service can
     /// record it; the app's SDK then removes the ticket. The restarted service finds the completion delivered and
     /// hands it to nobody again.
-    @Test func aServiceKilledAsTheCallbackReturnsDeliversNothingTwice() throws {
+    @Test(arguments: LevelsApp.all) func aServiceKilledAsTheCallbackReturnsDeliversNothingTwice(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService()
         let daemon = service.daemon
         let (data, url) = try service.serve("moved", 110_000)
         let result = try launch(
-            service,
+            levelsApp, service,
             ["--schedule", "moved=\(url)@110000", "--in-finished", "kill=\(daemon.process.processIdentifier)",
              "--wait-for", "1", "--timeout", "30"])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
@@ -81,11 +81,11 @@ import TestSupport
     /// The service is killed while the app's delegate is still in its callback, and restarts: the app, still
     /// running, keeps the completion, and when its method returns the completion is delivered to it, not to the
     /// extension.
-    @Test func aServiceKilledDuringTheCallbackLeavesTheCompletionWithTheApp() throws {
+    @Test(arguments: LevelsApp.all) func aServiceKilledDuringTheCallbackLeavesTheCompletionWithTheApp(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService()
         let daemon = service.daemon
         let (data, url) = try service.serve("slow", 100_000)
-        let app = try LevelsApp.start(
+        let app = try levelsApp.start(
             ["--schedule", "slow=\(url)@100000", "--in-finished", "sleep=6", "--wait-for", "1", "--timeout", "60"],
             app: service.app.identifier, daemon: daemon)
         // Finished, and so offered to the delegate at once; then the service dies while the delegate sleeps.

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A real `bahost daemon` process on a socket and data root of its own, and the apps installed with it.
 public final class ServiceDaemon: @unchecked Sendable {
@@ -139,27 +140,43 @@ public struct TestApp: Sendable {
     }
 }
 
-/// The example app, `levels-app`, as a real process of an app.
-public enum LevelsApp {
-    public static var path: String { TestPlugins.buildFolder.appendingPathComponent("levels-app").path }
+/// The example app as a real process of an app: `levels-app` in Swift, or its C twin over `libbackgroundassets`
+/// (`Plugins/C/apps/levels_app.c`, same options and output), so that each app-side test runs through both.
+public struct LevelsApp: Sendable, CustomTestStringConvertible {
+    public let language: String
+    private let build: @Sendable () throws -> String
 
-    /// Runs it to its end as `app` (launched by `bahost launch`, which proves its identity), with `--json`.
-    public static func run(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
-        try daemon.launch(app, path, arguments + ["--json"])
+    public static let swift = LevelsApp(language: "Swift") {
+        TestPlugins.buildFolder.appendingPathComponent("levels-app").path
+    }
+    /// Compiled with `cc` against the header and the library, as a C app's author builds it.
+    public static let c = LevelsApp(language: "C") { try TestPlugins.cApp("apps/levels_app") }
+    public static let all = [swift, c]
+
+    public var testDescription: String { "levels-app in \(language)" }
+
+    /// The executable (the C one is compiled the first time it is asked for).
+    public var path: String {
+        get throws { try build() }
     }
 
-    public static func start(_ arguments: [String], app: String, daemon: ServiceDaemon) throws
+    /// Runs it to its end as `app` (launched by `bahost launch`, which proves its identity), with `--json`.
+    public func run(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
+        try daemon.launch(app, try path, arguments + ["--json"])
+    }
+
+    public func start(_ arguments: [String], app: String, daemon: ServiceDaemon) throws
         -> (process: Process, out: Pipe, err: Pipe)
     {
-        try Bahost.start(daemon.launchCommand(app, path, arguments + ["--json"]))
+        try Bahost.start(daemon.launchCommand(app, try path, arguments + ["--json"]))
     }
 
     /// Runs it to its end without a launch, only claiming to be `app` in its environment, as any process of the user
     /// could (the service refuses it: an app's identity is proved by its launch).
-    public static func runClaiming(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
+    public func runClaiming(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
         try Bahost.run(
             arguments + ["--json"], environment: ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket],
-            executable: path)
+            executable: try path)
     }
 }
 

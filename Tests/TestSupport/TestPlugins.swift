@@ -36,6 +36,28 @@ public enum TestPlugins {
         }
     }
 
+    /// Compiles `Plugins/C/<relativePath>.c` once per test process into a program linked with the app's C library
+    /// (`libbackgroundassets.so`, built beside the test bundle), and returns its path.
+    public static func cApp(_ relativePath: String) throws -> String {
+        try built.withLock { built in
+            let key = "program:\(relativePath)"
+            if let path = built[key] { return path }
+            let source = packageRoot.appendingPathComponent("Plugins/C/\(relativePath).c").path
+            let output = scratch.appendingPathComponent(relativePath.replacingOccurrences(of: "/", with: "_")).path
+            let cc = Process()
+            cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            cc.arguments = [
+                "cc", "-Wall", "-Wextra", "-Werror", "-I", packageRoot.appendingPathComponent("SDK/C/include").path,
+                "-o", output, source, "-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(buildFolder.path)",
+            ]
+            try cc.run()
+            cc.waitUntilExit()
+            guard cc.terminationStatus == 0 else { throw CompileError(source: source) }
+            built[key] = output
+            return output
+        }
+    }
+
     /// A scratch folder of this test process, removed by the OS's tmp cleaning.
     public static let scratch: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-tests-\(getpid())")

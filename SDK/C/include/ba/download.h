@@ -45,4 +45,7 @@ typedef struct ba_download {
     uint32_t http_header_count;
 } ba_download_t;
 
+/* Called once for each current download; the download is borrowed for the duration of the call. */
+typedef void (*ba_download_visitor_t)(void *context, const ba_download_t *download);
+
 #endif

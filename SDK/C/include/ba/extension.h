@@ -7,6 +7,8 @@
 #ifndef BA_EXTENSION_H
 #define BA_EXTENSION_H
 
+#include "asset_pack.h"
+#include "challenge.h"
 #include "download.h"
 #include "error.h"
 
@@ -34,44 +36,6 @@ struct ba_download_sink {
      * once. Returns false when the download is malformed; the window's report says why. */
     bool (*add)(const ba_download_sink_t *sink, const ba_download_t *download);
 };
-
-/* Apple's URLSession.AuthChallengeDisposition, same raw values. */
-typedef enum ba_challenge_disposition {
-    BA_CHALLENGE_USE_CREDENTIAL = 0,
-    BA_CHALLENGE_PERFORM_DEFAULT_HANDLING = 1,
-    BA_CHALLENGE_CANCEL = 2,
-    BA_CHALLENGE_REJECT_PROTECTION_SPACE = 3,
-} ba_challenge_disposition_t;
-
-/* A server asked for credentials (Apple's URLAuthenticationChallenge). Borrowed for the call. */
-typedef struct ba_auth_challenge {
-    uint32_t struct_size;
-    const char *host;
-    int32_t port;
-    const char *protocol;              /* "https" */
-    const char *realm;                 /* may be NULL */
-    const char *authentication_method; /* e.g. "NSURLAuthenticationMethodHTTPBasic" */
-    int32_t previous_failure_count;
-} ba_auth_challenge_t;
-
-/* The answer to a challenge. complete must be called exactly once, from any thread, possibly after the entry
- * point returned; the reply stays valid until then and the window stays open until then. user and password are
- * read only with BA_CHALLENGE_USE_CREDENTIAL (each at most 4,096 bytes); a second call is ignored. */
-typedef struct ba_challenge_reply ba_challenge_reply_t;
-struct ba_challenge_reply {
-    uint32_t struct_size;
-    void *reply_data; /* the host's own */
-    void (*complete)(const ba_challenge_reply_t *reply, int32_t disposition, const char *user, const char *password);
-};
-
-/* A managed asset pack (Apple's AssetPack), borrowed for the call. Added in 1.1. */
-typedef struct ba_asset_pack {
-    uint32_t struct_size;
-    const char *id;
-    int64_t version;
-    int64_t download_size;        /* the archive's bytes on the wire */
-    const char *user_info_json;   /* the pack manifest's userInfo as JSON, or NULL */
-} ba_asset_pack_t;
 
 typedef struct ba_extension ba_extension_t;
 struct ba_extension {

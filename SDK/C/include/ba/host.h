@@ -16,9 +16,6 @@ typedef enum ba_log_level {
     BA_LOG_ERROR = 3,
 } ba_log_level_t;
 
-/* Called once for each current download; the download is borrowed for the duration of the call. */
-typedef void (*ba_download_visitor_t)(void *context, const ba_download_t *download);
-
 typedef struct ba_host ba_host_t;
 
 struct ba_host {

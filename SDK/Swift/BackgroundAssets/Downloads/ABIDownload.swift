@@ -1,9 +1,9 @@
 import CBAExtension
 
-/// Converts downloads to and from the C ABI's `ba_download_t`.
-enum ABIDownload {
+/// Converts downloads to and from the C ABI's `ba_download_t` (the extension's runner, and the app's C library).
+@_spi(Bindings) public enum ABIDownload {
     /// Calls `body` with a `ba_download_t` describing `download`, valid only during the call.
-    static func with<R>(_ download: BADownload, _ body: (UnsafePointer<ba_download_t>) -> R) -> R {
+    public static func with<R>(_ download: BADownload, _ body: (UnsafePointer<ba_download_t>) -> R) -> R {
         var owned: [UnsafeMutablePointer<CChar>] = []
         defer { owned.forEach { free($0) } }
         func c(_ s: String?) -> UnsafePointer<CChar>? {
@@ -29,7 +29,7 @@ enum ABIDownload {
     }
 
     /// The object an entry point receives: a `BAURLDownload`, or the manifest's private download class.
-    static func object(_ d: ba_download_t) -> BADownload {
+    public static func object(_ d: ba_download_t) -> BADownload {
         func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
         let identifier = text(d.identifier) ?? ""
         let group = text(d.application_group_identifier) ?? ""

@@ -25,6 +25,8 @@ final class ServiceTransport: HostTransport, Sendable {
         var connection: Connection?
         var wantsDelegate = false
         var reconnecting = false
+        /// Set by `disconnect()`: this transport never connects again.
+        var closed = false
         /// The descriptor holding the exclusive-control lock, while held.
         var lockDescriptor: Int32 = -1
     }
@@ -48,6 +50,24 @@ final class ServiceTransport: HostTransport, Sendable {
     /// Opens the connection in the background, so that events (asset packs' status updates) start to arrive.
     func connectInBackground() {
         Thread.detachNewThread { _ = try? self.connection() }
+    }
+
+    private var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Opens the connection now, throwing what the service or the socket said.
+    func connect() throws { _ = try connection() }
+
+    /// Closes the connection for good: callbacks still waiting are not answered (the service offers them again),
+    /// and nothing reconnects.
+    func disconnect() {
+        let connection = state.withLock { state -> Connection? in
+            state.closed = true
+            state.wantsDelegate = false
+            defer { state.connection = nil }
+            return state.connection
+        }
+        connection?.socket.close()
+        releaseExclusiveControl()
     }
 
     // MARK: Calls
@@ -143,7 +163,9 @@ final class ServiceTransport: HostTransport, Sendable {
 
     /// The live connection, opened (and introduced) when there is none.
     private func connection() throws -> Connection {
-        if let live = state.withLock({ $0.connection }) { return live }
+        let (live, closed) = state.withLock { ($0.connection, $0.closed) }
+        if let live { return live }
+        guard !closed else { throw Self.invalid("this connection to the bahost service was closed (disconnect)") }
         guard let appIdentifier else {
             throw NSError.backgroundAssets(
                 .callerConnectionNotAccepted,
@@ -165,10 +187,15 @@ final class ServiceTransport: HostTransport, Sendable {
             socket.close()
             throw error
         }
-        let (winner, wantsDelegate) = state.withLock { state -> (Connection, Bool) in
+        let (winner, wantsDelegate) = state.withLock { state -> (Connection?, Bool) in
+            if state.closed { return (nil, false) }
             if let other = state.connection { return (other, false) }
             state.connection = connection
             return (connection, state.wantsDelegate)
+        }
+        guard let winner else {
+            socket.close()
+            throw Self.invalid("this connection to the bahost service was closed (disconnect)")
         }
         if winner !== connection {
             socket.close()
@@ -211,7 +238,7 @@ final class ServiceTransport: HostTransport, Sendable {
             return
         }
         delegateQueue.async {
-            guard let delegate = BADownloadManager.shared.delegate else { return }
+            guard !self.isClosed, let delegate = BADownloadManager.shared.delegate else { return }
             switch event {
             case .began(let download): delegate.downloadDidBegin(download.object)
             case .paused(let download): delegate.downloadDidPause(download.object)
@@ -227,6 +254,8 @@ final class ServiceTransport: HostTransport, Sendable {
 
     fileprivate func handle(_ callback: AppCallback, id: UInt64, on connection: Connection) {
         delegateQueue.async {
+            // A callback of a transport the app closed is not answered: the service offers it again.
+            guard !self.isClosed else { return }
             guard let delegate = BADownloadManager.shared.delegate else {
                 connection.answer(id, CallbackReply(handled: false))
                 return
@@ -357,13 +386,18 @@ final class ServiceTransport: HostTransport, Sendable {
 /// Tells the transport whether the delegate implemented the method it just called: the protocol's default
 /// implementations mark the call unhandled, and the service then wakes the extension instead, as Apple does for an
 /// app whose delegate lacks the method. A task-local, so that the default challenge handler's task sees it too.
-final class DelegateCall: Sendable {
-    @TaskLocal static var current: DelegateCall?
+@_spi(Bindings) public final class DelegateCall: Sendable {
+    /// The delegate call running on this thread or task; a binding keeps it to decide later (a challenge answered
+    /// after its callback returned, a completion its app disconnected before it ran).
+    @TaskLocal public static var current: DelegateCall?
     private let marked = Atomic(false)
 
     var unhandled: Bool { marked.load(ordering: .acquiring) }
 
-    static func markUnhandled() { current?.marked.store(true, ordering: .releasing) }
+    static func markUnhandled() { current?.markUnhandled() }
+
+    /// The app's delegate did not handle this call: the service offers it to the extension instead.
+    public func markUnhandled() { marked.store(true, ordering: .releasing) }
 }
 
 

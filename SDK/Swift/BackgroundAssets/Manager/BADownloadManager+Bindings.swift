@@ -1,0 +1,41 @@
+import ServiceWire
+
+/// What a language binding of the app's side needs beyond Apple's API (the C library, `libbackgroundassets`): to
+/// choose the service and the identity, to connect eagerly and to disconnect. Not for apps written in Swift.
+@_spi(Bindings) extension BADownloadManager {
+    /// Connects to the service at `socketPath` as `appIdentifier` (nil: the defaults an app in Swift has) and
+    /// introduces the app, throwing what the socket or the service said. Replaces any earlier connection.
+    public func connect(socketPath: String?, appIdentifier: String?) throws {
+        let transport = ServiceTransport(
+            socketPath: socketPath ?? ServiceProtocol.defaultSocketPath,
+            appIdentifier: appIdentifier ?? ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"])
+        try transport.connect()
+        let previous = self.transport
+        self.transport = transport
+        (previous as? ServiceTransport)?.disconnect()
+    }
+
+    /// Clears the delegate and closes the connection: callbacks still waiting are not answered, so the service
+    /// offers them again. The next call connects anew with the defaults.
+    public func disconnect() {
+        delegate = nil
+        let previous = transport
+        transport = ServiceTransport()
+        (previous as? ServiceTransport)?.disconnect()
+    }
+
+    /// The app group's container as the service reports it; nil for a group that is not the app's.
+    public func containerPath(forGroup group: String) -> String? {
+        (transport as? ServiceTransport)?.container(forGroup: group)?.path
+    }
+}
+
+@_spi(Bindings) extension BADownloadManager {
+    /// Blocks until exclusive control is held (`timeoutMilliseconds` < 0: as long as needed; 0: one try), or throws.
+    public func acquireExclusiveControl(timeoutMilliseconds: Int64) throws {
+        try transport.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Gives up exclusive control; nothing happens when it is not held.
+    public func releaseExclusiveControl() { transport.releaseExclusiveControl() }
+}

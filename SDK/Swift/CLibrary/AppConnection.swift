@@ -1,0 +1,70 @@
+@_spi(Bindings) import BackgroundAssets
+import CBAApp
+import CBAExtension
+import Synchronization
+
+/// One `ba_app_t`: the app's connection, its callbacks' queue and its delegate.
+///
+/// A handle is a number, never an address: the library looks each up in `live`, so a handle used after
+/// `ba_app_disconnect` (or one the app made up) fails with Apple's code 56 instead of touching freed memory.
+final class AppConnection: @unchecked Sendable {  // `delegate` and `challengeReplies` are guarded by `lock`
+    let callbacks: CallbackQueue
+    private let lock = NSLock()
+    private var delegate: CDelegate?
+    /// Challenge replies handed to the app; freed with the connection, so that a late second answer stays harmless.
+    private var challengeReplies: [UnsafeMutablePointer<ba_challenge_reply_t>] = []
+
+    private static let live = Mutex<(next: UInt, connections: [UInt: AppConnection])>((1, [:]))
+
+    init(callbacks: CallbackQueue) {
+        self.callbacks = callbacks
+    }
+
+    /// The connection behind a handle, if it is live.
+    static func find(_ handle: OpaquePointer?) -> AppConnection? {
+        guard let handle else { return nil }
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(handle)))
+        return live.withLock { $0.connections[key] }
+    }
+
+    /// Registers the process's only connection; nil while another is live.
+    static func register(_ connection: AppConnection) -> OpaquePointer? {
+        live.withLock { live in
+            guard live.connections.isEmpty else { return nil }
+            let key = live.next
+            live.next += 1
+            live.connections[key] = connection
+            return OpaquePointer(bitPattern: key)
+        }
+    }
+
+    static func unregister(_ handle: OpaquePointer?) -> AppConnection? {
+        guard let handle else { return nil }
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(handle)))
+        return live.withLock { $0.connections.removeValue(forKey: key) }
+    }
+
+    func setDelegate(_ table: ba_app_delegate_t?) {
+        let new = table.map { CDelegate(table: $0, connection: self) }
+        lock.withLock { delegate = new }
+        BADownloadManager.shared.delegate = new
+    }
+
+    func keep(_ reply: UnsafeMutablePointer<ba_challenge_reply_t>) {
+        lock.withLock { challengeReplies.append(reply) }
+    }
+
+    /// Ends the connection: no callback runs afterwards, and the service offers what was waiting again.
+    func close() {
+        lock.withLock { delegate = nil }
+        BADownloadManager.shared.disconnect()
+        callbacks.close()
+        let replies = lock.withLock { () -> [UnsafeMutablePointer<ba_challenge_reply_t>] in
+            defer { challengeReplies = [] }
+            return challengeReplies
+        }
+        for reply in replies {
+            ChallengeAnswer.release(reply)
+        }
+    }
+}

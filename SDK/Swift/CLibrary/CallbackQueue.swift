@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+
+/// Where the app's C callbacks run: one at a time, in the order they were posted, either on a thread of the
+/// library's (a serial queue) or inside `ba_app_dispatch` on the app's own thread, woken through an eventfd that
+/// the app polls (libcurl's multi interface, sd-bus).
+///
+/// Thread rule: `post` from any thread; `dispatch` from the app's dispatching thread; `close` from any thread that is
+/// not running a callback.
+final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are set once; the rest is in `state`
+    enum Mode { case libraryThread, dispatch }
+
+    /// What became of a posted callback.
+    enum Outcome { case ran, dropped }
+
+    let mode: Mode
+    /// Readable while callbacks wait (dispatch mode); -1 otherwise. A pipe's read end: `eventfd` would do as well,
+    /// but Glibc's module does not offer it, and a pipe is what every event loop knows.
+    let descriptor: Int32
+    private let wakeWriter: Int32
+    private let thread = DispatchQueue(label: "backgroundassets.callbacks")
+    private let state = Mutex(State())
+    /// Held while a callback runs in dispatch mode, so that `close` can wait for it.
+    private let running = NSLock()
+
+    private struct State {
+        var waiting: [Entry] = []
+        var closed = false
+    }
+
+    /// A callback and its outcome's observer. Unchecked: the closures capture the app's C pointers, which the
+    /// app hands over to be called on the callback thread; each runs once, there.
+    private struct Entry: @unchecked Sendable {
+        let work: () -> Void
+        let finished: (@Sendable (Outcome) -> Void)?
+    }
+
+    init(mode: Mode) throws {
+        self.mode = mode
+        if mode == .dispatch {
+            var ends: [Int32] = [0, 0]
+            // pipe2 is not in Glibc's module: the flags are set right after (a child the app forks in between
+            // inherits the two ends, which is harmless).
+            guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            }
+            (descriptor, wakeWriter) = (ends[0], ends[1])
+        } else {
+            (descriptor, wakeWriter) = (-1, -1)
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 {
+            Glibc.close(descriptor)
+            Glibc.close(wakeWriter)
+        }
+    }
+
+    /// Runs `work` as a callback, later; `finished` learns whether it ran or was dropped by `close`.
+    func post(_ work: @escaping () -> Void, finished: (@Sendable (Outcome) -> Void)? = nil) {
+        let entry = Entry(work: work, finished: finished)
+        switch mode {
+        case .libraryThread:
+            let accepted = state.withLock { !$0.closed }
+            guard accepted else { return finished?(.dropped) ?? () }
+            thread.async { [self] in
+                guard !state.withLock({ $0.closed }) else { return entry.finished?(.dropped) ?? () }
+                call(entry.work)
+                entry.finished?(.ran)
+            }
+        case .dispatch:
+            let accepted = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.waiting.append(entry)
+                return true
+            }
+            guard accepted else { return finished?(.dropped) ?? () }
+            // A full pipe is readable already: a byte that does not fit is not needed.
+            var one: UInt8 = 1
+            _ = write(wakeWriter, &one, 1)
+        }
+    }
+
+    /// Posts `work` and blocks until it ran or was dropped.
+    func run(_ work: @escaping () -> Void) -> Outcome {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex(Outcome.dropped)
+        post(work) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLock { $0 }
+    }
+
+    /// Runs the callbacks waiting now (dispatch mode), returning how many ran.
+    func dispatch() -> Int {
+        var drain = [UInt8](repeating: 0, count: 512)
+        while read(descriptor, &drain, drain.count) == drain.count {}
+        let batch = state.withLock { state -> [Entry] in
+            defer { state.waiting = [] }
+            return state.closed ? [] : state.waiting
+        }
+        var ran = 0
+        for (index, entry) in batch.enumerated() {
+            running.lock()
+            if state.withLock({ $0.closed }) {
+                running.unlock()
+                batch[index...].forEach { $0.finished?(.dropped) }
+                break
+            }
+            call(entry.work)
+            running.unlock()
+            entry.finished?(.ran)
+            ran += 1
+        }
+        return ran
+    }
+
+    /// True on a thread while it runs one of the app's callbacks.
+    static var insideCallback: Bool { Thread.current.threadDictionary[insideKey] != nil }
+    private static let insideKey = "backgroundassets.callback"
+
+    private func call(_ work: () -> Void) {
+        Thread.current.threadDictionary[Self.insideKey] = true
+        work()
+        Thread.current.threadDictionary[Self.insideKey] = nil
+    }
+
+    /// Drops every callback still waiting and waits for a running one to return (unless called from that callback);
+    /// nothing runs afterwards.
+    func close() {
+        let dropped = state.withLock { state -> [Entry] in
+            state.closed = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        dropped.forEach { $0.finished?(.dropped) }
+        guard !Self.insideCallback else { return }
+        switch mode {
+        case .libraryThread: thread.sync {}
+        case .dispatch: running.lock(); running.unlock()
+        }
+    }
+}

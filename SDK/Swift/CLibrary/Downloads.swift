@@ -1,0 +1,81 @@
+@_spi(Bindings) import BackgroundAssets
+import CBAApp
+import CBAExtension
+
+// ba/app.h: Apple's BADownloadManager calls.
+
+/// The 1.0 size of `ba_download_t` (pinned in SDK/C/abi_layout.c).
+private let downloadSize10 = 88
+
+/// A caller's download as the SDK's object, or nil after filling `error` (Apple's code 0) for a malformed one.
+private func object(_ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?) -> BADownload? {
+    func invalid(_ message: String) -> BADownload? {
+        ErrorOut.fill(
+            error, domain: BAErrorDomain, code: Int64(BAErrorCode.downloadInvalid.rawValue), message: message)
+        return nil
+    }
+    guard let download else { return invalid("the download is NULL") }
+    guard Int(download.pointee.struct_size) >= downloadSize10 else {
+        return invalid(
+            "ba_download_t.struct_size is \(download.pointee.struct_size); this library needs \(downloadSize10) "
+                + "(set it to sizeof(ba_download_t))")
+    }
+    guard download.pointee.identifier != nil else { return invalid("the download has no identifier") }
+    guard download.pointee.kind != Int32(BA_DOWNLOAD_KIND_URL.rawValue) || download.pointee.url != nil else {
+        return invalid("the download has no URL")
+    }
+    guard download.pointee.http_header_count == 0 || download.pointee.http_headers != nil else {
+        return invalid("the download has \(download.pointee.http_header_count) headers and no array of them")
+    }
+    return ABIDownload.object(download.pointee)
+}
+
+/// Runs a manager call for a live handle, filling `error` with what it threw.
+private func call(
+    _ app: OpaquePointer?, _ error: UnsafeMutablePointer<ba_error_t>?, _ body: () throws -> Void
+) -> Bool {
+    guard AppConnection.find(app) != nil else { return unknownHandle(error) }
+    do {
+        try body()
+        return true
+    } catch let failure {
+        ErrorOut.fill(error, failure)
+        return false
+    }
+}
+
+@_cdecl("ba_app_schedule_download")
+public func ba_app_schedule_download(
+    _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard let object = object(download, error) else { return false }
+    return call(app, error) { try BADownloadManager.shared.scheduleDownload(object) }
+}
+
+@_cdecl("ba_app_start_foreground_download")
+public func ba_app_start_foreground_download(
+    _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard let object = object(download, error) else { return false }
+    return call(app, error) { try BADownloadManager.shared.startForegroundDownload(object) }
+}
+
+@_cdecl("ba_app_cancel_download")
+public func ba_app_cancel_download(
+    _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard let object = object(download, error) else { return false }
+    return call(app, error) { try BADownloadManager.shared.cancel(object) }
+}
+
+@_cdecl("ba_app_fetch_current_downloads")
+public func ba_app_fetch_current_downloads(
+    _ app: OpaquePointer?, _ visit: ba_download_visitor_t?, _ context: UnsafeMutableRawPointer?,
+    _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard let visit else { return ErrorOut.misuse(error, EINVAL, "ba_app_fetch_current_downloads: visit is NULL") }
+    var downloads: [BADownload] = []
+    guard call(app, error, { downloads = try BADownloadManager.shared.fetchCurrentDownloads() }) else { return false }
+    for download in downloads { ABIDownload.with(download) { visit(context, $0) } }
+    return true
+}

@@ -1,0 +1,60 @@
+import BackgroundAssets
+import CBAExtension
+
+/// Fills a caller's `ba_error_t`, never past the room its `struct_size` gives (0 is read as the 1.0 size).
+enum ErrorOut {
+    static let hostDomain = "BAHostErrorDomain"
+
+    static func fill(_ out: UnsafeMutablePointer<ba_error_t>?, _ error: any Error) {
+        let error = error as NSError
+        fill(out, domain: error.domain, code: Int64(error.code), message: error.localizedDescription)
+    }
+
+    static func fill(_ out: UnsafeMutablePointer<ba_error_t>?, domain: String, code: Int64, message: String) {
+        guard let out else { return }
+        let full = MemoryLayout<ba_error_t>.size
+        let room = out.pointee.struct_size == 0 ? full : min(Int(out.pointee.struct_size), full)
+        var value = make(domain: domain, code: code, message: message)
+        value.struct_size = UInt32(room)
+        withUnsafeBytes(of: &value) { UnsafeMutableRawPointer(out).copyMemory(from: $0.baseAddress!, byteCount: room) }
+    }
+
+    /// A whole `ba_error_t`, strings cut on a UTF-8 boundary to fit.
+    static func make(domain: String, code: Int64, message: String) -> ba_error_t {
+        var value = ba_error_t()
+        value.struct_size = UInt32(MemoryLayout<ba_error_t>.size)
+        value.code = code
+        copy(domain, into: &value.domain)
+        copy(message, into: &value.message)
+        return value
+    }
+
+    static func make(_ error: any Error) -> ba_error_t {
+        let error = error as NSError
+        return make(domain: error.domain, code: Int64(error.code), message: error.localizedDescription)
+    }
+
+    private static func copy<Field>(_ text: String, into field: inout Field) {
+        withUnsafeMutableBytes(of: &field) { raw in
+            var bytes = Array(text.utf8.prefix(raw.count - 1))
+            // Never end inside a character: drop continuation bytes, then the lead byte they belonged to.
+            if bytes.count == raw.count - 1 {
+                while let last = bytes.last, last & 0xC0 == 0x80 { bytes.removeLast() }
+                if let last = bytes.last, last & 0x80 != 0 { bytes.removeLast() }
+            }
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+    }
+
+    /// Misuse of the API (a wrong struct size, an unknown handle): bahost's domain, an errno-style code.
+    static func misuse(_ out: UnsafeMutablePointer<ba_error_t>?, _ code: Int32, _ message: String) -> Bool {
+        fill(out, domain: hostDomain, code: Int64(code), message: message)
+        return false
+    }
+
+    static func invalidConnection(_ out: UnsafeMutablePointer<ba_error_t>?, _ message: String) -> Bool {
+        fill(out, domain: BAErrorDomain, code: Int64(BAErrorCode.callerConnectionInvalid.rawValue), message: message)
+        return false
+    }
+}

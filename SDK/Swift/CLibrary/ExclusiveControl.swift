@@ -1,0 +1,71 @@
+@_spi(Bindings) import BackgroundAssets
+import CBAApp
+import CBAExtension
+
+// ba/app.h: exclusive control between the app and its extension, and the app group's container.
+
+@_cdecl("ba_app_acquire_exclusive_control")
+public func ba_app_acquire_exclusive_control(
+    _ app: OpaquePointer?, _ timeoutMilliseconds: Int64, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard AppConnection.find(app) != nil else { return unknownHandle(error) }
+    do {
+        try BADownloadManager.shared.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
+        return true
+    } catch let failure {
+        ErrorOut.fill(error, failure)
+        return false
+    }
+}
+
+@_cdecl("ba_app_release_exclusive_control")
+public func ba_app_release_exclusive_control(_ app: OpaquePointer?) {
+    guard AppConnection.find(app) != nil else { return }
+    BADownloadManager.shared.releaseExclusiveControl()
+}
+
+@_cdecl("ba_app_with_exclusive_control")
+public func ba_app_with_exclusive_control(
+    _ app: OpaquePointer?, _ timeoutMilliseconds: Int64, _ handler: ba_exclusive_control_handler_t?,
+    _ context: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard let connection = AppConnection.find(app) else { return unknownHandle(error) }
+    guard let handler else { return ErrorOut.misuse(error, EINVAL, "ba_app_with_exclusive_control: handler is NULL") }
+    let context = UncheckedContext(pointer: context)
+    Thread.detachNewThread {
+        do {
+            try BADownloadManager.shared.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
+        } catch let failure {
+            var described = ErrorOut.make(failure)
+            _ = connection.callbacks.run { handler(context.pointer, &described) }
+            return
+        }
+        _ = connection.callbacks.run { handler(context.pointer, nil) }
+        BADownloadManager.shared.releaseExclusiveControl()
+    }
+    return true
+}
+
+@_cdecl("ba_app_container_path")
+public func ba_app_container_path(
+    _ app: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,
+    _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard AppConnection.find(app) != nil else { return unknownHandle(error) }
+    guard let group else { return ErrorOut.misuse(error, EINVAL, "ba_app_container_path: the group is NULL") }
+    guard let path = BADownloadManager.shared.containerPath(forGroup: String(cString: group)) else {
+        return ErrorOut.misuse(error, ENOENT, "the app group is not this app's (or the service is not reachable)")
+    }
+    let bytes = Array(path.utf8) + [0]
+    length?.pointee = bytes.count
+    guard let buffer, size >= bytes.count else {
+        return ErrorOut.misuse(error, ERANGE, "the container's path needs \(bytes.count) bytes; the buffer has \(size)")
+    }
+    bytes.withUnsafeBufferPointer { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    return true
+}
+
+/// The app's context pointer, carried to the thread that calls its handler; the app promised it stays valid.
+private struct UncheckedContext: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer?
+}
