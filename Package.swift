@@ -55,7 +55,13 @@ let package = Package(
             path: "SDK/Swift/BackgroundAssets"),
         .target(name: "StoreKit", dependencies: ["BackgroundAssets"], path: "SDK/Swift/StoreKit"),
         // ba/app.h implemented over the Swift SDK's app side: one implementation of the service's protocol.
-        .target(name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension"], path: "SDK/Swift/CLibrary"),
+        .target(
+            name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension"], path: "SDK/Swift/CLibrary",
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "--version-script=SDK/C/libbackgroundassets.map", "-Xlinker", "-soname=libbackgroundassets.so.1",
+                ])
+            ]),
         // The value types every layer shares (a download, an error, a content request, window limits, the data
         // root's layout). It depends on nothing but the ABI's header, so that no layer needs one above it for a type.
         .target(name: "Vocabulary", dependencies: ["CBAExtension"]),

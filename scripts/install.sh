@@ -2,8 +2,10 @@
 # Builds a release of bahost and installs it:
 #   PREFIX/bin/bahost                                  the host, the service and every command
 #   PREFIX/libexec/bahost/bahost-extension-runner      the process each extension window runs in
-#   PREFIX/include/bahost/ba/*.h                       the C ABI
-#   PREFIX/share/pkgconfig/bahost.pc                   `pkg-config --cflags bahost` (headers only: no library)
+#   PREFIX/include/bahost/ba/*.h                       the C ABI (extensions) and the C API (apps: ba/app.h)
+#   PREFIX/lib/libbackgroundassets.so.1                the apps' C library (and its .so link for the linker)
+#   PREFIX/share/pkgconfig/bahost.pc                   `pkg-config --cflags bahost` (extensions: headers only)
+#   PREFIX/share/pkgconfig/backgroundassets.pc         `pkg-config --cflags --libs backgroundassets` (apps)
 #   the systemd user unit                              ~/.config/systemd/user with --user, else PREFIX/lib/systemd/user
 #   PREFIX/share/{bash-completion,zsh,fish}/…          shell completions, from swift-argument-parser
 #   PREFIX/share/man/man1/bahost*.1                    man pages, from swift-argument-parser's generate-manual
@@ -11,7 +13,8 @@
 #   PREFIX/share/bahost/installed-files                what this installed, for scripts/uninstall.sh
 #
 # bahost links the Swift runtime statically (--static-swift-stdlib), so it runs on a machine without the Swift
-# toolchain. The runner is C: it loads libc, libffi and the extension, so a Swift extension brings the runtime of
+# toolchain; so does libbackgroundassets (-static-stdlib: SwiftPM's flag covers executables only), which a C, Lua or
+# Python app loads without knowing it is Swift inside: it exports ba/app.h's functions and nothing else. The runner is C: it loads libc, libffi and the extension, so a Swift extension brings the runtime of
 # the toolchain that built it, and a C extension needs nothing more.
 #
 # Usage: scripts/install.sh [--prefix DIR] [--user] [--destdir DIR] [--skip-build]
@@ -56,12 +59,25 @@ if $build; then
             exit 1
         fi
     done
+    echo "== building libbackgroundassets (swift build -c release -static-stdlib)"
+    # The static Foundation's libraries live beside the static runtime, where a dynamic library's link does not look.
+    static_libraries="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift_static/linux"
+    if ! swift build -c release -Xswiftc -static-stdlib -Xlinker -L"$static_libraries" --product backgroundassets \
+        > "$log" 2>&1; then
+        grep -E "error:" "$log" | head -20 >&2 || tail -20 "$log" >&2
+        echo "install.sh: the build failed; its whole output is in $log" >&2
+        exit 1
+    fi
     rm -f "$log"
 fi
 bin=$(swift build -c release --show-bin-path)
-for tool in bahost bahost-extension-runner generate-manual; do
+for tool in bahost bahost-extension-runner generate-manual libbackgroundassets.so; do
     [ -x "$bin/$tool" ] || { echo "install.sh: $bin/$tool is missing: build first (drop --skip-build)" >&2; exit 1; }
 done
+if readelf -d "$bin/libbackgroundassets.so" | grep -q "NEEDED.*libswiftCore"; then
+    echo "install.sh: $bin/libbackgroundassets.so needs the Swift toolchain's runtime: build it as above" >&2
+    exit 1
+fi
 
 root="$destdir$prefix"
 record=()  # every file installed, relative to the prefix (or absolute, outside it)
@@ -91,6 +107,10 @@ put 755 "$bin/bahost-extension-runner" libexec/bahost/bahost-extension-runner
 # A release build keeps its debug information (more than half of bahost's 170 MB); installed copies go without it.
 strip --strip-unneeded "$root/bin/bahost" "$root/libexec/bahost/bahost-extension-runner"
 for header in SDK/C/include/ba/*.h; do put 644 "$header" "include/bahost/ba/$(basename "$header")"; done
+put 644 "$bin/libbackgroundassets.so" lib/libbackgroundassets.so.1
+strip --strip-unneeded "$root/lib/libbackgroundassets.so.1"
+ln -sf libbackgroundassets.so.1 "$root/lib/libbackgroundassets.so"
+record+=(lib/libbackgroundassets.so)
 
 version=$("$bin/bahost" --version)
 work=$(mktemp -d)
@@ -105,6 +125,22 @@ Version: $version
 Cflags: -I\${includedir}
 PC
 put 644 "$work/bahost.pc" share/pkgconfig/bahost.pc
+# Outside /usr the loader does not look in PREFIX/lib until ldconfig is told: the app then finds the library by its
+# run path.
+rpath=""
+[ "$prefix" = /usr ] || rpath=" -Wl,-rpath,\${libdir}"
+cat > "$work/backgroundassets.pc" <<PC
+prefix=$prefix
+includedir=\${prefix}/include/bahost
+libdir=\${prefix}/lib
+
+Name: backgroundassets
+Description: Background Assets for Linux: the C API of an app (ba/app.h), talking to the bahost service
+Version: $version
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -lbackgroundassets$rpath
+PC
+put 644 "$work/backgroundassets.pc" share/pkgconfig/backgroundassets.pc
 
 sed "s#^ExecStart=.*#ExecStart=$prefix/bin/bahost daemon#" Support/systemd/bahost.service > "$work/bahost.service"
 if $user && [ -z "$destdir" ]; then

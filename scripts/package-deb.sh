@@ -59,7 +59,7 @@ COPYRIGHT
 mkdir -p "$stage/debian"
 printf 'Source: bahost\n\nPackage: bahost\nArchitecture: any\n' > "$stage/debian/control"
 depends=$(cd "$stage" && dpkg-shlibdeps -O -e"$root/usr/bin/bahost" -e"$root/usr/libexec/bahost/bahost-extension-runner" \
-    2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+    -e"$root/usr/lib/libbackgroundassets.so.1" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "package-deb.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
 mkdir -p "$root/DEBIAN"
@@ -79,9 +79,11 @@ Description: Apple's Background Assets for Linux: a host for asset-downloader ex
  the app's allowances and domain allow list) and hands each finished file back. The per-user service
  (bahost daemon) does so for every installed app; bahost pack and bahost serve make and serve managed asset packs.
  .
- This package has the host, the extension runner, the C ABI's headers (pkg-config bahost), the systemd user unit,
- shell completions and man pages.
+ This package has the host, the extension runner, the C ABI's headers (pkg-config bahost), the apps' C library
+ (libbackgroundassets, pkg-config backgroundassets), the systemd user unit, shell completions and man pages.
 CONTROL
+# The library in /usr/lib: dpkg runs ldconfig once the package is in.
+echo "activate-noawait ldconfig" > "$root/DEBIAN/triggers"
 
 deb="$output/bahost_${version}_${arch}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null

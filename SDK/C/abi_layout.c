@@ -1,5 +1,6 @@
 /* Pins the 1.x layout: a change that moves a field of a published struct fails to compile here. Fields may only
  * be appended, and each appended field gets a line below. (x86_64 and aarch64 Linux: LP64.) */
+#include "ba/app.h"
 #include "ba/ba.h"
 #include <stddef.h>
 
@@ -35,3 +36,19 @@ PIN(ba_asset_pack_t, user_info_json, 32);
 PIN(ba_entry_t, abi_version, 4);
 PIN(ba_entry_t, identifier, 16);
 PIN(ba_entry_t, init, 24);
+
+/* The app's side (ba/app.h), 1.0. The library refuses a struct smaller than its 1.0 size: those sizes are pinned too
+ * (SDK/Swift/CLibrary reads them as numbers). */
+PIN(ba_app_options_t, callback_mode, 4);
+PIN(ba_app_options_t, app_identifier, 8);
+PIN(ba_app_options_t, socket_path, 16);
+_Static_assert(sizeof(ba_app_options_t) == 24, "ba_app_options_t's 1.0 size changed");
+PIN(ba_app_delegate_t, context, 8);
+PIN(ba_app_delegate_t, download_did_begin, 16);
+PIN(ba_app_delegate_t, download_did_pause, 24);
+PIN(ba_app_delegate_t, download_did_write, 32);
+PIN(ba_app_delegate_t, download_did_receive_challenge, 40);
+PIN(ba_app_delegate_t, download_failed, 48);
+PIN(ba_app_delegate_t, download_finished, 56);
+_Static_assert(sizeof(ba_app_delegate_t) == 64, "ba_app_delegate_t's 1.0 size changed");
+_Static_assert(sizeof(ba_download_t) == 88, "ba_download_t's 1.0 size changed");

@@ -43,7 +43,7 @@ import TestSupport
         }
     }
 
-    @Test(arguments: LevelsApp.all) func exclusiveControlHoldsBetweenAppProcessesAndTheExtension(levelsApp: LevelsApp) throws {
+    @Test(arguments: LevelsApp.everyMode) func exclusiveControlHoldsBetweenAppProcessesAndTheExtension(levelsApp: LevelsApp) throws {
         let (daemon, app) = try installed()
         // One app process takes control and holds it for two seconds.
         let holder = try levelsApp.start(

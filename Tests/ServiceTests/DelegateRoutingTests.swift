@@ -15,7 +15,7 @@ import TestSupport
         return (service.daemon, service.app, service.dir)
     }
 
-    @Test(arguments: LevelsApp.all) func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension(levelsApp: LevelsApp) throws {
+    @Test(arguments: LevelsApp.everyMode) func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension(levelsApp: LevelsApp) throws {
         let appPath = try levelsApp.path
         let (daemon, app, dir) = try installed()
         let extra = random(150_000)
@@ -70,7 +70,7 @@ import TestSupport
         #expect(ServiceDaemon.waitUntil(5) { daemon.logText.contains("kept extra at") })
     }
 
-    @Test(arguments: LevelsApp.all) func aChallengeIsAnsweredByTheAppsDelegate(levelsApp: LevelsApp) throws {
+    @Test(arguments: LevelsApp.everyMode) func aChallengeIsAnsweredByTheAppsDelegate(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
         let secret = random(90_000)
         try nginx.serve(secret, at: "private/\(dir)/secret.pack")

@@ -12,12 +12,12 @@ import TestSupport
     }
 
     func launch(_ levelsApp: LevelsApp, _ service: ExampleAppService, _ arguments: [String]) throws -> Bahost.Result {
-        try service.daemon.launch(service.app.identifier, try levelsApp.path, ["--json"] + arguments)
+        try levelsApp.run(arguments, app: service.app.identifier, daemon: service.daemon)
     }
 
     /// The delegate takes 4 s over a callback the service waits 1 s for: the completion stays with the app (the
     /// extension is not woken for it meanwhile) and counts as delivered once the method returned.
-    @Test(arguments: LevelsApp.all) func anAppThatAnswersLateKeepsItsCompletion(levelsApp: LevelsApp) throws {
+    @Test(arguments: LevelsApp.everyMode) func anAppThatAnswersLateKeepsItsCompletion(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService(extra: ["--app-callback-timeout", "1"])
         let (data, url) = try service.serve("late", 150_000)
         let result = try launch(
@@ -35,7 +35,7 @@ import TestSupport
 
     /// The app ends its process inside the callback, before touching the file: the method never returned, so the
     /// completion is not delivered to the app, and the extension gets it, once.
-    @Test(arguments: LevelsApp.all) func anAppThatDiesInItsCallbackLeavesTheCompletionToTheExtension(levelsApp: LevelsApp) throws {
+    @Test(arguments: LevelsApp.everyMode) func anAppThatDiesInItsCallbackLeavesTheCompletionToTheExtension(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService()
         let (data, url) = try service.serve("orphan", 120_000)
         let result = try launch(

@@ -59,6 +59,7 @@ in_root test -f /usr/lib/systemd/user/bahost.service || fail "no systemd user un
 in_root test -f /usr/share/man/man1/bahost.run.1.gz || fail "no man page"
 grep -qx 'includedir=${prefix}/include/bahost' "$root/usr/share/pkgconfig/bahost.pc" || fail "bahost.pc"
 grep -qx 'prefix=/usr' "$root/usr/share/pkgconfig/bahost.pc" || fail "bahost.pc's prefix"
+grep -qx 'Libs: -L${libdir} -lbackgroundassets' "$root/usr/share/pkgconfig/backgroundassets.pc" || fail "backgroundassets.pc"
 
 step "a C extension, built against the package's headers, in the root"
 cc -shared -fPIC -Wall -Werror -I "$root/usr/include/bahost" -o "$work/levels.so" Plugins/C/example_extension.c
@@ -71,11 +72,20 @@ in_root bahost run --plugin /tmp/levels.so --event install --manifest /tmp/manif
 grep -q '"kind":"returned"' "$work/run.json" || fail "bahost run: $(cat "$work/run.json")"
 grep -q '"identifier":"level-2"' "$work/run.json" || fail "bahost run returned no level-2: $(cat "$work/run.json")"
 
+step "an app in C, built against the package's header and library, in the root"
+cc -Wall -Werror -I "$root/usr/include/bahost" -o "$work/levels-app-c" Plugins/C/apps/levels_app.c \
+    -L "$root/usr/lib" -lbackgroundassets || fail "the C app did not build against the package"
+$sudo cp "$work/levels-app-c" "$root/tmp/"
+in_root env BAHOST_APP_IDENTIFIER=com.example.levels BAHOST_SOCKET=/tmp/none.sock /tmp/levels-app-c --json --list \
+    > "$work/app.out" && fail "the C app connected to a service that is not there"
+grep -q '"event":"connect".*BAErrorDomain 56' "$work/app.out" || fail "the C app in the root: $(cat "$work/app.out")"
+
 test_declared_app
 
 step "apt-get remove bahost"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq bahost >> "$work/apt.log" 2>&1 || fail "apt-get remove"
-for path in /usr/bin/bahost /usr/libexec/bahost /usr/include/bahost /usr/share/pkgconfig/bahost.pc; do
+for path in /usr/bin/bahost /usr/libexec/bahost /usr/include/bahost /usr/share/pkgconfig/bahost.pc \
+    /usr/lib/libbackgroundassets.so.1 /usr/share/pkgconfig/backgroundassets.pc; do
     in_root test -e "$path" && fail "$path is still there after apt-get remove"
 done
 echo "PASS: bahost $version installs into a clean root with apt, runs a C extension there, and goes away again"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # From this checkout, as a user would: scripts/install.sh into a fresh prefix, then projects started by the
 # installed `bahost new extension` built and run under the installed bahost:
+#   - the apps' C library: only ba/app.h's symbols, versioned, no Swift runtime needed; the C app built with
+#     `pkg-config backgroundassets` runs with no toolchain on its paths;
 #   - C, built with the installed pkg-config file: `make`, `make test` (bahost check), then `bahost run`'s whole life
 #     cycle against nginx on loopback, its file landing in the app group's container;
 #   - Swift, built against this checkout as a package: `swift build`, `swift test` (BackgroundAssetsTesting), and
@@ -35,6 +37,14 @@ if ldd "$prefix/bin/bahost" "$prefix/libexec/bahost/bahost-extension-runner" | g
 fi
 [ "$(pkg-config --cflags bahost | xargs)" = "-I$prefix/include/bahost" ] || fail "pkg-config --cflags bahost: $(pkg-config --cflags bahost)"
 [ "$(pkg-config --modversion bahost)" = "$version" ] || fail "bahost.pc's version is not $version"
+[ "$(pkg-config --modversion backgroundassets)" = "$version" ] || fail "backgroundassets.pc's version is not $version"
+ldd "$prefix/lib/libbackgroundassets.so.1" | grep -q "libswift\|libFoundation\|libdispatch" \
+    && fail "libbackgroundassets links the Swift runtime dynamically"
+exported=$(nm -D --defined-only "$prefix/lib/libbackgroundassets.so.1" | awk '$2 ~ /[TWDBRV]/ { print $3 }' | sort)
+[ -z "$(grep -v '^ba_app_' <<< "$exported")" ] || fail "libbackgroundassets exports more than ba/app.h: $(grep -v '^ba_app_' <<< "$exported" | head -3)"
+grep -q '^ba_app_connect$' <<< "$exported" || fail "libbackgroundassets does not export ba_app_connect"
+objdump -T "$prefix/lib/libbackgroundassets.so.1" | grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' \
+    || fail "ba_app_connect is not versioned BACKGROUNDASSETS_1.0"
 grep -qx "ExecStart=$prefix/bin/bahost daemon" "$prefix/lib/systemd/user/bahost.service" || fail "the unit does not start the installed bahost"
 grep -q "_bahost" "$prefix/share/bash-completion/completions/bahost" || fail "no bash completion"
 grep -q "#compdef bahost" "$prefix/share/zsh/site-functions/_bahost" || fail "no zsh completion"
@@ -43,6 +53,16 @@ for page in bahost bahost.run bahost.new.extension bahost.check; do
     grep -q '^\.Dt' "$prefix/share/man/man1/$page.1" || fail "no man page $page.1"
 done
 bahost debug status --help | grep -q "Show the scheduler" || fail "bahost debug status --help"
+
+step "an app in C, built with pkg-config backgroundassets, run with no Swift toolchain on its paths"
+cc -Wall -Werror -o "$work/levels-app-c" Plugins/C/apps/levels_app.c $(pkg-config --cflags --libs backgroundassets) \
+    || fail "the C app did not build with pkg-config backgroundassets"
+env -i PATH=/usr/bin:/bin BAHOST_SOCKET="$work/no-service.sock" "$work/levels-app-c" --json --list > "$work/app.out" \
+    && fail "the C app connected to a service that is not there"
+grep -q '"event":"connect".*BAErrorDomain 55' "$work/app.out" || fail "the C app without an identity: $(cat "$work/app.out")"
+env -i PATH=/usr/bin:/bin BAHOST_SOCKET="$work/no-service.sock" BAHOST_APP_IDENTIFIER=com.example.levels \
+    "$work/levels-app-c" --json --list > "$work/app.out" && fail "the C app connected to a service that is not there"
+grep -q '"event":"connect".*BAErrorDomain 56.*not reachable' "$work/app.out" || fail "the C app without a service: $(cat "$work/app.out")"
 
 step "nginx on loopback, serving a manifest's asset"
 mkdir -p "$work/www/levels"

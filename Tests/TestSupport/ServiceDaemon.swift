@@ -144,14 +144,29 @@ public struct TestApp: Sendable {
 /// (`Plugins/C/apps/levels_app.c`, same options and output), so that each app-side test runs through both.
 public struct LevelsApp: Sendable, CustomTestStringConvertible {
     public let language: String
+    /// Given before the test's own: how the C app takes its callbacks.
+    private let mode: [String]
     private let build: @Sendable () throws -> String
+
+    init(language: String, mode: [String] = [], build: @escaping @Sendable () throws -> String) {
+        self.language = language
+        self.mode = mode
+        self.build = build
+    }
 
     public static let swift = LevelsApp(language: "Swift") {
         TestPlugins.buildFolder.appendingPathComponent("levels-app").path
     }
-    /// Compiled with `cc` against the header and the library, as a C app's author builds it.
+    /// Compiled with `cc` against the header and the library, as a C app's author builds it; its callbacks come
+    /// from its own poll loop (`ba_app_fd`, `ba_app_dispatch`).
     public static let c = LevelsApp(language: "C") { try TestPlugins.cApp("apps/levels_app") }
+    /// The C app with its callbacks on the library's thread, and exclusive control by the blocking call.
+    public static let cOnLibraryThread = LevelsApp(language: "C, callbacks on the library's thread", mode: [
+        "--callbacks", "thread",
+    ]) { try TestPlugins.cApp("apps/levels_app") }
     public static let all = [swift, c]
+    /// `all`, and the C app's other way of taking callbacks.
+    public static let everyMode = all + [cOnLibraryThread]
 
     public var testDescription: String { "levels-app in \(language)" }
 
@@ -162,20 +177,20 @@ public struct LevelsApp: Sendable, CustomTestStringConvertible {
 
     /// Runs it to its end as `app` (launched by `bahost launch`, which proves its identity), with `--json`.
     public func run(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
-        try daemon.launch(app, try path, arguments + ["--json"])
+        try daemon.launch(app, try path, mode + arguments + ["--json"])
     }
 
     public func start(_ arguments: [String], app: String, daemon: ServiceDaemon) throws
         -> (process: Process, out: Pipe, err: Pipe)
     {
-        try Bahost.start(daemon.launchCommand(app, try path, arguments + ["--json"]))
+        try Bahost.start(daemon.launchCommand(app, try path, mode + arguments + ["--json"]))
     }
 
     /// Runs it to its end without a launch, only claiming to be `app` in its environment, as any process of the user
     /// could (the service refuses it: an app's identity is proved by its launch).
     public func runClaiming(_ arguments: [String], app: String, daemon: ServiceDaemon) throws -> Bahost.Result {
         try Bahost.run(
-            arguments + ["--json"], environment: ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket],
+            mode + arguments + ["--json"], environment: ["BAHOST_APP_IDENTIFIER": app, "BAHOST_SOCKET": daemon.socket],
             executable: try path)
     }
 }

@@ -44,11 +44,17 @@ public enum TestPlugins {
             if let path = built[key] { return path }
             let source = packageRoot.appendingPathComponent("Plugins/C/\(relativePath).c").path
             let output = scratch.appendingPathComponent(relativePath.replacingOccurrences(of: "/", with: "_")).path
+            // The library's SONAME is its installed name; SwiftPM names the file without the version.
+            let library = buildFolder.appendingPathComponent("libbackgroundassets.so").path
+            let versioned = scratch.appendingPathComponent("libbackgroundassets.so.1").path
+            if !FileManager.default.fileExists(atPath: versioned) {
+                try FileManager.default.createSymbolicLink(atPath: versioned, withDestinationPath: library)
+            }
             let cc = Process()
             cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             cc.arguments = [
                 "cc", "-Wall", "-Wextra", "-Werror", "-I", packageRoot.appendingPathComponent("SDK/C/include").path,
-                "-o", output, source, "-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(buildFolder.path)",
+                "-o", output, source, "-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(scratch.path)",
             ]
             try cc.run()
             cc.waitUntilExit()

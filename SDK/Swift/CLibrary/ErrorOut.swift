@@ -16,7 +16,17 @@ enum ErrorOut {
         let room = out.pointee.struct_size == 0 ? full : min(Int(out.pointee.struct_size), full)
         var value = make(domain: domain, code: code, message: message)
         value.struct_size = UInt32(room)
-        withUnsafeBytes(of: &value) { UnsafeMutableRawPointer(out).copyMemory(from: $0.baseAddress!, byteCount: room) }
+        let bytes = UnsafeMutableRawPointer(out)
+        withUnsafeBytes(of: &value) { bytes.copyMemory(from: $0.baseAddress!, byteCount: room) }
+        // A string the room cuts still ends inside it (the ABI's rule: strings are truncated to fit).
+        let fields = [
+            (MemoryLayout<ba_error_t>.offset(of: \.domain)!, MemoryLayout.size(ofValue: value.domain)),
+            (MemoryLayout<ba_error_t>.offset(of: \.message)!, MemoryLayout.size(ofValue: value.message)),
+        ]
+        for (start, size) in fields where start < room {
+            let written = UnsafeMutableRawBufferPointer(start: bytes + start, count: min(room, start + size) - start)
+            if !written.contains(0) { written[written.count - 1] = 0 }
+        }
     }
 
     /// A whole `ba_error_t`, strings cut on a UTF-8 boundary to fit.

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The app's C API (ba/app.h) held to Apple's codes and clear messages when an app misuses it
+/// (`Plugins/C/apps/app_api_misuse.c`, run as the launched app against a real daemon), and its two ways of taking
+/// callbacks. The behaviours Apple's API promises are tested through the C library by every `levels-app` test,
+/// which runs the C twin too.
+@Suite struct CAppAPITests {
+    /// Each case the probe printed, by name.
+    func cases() throws -> (ExampleAppService, [String: [String: Any]]) {
+        let service = try ExampleAppService()
+        let probe = try TestPlugins.cApp("apps/app_api_misuse")
+        let result = try service.daemon.launch(service.app.identifier, probe, [])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        return (service, Dictionary(lines.map { ($0["case"] as? String ?? "", $0) }, uniquingKeysWith: { $1 }))
+    }
+
+    func failure(_ answer: [String: Any]?) -> (domain: String, code: Int, message: String)? {
+        guard let answer, answer["ok"] as? Bool == false else { return nil }
+        return (answer["domain"] as? String ?? "", answer["code"] as? Int ?? -1, answer["message"] as? String ?? "")
+    }
+
+    @Test func misuseGetsApplesCodesAndSaysWhatWasWrong() throws {
+        let (service, answers) = try cases()
+        func expectFailure(
+            _ name: String, _ domain: String, _ code: Int, _ words: String, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            let got = failure(answers[name])
+            #expect(got?.domain == domain, "\(name): \(String(describing: answers[name]))", sourceLocation: sourceLocation)
+            #expect(got?.code == code, "\(name): \(String(describing: answers[name]))", sourceLocation: sourceLocation)
+            #expect(got?.message.contains(words) == true, "\(name): \(got?.message ?? "none")", sourceLocation: sourceLocation)
+        }
+        let host = "BAHostErrorDomain", apple = "BAErrorDomain"
+        expectFailure("options-struct-size", host, Int(EINVAL), "ba_app_options_t.struct_size is 4; this library needs 24")
+        expectFailure("unknown-callback-mode", host, Int(EINVAL), "callback_mode 7 is unknown")
+        #expect(answers["connect"]?["ok"] as? Bool == true, "\(String(describing: answers["connect"]))")
+        expectFailure("second-connect", apple, 56, "already connected")
+        #expect(answers["fd-in-library-thread-mode"]?["value"] as? Int == -1)
+        #expect(answers["dispatch-in-library-thread-mode"]?["value"] as? Int == -1)
+        expectFailure("download-struct-size", apple, 0, "ba_download_t.struct_size is 8; this library needs 88")
+        expectFailure("null-download", apple, 0, "the download is NULL")
+        expectFailure("download-without-url", apple, 0, "the download has no URL")
+        expectFailure("another-apps-group", apple, 55, "group.com.example.other")
+        expectFailure("cancel-unscheduled", apple, 101, "never-scheduled")
+        expectFailure("delegate-struct-size", host, Int(EINVAL), "ba_app_delegate_t.struct_size is 0")
+        expectFailure("fetch-without-visitor", host, Int(EINVAL), "visit is NULL")
+        expectFailure("exclusive-control-without-handler", host, Int(EINVAL), "handler is NULL")
+
+        let container = service.app.container(in: service.daemon.dataRoot).path
+        expectFailure("container-small-buffer", host, Int(ERANGE), "needs \(container.utf8.count + 1) bytes")
+        #expect(answers["container-length"]?["value"] as? Int == container.utf8.count + 1)
+        #expect(answers["container"]?["ok"] as? Bool == true)
+        expectFailure("container-other-group", host, Int(ENOENT), "not this app's")
+
+        // An error struct of 24 bytes: the code and a cut, terminated domain, nothing written past it.
+        #expect(answers["short-error-written"]?["value"] as? Int == 24)
+        #expect(answers["short-error-code"]?["value"] as? Int == 0)
+        #expect(answers["short-error-canary-intact"]?["value"] as? Int == 1)
+
+        expectFailure("after-disconnect", apple, 56, "not connected")
+        expectFailure("fetch-after-disconnect", apple, 56, "not connected")
+        #expect(answers["dispatch-after-disconnect"]?["value"] as? Int == -1)
+        #expect(answers["reconnect"]?["ok"] as? Bool == true, "\(String(describing: answers["reconnect"]))")
+        #expect(answers["library-major"]?["value"] as? Int == 1)
+    }
+}
