@@ -145,7 +145,8 @@ import TestSupport
     }
 
     /// The managed example app, `packs-app`, written as on Apple against `AssetPackManager`.
-    @Test func theAppReadsDownloadsAndRemovesPacksThroughAssetPackManager() throws {
+    @Test(arguments: PacksApp.all) func theAppReadsDownloadsAndRemovesPacksThroughAssetPackManager(packsApp program: PacksApp) throws {
+        let packsApp = try program.path
         let essential = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "hello")
         let onDemand = try pack("bonus", policy: #"{"onDemand":{}}"#, text: "bonus level")
         let first = try publish([essential, onDemand])
@@ -156,7 +157,7 @@ import TestSupport
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
         #expect(try daemon.report(["launch", app.identifier]).status == 0)
 
-        let run = try daemon.launch(app.identifier, TestPlugins.buildFolder.appendingPathComponent("packs-app").path, [
+        let run = try daemon.launch(app.identifier, packsApp, [
                 "--list", "--status", "intro", "--status", "bonus", "--read", "intro/readme.txt",
                 "--ensure", "bonus", "--ensure", "nope", "--read", "bonus:bonus/readme.txt",
                 "--read", "bonus:intro/readme.txt", "--read", "../etc/passwd", "--remove", "bonus",
@@ -183,7 +184,6 @@ import TestSupport
         #expect((ensured?["updates"] as? [String])?.first == "began", "\(ensured ?? [:])")
         #expect(line("ensured", "nope")?["error"] as? String == "assetPackNotFound(nope)")
         #expect(line("removed", "bonus")?["available"] as? Bool == false)
-        let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
         let gone = try daemon.launch(app.identifier, packsApp, ["--read", "bonus/readme.txt"])
         #expect(gone.events().first?["error"] as? String == "fileNotFound(bonus/readme.txt)", "\(gone.stdout)")
 
@@ -248,14 +248,15 @@ import TestSupport
     }
 
     /// `progress.cancel()` stops a pack's download every time (Apple's 26.0 failed the second), and leaves nothing.
-    @Test func progressCancelStopsAPackDownloadEveryTime() throws {
+    @Test(arguments: PacksApp.all) func progressCancelStopsAPackDownloadEveryTime(packsApp program: PacksApp) throws {
+        let packsApp = try program.path
         try publish([try TestPacks.randomBlob("big", size: 3_000_000, in: work.appendingPathComponent("big"))], slow: true)
         let app = try TestApp(
             manifestURL: nginx.https("\(dir)/download-manifest.json"), plugin: TestPlugins.swiftExample,
             managedAssetPacks: true)
         let daemon = try ServiceDaemon()
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
-        let run = try daemon.launch(app.identifier, TestPlugins.buildFolder.appendingPathComponent("packs-app").path, ["--cancel", "big", "--cancel", "big"])
+        let run = try daemon.launch(app.identifier, packsApp, ["--cancel", "big", "--cancel", "big"])
         let attempts = run.events().filter { $0["cancelled"] as? String == "big" }
         #expect(attempts.count == 2, "\(run.stdout) \(run.stderr)")
         for attempt in attempts {
@@ -384,7 +385,8 @@ import TestSupport
     }
 
     /// `url(for:)` of a folder two packs hold gives one folder with both packs' files.
-    @Test func aFolderSeveralPacksHoldIsMerged() throws {
+    @Test(arguments: PacksApp.all) func aFolderSeveralPacksHoldIsMerged(packsApp program: PacksApp) throws {
+        let packsApp = try program.path
         func levels(_ id: String, _ name: String) throws -> String {
             let source = work.appendingPathComponent(id)
             try FileManager.default.createDirectory(at: source.appendingPathComponent("levels/\(id)"), withIntermediateDirectories: true)
@@ -402,7 +404,7 @@ import TestSupport
             managedAssetPacks: true)
         let daemon = try ServiceDaemon()
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
-        let run = try daemon.launch(app.identifier, TestPlugins.buildFolder.appendingPathComponent("packs-app").path, ["--list-folder", "levels", "--list-folder", "levels/second", "--read", "levels/two.txt"])
+        let run = try daemon.launch(app.identifier, packsApp, ["--list-folder", "levels", "--list-folder", "levels/second", "--read", "levels/two.txt"])
         let lines = run.events()
         func names(_ folder: String) -> [String]? {
             lines.first { $0["folder"] as? String == folder }?["names"] as? [String]

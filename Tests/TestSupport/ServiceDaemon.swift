@@ -195,6 +195,26 @@ public struct LevelsApp: Sendable, CustomTestStringConvertible {
     }
 }
 
+/// The managed example app, `packs-app` in Swift or its C twin over `ba/app_asset_packs.h`
+/// (`Plugins/C/apps/packs_app.c`, same options and output).
+public struct PacksApp: Sendable, CustomTestStringConvertible {
+    public let language: String
+    private let build: @Sendable () throws -> String
+
+    public static let swift = PacksApp(language: "Swift") {
+        TestPlugins.buildFolder.appendingPathComponent("packs-app").path
+    }
+    public static let c = PacksApp(language: "C") { try TestPlugins.cApp("apps/packs_app") }
+    public static let all = [swift, c]
+
+    public var testDescription: String { "packs-app in \(language)" }
+
+    /// The executable (the C one is compiled the first time it is asked for).
+    public var path: String {
+        get throws { try build() }
+    }
+}
+
 extension ServiceDaemon {
     /// `bahost launch APP --socket S -- EXECUTABLE ARGUMENTS…`: how an app process runs as `app`.
     public func launchCommand(_ app: String, _ executable: String, _ arguments: [String]) -> [String] {

@@ -7,17 +7,44 @@ import Synchronization
 ///
 /// A handle is a number, never an address: the library looks each up in `live`, so a handle used after
 /// `ba_app_disconnect` (or one the app made up) fails with Apple's code 56 instead of touching freed memory.
-final class AppConnection: @unchecked Sendable {  // `delegate` and `challengeReplies` are guarded by `lock`
+final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `lock`
     let callbacks: CallbackQueue
+    private let socketPath: String?
+    private let appIdentifier: String?
     private let lock = NSLock()
     private var delegate: CDelegate?
+    /// The pack manager, connected at its first use (an app without managed packs never opens it).
+    private var packManager: AssetPackManager?
+    private var packObserver: Task<Void, Never>?
     /// Challenge replies handed to the app; freed with the connection, so that a late second answer stays harmless.
     private var challengeReplies: [UnsafeMutablePointer<ba_challenge_reply_t>] = []
 
     private static let live = Mutex<(next: UInt, connections: [UInt: AppConnection])>((1, [:]))
 
-    init(callbacks: CallbackQueue) {
+    init(callbacks: CallbackQueue, socketPath: String?, appIdentifier: String?) {
         self.callbacks = callbacks
+        self.socketPath = socketPath
+        self.appIdentifier = appIdentifier
+    }
+
+    /// The connection's `AssetPackManager`.
+    func packs() throws -> AssetPackManager {
+        try lock.withLock {
+            if let packManager { return packManager }
+            let manager = try AssetPackManager.connected(socketPath: socketPath, appIdentifier: appIdentifier)
+            packManager = manager
+            return manager
+        }
+    }
+
+    /// Replaces the packs' observer (nil: none).
+    func observePacks(_ observer: PackObserver?) throws {
+        let manager = try packs()
+        let task = observer?.start(manager, callbacks)
+        lock.withLock {
+            packObserver?.cancel()
+            packObserver = task
+        }
     }
 
     /// The connection behind a handle, if it is live.
@@ -56,7 +83,13 @@ final class AppConnection: @unchecked Sendable {  // `delegate` and `challengeRe
 
     /// Ends the connection: no callback runs afterwards, and the service offers what was waiting again.
     func close() {
-        lock.withLock { delegate = nil }
+        let packs = lock.withLock { () -> AssetPackManager? in
+            delegate = nil
+            packObserver?.cancel()
+            packObserver = nil
+            return packManager
+        }
+        packs?.disconnect()
         BADownloadManager.shared.disconnect()
         callbacks.close()
         let replies = lock.withLock { () -> [UnsafeMutablePointer<ba_challenge_reply_t>] in

@@ -38,8 +38,11 @@ public func ba_app_connect(
         return ErrorOut.misuse(error, EINVAL, "ba_app_options_t.callback_mode \(settings.callback_mode) is unknown")
     }
     let connection: AppConnection
+    let socketPath = settings.socket_path.map { String(cString: $0) }
+    let appIdentifier = settings.app_identifier.map { String(cString: $0) }
     do {
-        connection = AppConnection(callbacks: try CallbackQueue(mode: mode))
+        connection = AppConnection(
+            callbacks: try CallbackQueue(mode: mode), socketPath: socketPath, appIdentifier: appIdentifier)
     } catch let failure {
         ErrorOut.fill(error, failure)
         return false
@@ -49,9 +52,7 @@ public func ba_app_connect(
             error, "this process is already connected (one ba_app_t at a time: ba_app_disconnect the other first)")
     }
     do {
-        try BADownloadManager.shared.connect(
-            socketPath: settings.socket_path.map { String(cString: $0) },
-            appIdentifier: settings.app_identifier.map { String(cString: $0) })
+        try BADownloadManager.shared.connect(socketPath: socketPath, appIdentifier: appIdentifier)
     } catch let failure {
         _ = AppConnection.unregister(handle)
         connection.callbacks.close()

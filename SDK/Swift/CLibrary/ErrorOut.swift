@@ -57,6 +57,29 @@ enum ErrorOut {
         }
     }
 
+    /// Misuse of the API (a NULL where something is needed, a buffer too small), thrown: bahost's domain, an
+    /// errno-style code.
+    struct Misuse: Error, CustomNSError, LocalizedError {
+        let code: Int32
+        let message: String
+        static var errorDomain: String { ErrorOut.hostDomain }
+        var errorCode: Int { Int(code) }
+        var errorDescription: String? { message }
+    }
+
+    /// Copies `text` and its NUL into the caller's buffer, or throws ERANGE saying how much room it needs (which
+    /// `length` gets either way).
+    static func copy(_ text: String, into buffer: UnsafeMutablePointer<CChar>?, size: Int, length: UnsafeMutablePointer<Int>?)
+        throws
+    {
+        let bytes = Array(text.utf8) + [0]
+        length?.pointee = bytes.count
+        guard let buffer, size >= bytes.count else {
+            throw Misuse(code: ERANGE, message: "the text needs \(bytes.count) bytes; the buffer has \(size)")
+        }
+        bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    }
+
     /// Misuse of the API (a wrong struct size, an unknown handle): bahost's domain, an errno-style code.
     static func misuse(_ out: UnsafeMutablePointer<ba_error_t>?, _ code: Int32, _ message: String) -> Bool {
         fill(out, domain: hostDomain, code: Int64(code), message: message)

@@ -56,13 +56,13 @@ public func ba_app_container_path(
     guard let path = BADownloadManager.shared.containerPath(forGroup: String(cString: group)) else {
         return ErrorOut.misuse(error, ENOENT, "the app group is not this app's (or the service is not reachable)")
     }
-    let bytes = Array(path.utf8) + [0]
-    length?.pointee = bytes.count
-    guard let buffer, size >= bytes.count else {
-        return ErrorOut.misuse(error, ERANGE, "the container's path needs \(bytes.count) bytes; the buffer has \(size)")
+    do {
+        try ErrorOut.copy(path, into: buffer, size: size, length: length)
+        return true
+    } catch let failure {
+        ErrorOut.fill(error, failure)
+        return false
     }
-    bytes.withUnsafeBufferPointer { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-    return true
 }
 
 /// The app's context pointer, carried to the thread that calls its handler; the app promised it stays valid.

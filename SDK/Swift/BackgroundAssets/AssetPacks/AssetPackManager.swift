@@ -19,13 +19,19 @@ public actor AssetPackManager {
     /// declares it: another module reads it with `await`.
     public let statusUpdates: StatusUpdates
 
-    private nonisolated let transport: ServiceTransport
+    nonisolated let transport: ServiceTransport
     private nonisolated let updates: UpdateHub
 
-    init() {
+    init(
+        socketPath: String = ServiceProtocol.defaultSocketPath,
+        appIdentifier: String? = ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"]
+            ?? Bundle.main.bundleIdentifier
+    ) {
         let hub = UpdateHub()
         updates = hub
-        let transport = ServiceTransport(assetPackEvents: { pack, update in hub.publish(pack, update) })
+        let transport = ServiceTransport(
+            socketPath: socketPath, appIdentifier: appIdentifier,
+            assetPackEvents: { pack, update in hub.publish(pack, update) })
         self.transport = transport
         statusUpdates = StatusUpdates(hub: hub, id: nil, transport: transport)
         hub.cancel = { id in
