@@ -8,9 +8,12 @@
 #   pkg-config       finds the installed C ABI for a C extension (`pkg-config --cflags bahost`)
 #   nginx, openssl   the local asset server of the demo and the tests, with a certificate authority they make
 #   python3          scripts/docs.sh (the C ABI page, the documentation check) and the README snippet test
+#   python3-venv, python3-pytest, python3-setuptools
+#                    the Python binding's tests: `pip install ./SDK/Python` into a virtual environment, then pytest
 set -euo pipefail
 
-packages=(libffi-dev libsqlite3-dev libarchive-dev gcc make pkg-config nginx openssl python3)
+packages=(libffi-dev libsqlite3-dev libarchive-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
+    python3-setuptools)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

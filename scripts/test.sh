@@ -11,6 +11,10 @@ scripts/install-dependencies.sh
 swift build --build-tests
 swift test --skip-build --no-parallel
 
+# The Python binding (SDK/Python) installed with pip into a virtual environment, tested with pytest against the
+# build's library and real daemons.
+Tests/Python/run.sh
+
 # The benchmark suite in its smoke mode (small sizes, one run), so that it cannot rot; it asserts no timing.
 Benchmarks/run.sh --smoke
 

@@ -1,0 +1,77 @@
+"""Apple's BADownload and BAURLDownload, as values."""
+
+import ctypes
+import dataclasses
+import enum
+
+from . import _library as c
+
+
+class State(enum.IntEnum):
+    """Apple's BADownload.State."""
+    FAILED = -1
+    CREATED = 0
+    WAITING = 1
+    DOWNLOADING = 2
+    FINISHED = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class BADownload:
+    """A download, as the service describes it (what fetch_current_downloads and the delegate receive)."""
+    identifier: str
+    application_group_identifier: str
+    unique_identifier: str = ""
+    state: State = State.CREATED
+    priority: int = 50
+    essential: bool = False
+    file_size: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class BAURLDownload(BADownload):
+    """Apple's BAURLDownload: a file at a URL (https; http only to loopback where the service allows it)."""
+    url: str = ""
+    sha256: str = ""
+    headers: tuple = ()
+
+    def __init__(self, identifier, url, *, application_group_identifier, file_size=0, essential=False,
+                 priority=50, sha256="", headers=(), unique_identifier="", state=State.CREATED):
+        for name, value in dict(identifier=identifier, application_group_identifier=application_group_identifier,
+                                unique_identifier=unique_identifier, state=State(state), priority=priority,
+                                essential=essential, file_size=file_size, url=url, sha256=sha256,
+                                headers=tuple(headers)).items():
+            object.__setattr__(self, name, value)
+
+
+def to_c(download):
+    """A `ba_download_t` for `download`, with what keeps its strings alive."""
+    if not isinstance(download, BADownload):
+        raise TypeError(f"expected a BADownload, got {type(download).__name__}")
+    encoded = [h.encode() for h in getattr(download, "headers", ())]
+    headers = (c.c_char_p * len(encoded))(*encoded) if encoded else None
+    value = c.Download(
+        struct_size=ctypes.sizeof(c.Download), kind=c.DOWNLOAD_KIND_URL, identifier=download.identifier.encode(),
+        unique_identifier=download.unique_identifier.encode() or None,
+        url=getattr(download, "url", "").encode() or None,
+        application_group_identifier=download.application_group_identifier.encode(),
+        file_size=download.file_size, priority=download.priority, state=int(download.state),
+        essential=download.essential, sha256=getattr(download, "sha256", "").encode() or None,
+        http_headers=ctypes.cast(headers, ctypes.POINTER(c.c_char_p)) if headers else None,
+        http_header_count=len(encoded))
+    return value, headers
+
+
+def from_c(pointer):
+    """The download a callback or a visitor was given, as a value (the C one is only borrowed)."""
+    d = pointer.contents
+    text = lambda b: b.decode("utf-8", "replace") if b else ""  # noqa: E731
+    headers = tuple(text(d.http_headers[i]) for i in range(d.http_header_count)) if d.http_headers else ()
+    try:
+        state = State(d.state)
+    except ValueError:
+        state = State.FAILED
+    return BAURLDownload(
+        text(d.identifier), text(d.url), application_group_identifier=text(d.application_group_identifier),
+        file_size=d.file_size, essential=d.essential, priority=d.priority, sha256=text(d.sha256), headers=headers,
+        unique_identifier=text(d.unique_identifier), state=state)

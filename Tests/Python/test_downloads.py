@@ -1,0 +1,123 @@
+"""BADownloadManager and its delegate through the Python binding: what the Swift and C example apps are tested for
+(DelegateRoutingTests, ExactlyOnceTests, AppRequestTests, DurabilityTests), with the Python example app as real
+launched processes."""
+
+import errno
+import os
+import signal
+import time
+
+import pytest
+
+import backgroundassets as ba
+from conftest import PASSWORD, USER, events, wait_until
+
+
+def first(found, name, **fields):
+    return next((e for e in found if e.get("event") == name and all(e.get(k) == v for k, v in fields.items())), None)
+
+
+def test_a_running_app_with_a_delegate_gets_its_completion_instead_of_the_extension(service, nginx):
+    data = os.urandom(150_000)
+    url = nginx.serve(f"{service.dir}/extra.pack", data)
+    status, found, output = service.run_app("--schedule", f"extra={url}@150000", "--wait-for", "1", "--timeout", "30")
+    assert status == 0, output
+    assert first(found, "schedule", identifier="extra", ok=True), output
+    assert first(found, "began", identifier="extra"), output
+    finished = first(found, "finished", identifier="extra")
+    assert finished, output
+    # The delegate moved the file into the group's container; delivered once, to the app.
+    assert finished["path"].startswith(service.container())
+    with open(finished["path"], "rb") as file:
+        assert file.read() == data
+    assert service.downloads()["extra"]["delivered"] is True
+    assert "kept extra" not in service.log_text()
+
+
+def test_an_app_that_dies_in_its_callback_leaves_the_completion_to_the_extension(service, nginx):
+    url = nginx.serve(f"{service.dir}/orphan.pack", os.urandom(120_000))
+    status, found, output = service.run_app("--schedule", f"orphan={url}@120000", "--in-finished", "exit",
+                                            "--wait-for", "1", "--timeout", "30")
+    assert status == 3, output
+    assert first(found, "finishing", identifier="orphan") and not first(found, "finished"), output
+    assert wait_until(lambda: service.downloads()["orphan"]["delivered"] is True)
+    assert wait_until(lambda: service.log_text().count("kept orphan at") == 1, 10)
+    time.sleep(2)
+    assert service.log_text().count("kept orphan at") == 1
+
+
+def test_a_challenge_is_answered_by_the_delegate(service, nginx):
+    secret = os.urandom(90_000)
+    url = nginx.serve(f"private/{service.dir}/secret.pack", secret)
+    status, found, output = service.run_app("--schedule", f"secret={url}@90000", "--credential",
+                                            f"{USER}:{PASSWORD}", "--wait-for", "1", "--timeout", "30")
+    assert status == 0, output
+    challenge = first(found, "challenge")
+    assert challenge and challenge["realm"] == "levels" and challenge["host"] == "localhost", output
+    with open(first(found, "finished")["path"], "rb") as file:
+        assert file.read() == secret
+    # Cancelled, the challenge fails the download with the server's 401.
+    status, found, output = service.run_app("--schedule", f"again={url}@90000", "--wait-for", "1", "--timeout", "30")
+    failed = first(found, "failed")
+    assert failed and "401" in failed["error"], output
+
+
+def test_cancel_and_the_current_downloads(service, nginx):
+    url = nginx.serve(f"slow/{service.dir}/big.pack", bytes(8_000_000))
+    status, found, output = service.run_app("--delegate", "none", "--schedule", f"big={url}@8000000", "--list")
+    assert first(found, "currentDownloads")["identifiers"] == ["big"], output
+    status, found, output = service.run_app("--delegate", "none", "--cancel", "big", "--cancel", "big", "--list")
+    cancels = [e for e in found if e.get("event") == "cancel"]
+    assert cancels[0]["ok"] is True, output
+    assert cancels[1]["ok"] is False and cancels[1]["error"].startswith("BAErrorDomain 101"), output
+    assert first(found, "currentDownloads")["identifiers"] == [], output
+
+
+def test_exclusive_control_holds_between_app_processes(service):
+    holder = service.start_app("--delegate", "none", "--exclusive-control", "-1", "--hold", "3")
+    line = holder.stdout.readline()
+    while line and not line.startswith("{"):  # what `bahost launch` says before it runs the app
+        line = holder.stdout.readline()
+    assert '"acquired": true' in line, line
+    status, found, output = service.run_app("--delegate", "none", "--exclusive-control", "200")
+    refused = first(found, "exclusiveControl")
+    assert refused["acquired"] is False and refused["error"].startswith(f"NSPOSIXErrorDomain {errno.ETIMEDOUT}"), output
+    start = time.monotonic()
+    status, found, output = service.run_app("--delegate", "none", "--exclusive-control", "-1")
+    assert first(found, "exclusiveControl")["acquired"] is True, output
+    assert time.monotonic() - start > 0.5
+    holder.wait()
+
+
+def test_the_service_restarting_under_the_app_loses_nothing(service, nginx):
+    data = os.urandom(3_000_000)
+    url = nginx.serve(f"slow/{service.dir}/big.pack", data)
+    app = service.start_app("--schedule", f"big={url}@3000000", "--wait-for", "1", "--timeout", "60")
+    assert wait_until(lambda: service.downloads().get("big", {}).get("bytesReceived", 0) > 0)
+    service.stop(signal.SIGKILL)
+    service.start()
+    output, errors = app.communicate(timeout=90)
+    assert app.returncode == 0, output + errors
+    finished = first(events(output), "finished", identifier="big")
+    assert finished, output
+    with open(finished["path"], "rb") as file:
+        assert file.read() == data
+    assert service.downloads()["big"]["delivered"] is True
+
+
+def test_misuse_gets_apples_codes_and_a_clear_message(monkeypatch):
+    # This process was not started by `bahost launch`: it has no app identity (55).
+    monkeypatch.delenv("BAHOST_APP_IDENTIFIER", raising=False)
+    ba.disconnect()
+    with pytest.raises(ba.BAError) as raised:
+        ba.BADownloadManager.shared().fetch_current_downloads()
+    assert (raised.value.domain, raised.value.code) == (ba.BAErrorDomain, ba.BAErrorCode.CALLER_CONNECTION_NOT_ACCEPTED)
+    assert "no app identity" in raised.value.message
+    # No service at the socket (56).
+    monkeypatch.setenv("BAHOST_APP_IDENTIFIER", "com.example.levels")
+    monkeypatch.setenv("BAHOST_SOCKET", "/nonexistent/service.sock")
+    with pytest.raises(ba.BAError) as raised:
+        ba.BADownloadManager.shared().fetch_current_downloads()
+    assert raised.value.code == ba.BAErrorCode.CALLER_CONNECTION_INVALID and "not reachable" in raised.value.message
+    with pytest.raises(TypeError):
+        ba.BADownloadManager.shared().schedule_download("level-1")
