@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SDK's documentation, with swift-docc-plugin: DocC for BackgroundAssets and BackgroundAssetsTesting, whose
-# BackgroundAssets catalog includes the C ABI's reference page, generated from SDK/C/include/ba/.
-#   1. regenerates that page from the headers (with --check: fails when the committed page is not the headers');
+# BackgroundAssets catalog includes the C ABI's and the app's C API's reference pages, generated from
+# SDK/C/include/ba/.
+#   1. regenerates those pages from the headers (with --check: fails when a committed page is not the headers');
 #   2. fails when a public symbol of either module has no documentation comment;
 #   3. builds both archives, treating DocC's warnings (a broken symbol link, say) as errors.
 # scripts/test.sh runs it with --check, so the documentation cannot rot.
@@ -23,18 +24,21 @@ while [ $# -gt 0 ]; do
 done
 command -v python3 >/dev/null || scripts/install-dependencies.sh
 
-page=SDK/Swift/BackgroundAssets/BackgroundAssets.docc/CABIReference.md
 generated=$(mktemp)
 trap 'rm -f "$generated"' EXIT
-python3 scripts/docs/c-abi-reference.py SDK/C/include/ba "$generated"
-if $check; then
-    if ! diff -u "$page" "$generated"; then
-        echo "docs.sh: $page is not what the headers say: run scripts/docs.sh and commit it" >&2
-        exit 1
+for which in extension app; do
+    page=SDK/Swift/BackgroundAssets/BackgroundAssets.docc/CABIReference.md
+    [ "$which" = app ] && page=SDK/Swift/BackgroundAssets/BackgroundAssets.docc/CAppAPIReference.md
+    python3 scripts/docs/c-abi-reference.py "$which" SDK/C/include/ba "$generated"
+    if $check; then
+        if ! diff -u "$page" "$generated"; then
+            echo "docs.sh: $page is not what the headers say: run scripts/docs.sh and commit it" >&2
+            exit 1
+        fi
+    else
+        cp "$generated" "$page"
     fi
-else
-    cp "$generated" "$page"
-fi
+done
 
 echo "== every public symbol documented"
 log=$(mktemp)

@@ -5,7 +5,8 @@
 #     the Swift extension snippet as its target; the README's other Swift snippets (the managed extension, the
 #     AssetPackManager code, the BackgroundAssetsTesting test) go into targets the test appends to that package;
 #     then `swift build` and `swift test`, whose test is the README's own harness snippet;
-#   - its C extension, compiled with the README's own cc command, then held to its budget by `bahost check`.
+#   - its C extension, compiled with the README's own cc command, then held to its budget by `bahost check`;
+#   - its C app, compiled with the README's own cc command (pkg-config pointed at this checkout), run unlaunched.
 # A Swift or C snippet the test does not know fails it, so that a new snippet gets a place here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,11 +33,14 @@ places = [  # (language, what identifies it, where it goes)
     ("swift", "AssetPackManager.shared", "LevelsExtension/Sources/PacksApp/main.swift"),
     ("swift", "import BackgroundAssetsTesting", "LevelsExtension/Tests/LevelsExtensionTests/LevelsExtensionTests.swift"),
     ("c", "ba_extension_entry", "bahost/levels.c"),
+    ("c", "ba_app_connect", "bahost/game.c"),
 ]
 placed = set()
 for language, text in blocks:
     if language == "sh" and "cc -shared" in text:
         (work / "cc-command").write_text(next(l for l in text.splitlines() if l.startswith("cc ")))
+    if language == "sh" and "pkg-config --cflags --libs backgroundassets" in text:
+        (work / "app-cc-command").write_text(next(l for l in text.splitlines() if l.startswith("cc ")))
     if language not in ("swift", "c"):
         continue
     matches = [path for lang, marker, path in places if lang == language and marker in text]
@@ -79,4 +83,16 @@ echo "== the README's C snippet: $(cat "$work/cc-command")"
 "$bin/bahost" check --plugin "$work/bahost/levels.so" --event install --within 5 > "$work/check.out" || {
     cat "$work/check.out" >&2; fail "the README's C extension fails bahost check"; }
 grep -q "1 download: level-1" "$work/check.out" || fail "the README's C extension: $(cat "$work/check.out")"
+echo "== the README's C app: $(cat "$work/app-cc-command")"
+# pkg-config finds the checkout's headers and the build's library as the installed backgroundassets.pc would.
+mkdir -p "$work/pkgconfig" "$work/lib"
+ln -s "$bin/libbackgroundassets.so" "$work/lib/libbackgroundassets.so"
+ln -s "$bin/libbackgroundassets.so" "$work/lib/libbackgroundassets.so.1"
+printf 'Name: backgroundassets\nDescription: test\nVersion: 0\nCflags: -I%s\nLibs: -L%s -lbackgroundassets -Wl,-rpath,%s\n' \
+    "$repo/SDK/C/include" "$work/lib" "$work/lib" > "$work/pkgconfig/backgroundassets.pc"
+(cd "$work/bahost" && PKG_CONFIG_PATH="$work/pkgconfig" eval "$(cat "$work/app-cc-command")") \
+    || fail "the README's C app does not compile"
+# Run without a launch, it is refused as the README's code says it would be: the message, exit 1.
+if (cd "$work/bahost" && env -u BAHOST_APP_IDENTIFIER ./game) 2> "$work/game.err"; then fail "the README's C app ran without an identity"; fi
+grep -q "no app identity" "$work/game.err" || fail "the README's C app: $(cat "$work/game.err")"
 echo "PASS: every Swift and C snippet of the README builds, and its extensions and test run"

@@ -81,7 +81,7 @@ bool ba_app_ensure_asset_pack(ba_app_t *app, const char *id, bool require_latest
                               void *context, ba_error_t *error);
 
 /* [any thread; blocks for a round trip] Cancels the pack's download (Apple's progress.cancel() on a status update):
- * its ensure fails with NSUserCancelledError-style code from the service, and nothing is installed. */
+ * its ensure and its status updates end failed, and nothing new is installed. */
 bool ba_app_cancel_asset_pack_download(ba_app_t *app, const char *id, ba_error_t *error);
 
 /* Called once for each ID; borrowed for the call. */
