@@ -4,7 +4,8 @@
 # once with `bahost run` (the manifest named by its Info.plist, the extension's content request, policy, the
 # downloads, essential first, and each finished file delivered back to the extension, which keeps it in the app
 # group's container), then with the service: `bahost daemon`, `bahost install`, and `bahost launch` running the
-# example app, whose BADownloadManager delegate schedules a download and receives it. Then managed asset packs:
+# example app, whose BADownloadManager delegate schedules a download and receives it, and its twins in C (ba/app.h)
+# and Python (SDK/Python), which do the same through libbackgroundassets. Then managed asset packs:
 # `bahost pack` packages two packs, `bahost serve` serves them, the service installs a managed app (its essential
 # pack before the install returns), and the managed example app reads and downloads packs with AssetPackManager.
 set -euo pipefail
@@ -109,6 +110,20 @@ echo
 echo "== bahost launch, running the example app: its delegate schedules a download and receives what completes"
 "$bin/bahost" launch com.example.levels --socket "$socket" -- "$bin/levels-app" --list --wait-for 1 \
     --schedule "bonus=https://localhost:$port/levels/bonus.pack@3145728"
+
+echo
+echo "== the same app in C (ba/app.h, callbacks from its own poll loop), built with cc against libbackgroundassets"
+mkdir -p "$demo/lib" && ln -sf "$bin/libbackgroundassets.so" "$demo/lib/libbackgroundassets.so.1"
+cc -Wall -I SDK/C/include -o "$demo/levels-app-c" Plugins/C/apps/levels_app.c -L "$bin" -lbackgroundassets \
+    -Wl,-rpath,"$demo/lib"
+"$bin/bahost" launch com.example.levels --socket "$socket" -- "$demo/levels-app-c" --list --wait-for 1 \
+    --schedule "bonus-c=https://localhost:$port/levels/bonus.pack@3145728"
+
+echo
+echo "== and in Python (the backgroundassets package: ctypes over the same library)"
+BACKGROUNDASSETS_LIBRARY="$bin/libbackgroundassets.so" PYTHONPATH=SDK/Python \
+    "$bin/bahost" launch com.example.levels --socket "$socket" -- python3 Plugins/Python/levels_app.py --list \
+    --wait-for 1 --schedule "bonus-python=https://localhost:$port/levels/bonus.pack@3145728"
 
 echo
 echo "== bahost debug downloads and status"

@@ -23,7 +23,8 @@ def say(arguments, name, text=True, **fields):
     if arguments.json:
         print(json.dumps({"event": name, **fields}, sort_keys=True), flush=True)
     elif text:
-        print(name, " ".join(f"{k}={v}" for k, v in sorted(fields.items())), flush=True)
+        shown = lambda v: str(v).lower() if isinstance(v, bool) else ",".join(v) if isinstance(v, list) else v  # noqa
+        print(name, " ".join(f"{k}={shown(v)}" for k, v in sorted(fields.items())), flush=True)
 
 
 def describe(error):
