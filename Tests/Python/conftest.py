@@ -160,7 +160,9 @@ class Service:
         return {row["identifier"]: row for row in rows}
 
     def launch_command(self, program, *arguments):
-        return [BAHOST, "launch", self.app, "--socket", self.socket, "--", sys.executable, program, *arguments]
+        """`bahost launch` running a Python program (a .py file) or any other command as the app."""
+        interpreter = [sys.executable] if program.endswith(".py") else []
+        return [BAHOST, "launch", self.app, "--socket", self.socket, "--", *interpreter, program, *arguments]
 
     def run_app(self, *arguments, program=LEVELS_APP, timeout=90):
         """Runs the app to its end as the launched app; returns its status and its JSON lines."""
@@ -174,6 +176,29 @@ class Service:
 
     def container(self):
         return os.path.join(self.data_root, "containers", self.group)
+
+
+def publish(service, nginx, tmp_path, packs, folder="packs"):
+    """Packages each (ID, download policy, {path: bytes}) with `bahost pack`, serves the archives under `folder`
+    (`slow/…` at 1 MB/s) and their download manifest where the managed app's Info.plist points."""
+    archives = []
+    for id, policy, files in packs:
+        source = tmp_path / f"{id}-source"
+        for path, data in files.items():
+            (source / path).parent.mkdir(parents=True, exist_ok=True)
+            (source / path).write_bytes(data)
+        (source / "Manifest.json").write_text(json.dumps(
+            {"assetPackID": id, "downloadPolicy": policy, "fileSelectors": [{"directory": id}]}))
+        archive = tmp_path / f"{id}.tar.zst"
+        subprocess.run([BAHOST, "pack", "package", str(source / "Manifest.json"), "-o", str(archive)], check=True,
+                       capture_output=True)
+        nginx.serve(f"{folder}/{service.dir}/{id}", archive.read_bytes())
+        archives.append(str(archive))
+    manifest = tmp_path / "download-manifest.json"
+    subprocess.run([BAHOST, "pack", "download-manifest", "create", *archives, "--download-base-url",
+                    nginx.url(f"{folder}/{service.dir}/"), "--output-path", str(manifest)], check=True,
+                   capture_output=True)
+    nginx.serve(f"{service.dir}/download-manifest.json", manifest.read_bytes())
 
 
 def events(text):

@@ -5,28 +5,11 @@ import json
 import os
 import subprocess
 
-from conftest import BAHOST, events
-
-
-def publish(service, nginx, tmp_path):
-    source = tmp_path / "bonus-source"
-    (source / "bonus").mkdir(parents=True)
-    (source / "bonus" / "readme.txt").write_text("bonus level")
-    (source / "Manifest.json").write_text(json.dumps({
-        "assetPackID": "bonus", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "bonus"}]}))
-    archive = tmp_path / "bonus.tar.zst"
-    subprocess.run([BAHOST, "pack", "package", str(source / "Manifest.json"), "-o", str(archive)], check=True,
-                   capture_output=True)
-    nginx.serve(f"{service.dir}/packs/bonus", archive.read_bytes())
-    manifest = tmp_path / "download-manifest.json"
-    subprocess.run([BAHOST, "pack", "download-manifest", "create", str(archive), "--download-base-url",
-                    nginx.url(f"{service.dir}/packs/"), "--output-path", str(manifest)], check=True,
-                   capture_output=True)
-    nginx.serve(f"{service.dir}/download-manifest.json", manifest.read_bytes())
+from conftest import events, publish
 
 
 def test_the_app_lists_ensures_reads_and_removes_packs(managed_service, nginx, tmp_path):
-    publish(managed_service, nginx, tmp_path)
+    publish(managed_service, nginx, tmp_path, [("bonus", {"onDemand": {}}, {"bonus/readme.txt": b"bonus level"})])
     managed_service.install()
     probe = os.path.join(os.path.dirname(__file__), "apps", "packs_probe.py")
     result = subprocess.run(managed_service.launch_command(probe), capture_output=True, text=True, timeout=90)
