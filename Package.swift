@@ -205,8 +205,8 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "ExtensionRuntime", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost", "ExtensionRunner",
-                "ExampleApp", "ManagedApp",
+                "Service", "ServiceWire", "ExtensionRuntime", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost",
+                "ExtensionRunner", "ExampleApp", "ManagedApp",
             ]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceWire
 import Testing
 import TestSupport
 
@@ -66,5 +67,25 @@ import TestSupport
         #expect(answers["dispatch-after-disconnect"]?["value"] as? Int == -1)
         #expect(answers["reconnect"]?["ok"] as? Bool == true, "\(String(describing: answers["reconnect"]))")
         #expect(answers["library-major"]?["value"] as? Int == 1)
+    }
+
+    /// A library and a service of different protocol versions (an app built against an older or a newer bahost)
+    /// refuse each other at the hello, with Apple's 55 and both versions named, instead of misreading frames.
+    @Test func anotherProtocolVersionIsRefusedAtTheHelloNamingBoth() throws {
+        let service = try ExampleAppService()
+        for version in [ServiceProtocol.version - 1, ServiceProtocol.version + 1] {
+            let socket = try FramedSocket.connect(to: service.daemon.socket)
+            defer { socket.close() }
+            var hello = Hello(role: .app, appIdentifier: service.app.identifier)
+            hello.protocolVersion = version
+            try socket.send(try ServiceProtocol.encode(ClientMessage.request(id: 1, .hello(hello))))
+            let frame = try #require(try socket.receive())
+            guard case .reply(1, .failure(let error)) = try ServiceProtocol.decodeServiceMessage(frame) else {
+                Issue.record("the service did not refuse protocol \(version)")
+                continue
+            }
+            #expect(error.code == 55)
+            #expect(error.message.contains("speaks protocol \(version); this service speaks \(ServiceProtocol.version)"))
+        }
     }
 }

@@ -65,6 +65,8 @@ enum ErrorOut {
         static var errorDomain: String { ErrorOut.hostDomain }
         var errorCode: Int { Int(code) }
         var errorDescription: String? { message }
+        // Foundation on Linux reads the description from here when the error becomes an NSError.
+        var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
     }
 
     /// Copies `text` and its NUL into the caller's buffer, or throws ERANGE saying how much room it needs (which
