@@ -43,6 +43,7 @@ fi
 swift build -c "$configuration" --product bahost >/dev/null
 swift build -c "$configuration" --product bahost-extension-runner >/dev/null
 swift build -c "$configuration" --product bahost-bench-app >/dev/null
+swift build -c "$configuration" --product backgroundassets >/dev/null
 bin=$(swift build -c "$configuration" --show-bin-path)
 
 work=$(mktemp -d /tmp/bahost-bench.XXXXXX)
@@ -54,6 +55,10 @@ cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/extension.so" Plugins/C/ex
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_entry.so" Plugins/C/misbehaving/hang_in_entry.c
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_will_terminate.so" Plugins/C/misbehaving/hang_in_will_terminate.c
 cc -O2 -Wall -o "$work/spawn_floor" Benchmarks/spawn_floor.c
+# The queue figure's C app, linked with the app library under its installed name.
+mkdir -p "$work/lib" && ln -s "$bin/libbackgroundassets.so" "$work/lib/libbackgroundassets.so.1"
+cc -O2 -Wall -I SDK/C/include -o "$work/bench_app_c" Benchmarks/bench_app.c -L "$bin" -lbackgroundassets \
+    -Wl,-rpath,"$work/lib"
 
 port=""
 for candidate in $(shuf -i 20000-60000 -n 50); do
@@ -236,6 +241,15 @@ bench_app() {  # the app, launched as `bahost launch` does; keeps only its measu
     "$bin/bahost" launch com.example.bench --socket "$work/service/sock" -- "$bin/bahost-bench-app" "$@" \
         | grep -E "^(schedule|fetch|delegate) "
 }
+bench_other_app() {  # LANGUAGE COUNT URL FETCHES: the queue figure's app in C or Python
+    local language=$1; shift
+    if [ "$language" = c ]; then
+        "$bin/bahost" launch com.example.bench --socket "$work/service/sock" -- "$work/bench_app_c" "$@"
+    else
+        BACKGROUNDASSETS_LIBRARY="$bin/libbackgroundassets.so" PYTHONPATH=SDK/Python \
+            "$bin/bahost" launch com.example.bench --socket "$work/service/sock" -- /usr/bin/python3 Benchmarks/bench_app.py "$@"
+    fi | grep -E "^(c|python)\.(schedule|fetch) "
+}
 
 if want queue; then
 echo "== queue scale: $queue_count scheduleDownload calls, then fetchCurrentDownloads on that queue"
@@ -245,6 +259,12 @@ for _ in $(seq "$runs"); do
     bench_app queue --count "$queue_count" --url "$base/slow/1.bin" >> "$results"
     record turn "$(engine_turn)"
     stop_daemon
+    # The same calls through the app's C API, and through Python over it, each on a daemon of its own.
+    for language in c python; do
+        start_daemon
+        bench_other_app "$language" "$queue_count" "$base/slow/1.bin" 20 >> "$results"
+        stop_daemon
+    done
 done
 fi
 

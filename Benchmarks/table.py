@@ -96,6 +96,14 @@ if schedule:
           f"| {queue_count / (median(schedule) / 1000):.0f} calls/s | ≤ 1 s |")
 if fetch:
     print(f"| fetchCurrentDownloads on that queue | bahost | {spread(fetch, 'ms', 1)} | | ≤ 50 ms |")
+for language, label in [("c", "bahost, C app (ba/app.h)"), ("python", "bahost, Python app (ctypes)")]:
+    other_schedule, other_fetch = first(f"{language}.schedule"), first(f"{language}.fetch")
+    if other_schedule:
+        print(f"| schedule {queue_count} downloads durably (app, one call each) | {label} | "
+              f"{spread([x / 1000 for x in other_schedule], 's', 2)} "
+              f"| {queue_count / (median(other_schedule) / 1000):.0f} calls/s | ≤ 1 s |")
+    if other_fetch:
+        print(f"| fetchCurrentDownloads on that queue | {label} | {spread(other_fetch, 'ms', 1)} | | ≤ 50 ms |")
 turn = first("turn")
 if turn:
     print(f"| engine turn, mean, while that queue fills | bahost | {spread(turn, 'ms', 3)} | | |")
