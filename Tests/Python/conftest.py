@@ -97,8 +97,8 @@ def nginx():
 class Service:
     """A daemon with one app installed and launched: `com.example.levels`, its extension the Swift example."""
 
-    def __init__(self, folder, nginx, managed=False):
-        self.folder, self.nginx = folder, nginx
+    def __init__(self, folder, nginx, managed=False, extra=()):
+        self.folder, self.nginx, self.extra = folder, nginx, list(extra)
         self.socket = os.path.join(folder, "service.sock")
         self.data_root = os.path.join(folder, "data")
         self.log = os.path.join(folder, "daemon.log")
@@ -129,7 +129,7 @@ class Service:
             self.process = subprocess.Popen(
                 [BAHOST, "daemon", "--socket", self.socket, "--data-root", self.data_root, "--development",
                  "--allow-insecure-loopback", "--retry-delay", "0.05", "--scheduler-interval", "3600",
-                 "--apps-folder", os.path.join(self.folder, "apps")], stdout=log, stderr=log)
+                 "--apps-folder", os.path.join(self.folder, "apps"), *self.extra], stdout=log, stderr=log)
         for _ in range(400):
             if os.path.exists(self.socket) and self.bahost("debug", "status").returncode == 0:
                 return
@@ -223,6 +223,17 @@ def wait_until(condition, seconds=30):
 @pytest.fixture
 def service(nginx, tmp_path):
     running = Service(str(tmp_path), nginx)
+    running.install()
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait()
+
+
+@pytest.fixture
+def impatient_service(nginx, tmp_path):
+    """A service that waits 1 s for the app's callbacks (`--app-callback-timeout 1`)."""
+    running = Service(str(tmp_path), nginx, extra=["--app-callback-timeout", "1"])
     running.install()
     yield running
     if running.process.poll() is None:

@@ -46,6 +46,22 @@ def test_an_app_that_dies_in_its_callback_leaves_the_completion_to_the_extension
     assert service.log_text().count("kept orphan at") == 1
 
 
+def test_a_callback_that_outlasts_the_service_s_patience_keeps_its_completion(impatient_service, nginx):
+    # The delegate takes 4 s over a callback the service waits 1 s for: the completion stays with the app (the
+    # extension is not woken for it meanwhile) and counts as delivered once the method returned.
+    service = impatient_service
+    data = os.urandom(150_000)
+    url = nginx.serve(f"{service.dir}/late.pack", data)
+    status, found, output = service.run_app("--schedule", f"late={url}@150000", "--in-finished", "sleep=4",
+                                            "--wait-for", "1", "--timeout", "30")
+    assert status == 0, output
+    with open(first(found, "finished")["path"], "rb") as file:
+        assert file.read() == data
+    assert wait_until(lambda: service.downloads()["late"]["delivered"] is True, 10)
+    time.sleep(2)
+    assert "kept late" not in service.log_text()
+
+
 def test_a_challenge_is_answered_by_the_delegate(service, nginx):
     secret = os.urandom(90_000)
     url = nginx.serve(f"private/{service.dir}/secret.pack", secret)
