@@ -62,16 +62,24 @@ def to_c(download):
     return value, headers
 
 
+_STATES = {state.value: state for state in State}
+
+
 def from_c(pointer):
-    """The download a callback or a visitor was given, as a value (the C one is only borrowed)."""
+    """The download a callback or a visitor was given, as a value (the C one is only borrowed). Hot: a fetch of
+    10,000 downloads makes 10,000 of these, so the value is filled directly rather than through __init__."""
     d = pointer.contents
-    text = lambda b: b.decode("utf-8", "replace") if b else ""  # noqa: E731
-    headers = tuple(text(d.http_headers[i]) for i in range(d.http_header_count)) if d.http_headers else ()
-    try:
-        state = State(d.state)
-    except ValueError:
-        state = State.FAILED
-    return BAURLDownload(
-        text(d.identifier), text(d.url), application_group_identifier=text(d.application_group_identifier),
-        file_size=d.file_size, essential=d.essential, priority=d.priority, sha256=text(d.sha256), headers=headers,
-        unique_identifier=text(d.unique_identifier), state=state)
+    count, headers = d.http_header_count, ()
+    if count:
+        lines = d.http_headers
+        headers = tuple(lines[i].decode("utf-8", "replace") for i in range(count))
+    unique, url, sha256 = d.unique_identifier, d.url, d.sha256
+    download = object.__new__(BAURLDownload)
+    download.__dict__.update(
+        identifier=d.identifier.decode("utf-8", "replace"),
+        application_group_identifier=(d.application_group_identifier or b"").decode("utf-8", "replace"),
+        unique_identifier=unique.decode("utf-8", "replace") if unique else "",
+        state=_STATES.get(d.state, State.FAILED), priority=d.priority, essential=d.essential,
+        file_size=d.file_size, url=url.decode("utf-8", "replace") if url else "",
+        sha256=sha256.decode("ascii", "replace") if sha256 else "", headers=headers)
+    return download
