@@ -220,31 +220,28 @@ def wait_until(condition, seconds=30):
     return False
 
 
+def running(service, install=True):
+    """Yields the service (installed and launched unless told not to), and kills its daemon afterwards."""
+    if install:
+        service.install()
+    yield service
+    if service.process.poll() is None:
+        service.process.kill()
+        service.process.wait()
+
+
 @pytest.fixture
 def service(nginx, tmp_path):
-    running = Service(str(tmp_path), nginx)
-    running.install()
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait()
+    yield from running(Service(str(tmp_path), nginx))
 
 
 @pytest.fixture
 def impatient_service(nginx, tmp_path):
     """A service that waits 1 s for the app's callbacks (`--app-callback-timeout 1`)."""
-    running = Service(str(tmp_path), nginx, extra=["--app-callback-timeout", "1"])
-    running.install()
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait()
+    yield from running(Service(str(tmp_path), nginx, extra=["--app-callback-timeout", "1"]))
 
 
 @pytest.fixture
 def managed_service(nginx, tmp_path):
-    running = Service(str(tmp_path), nginx, managed=True)
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait()
+    """A managed app's service, not installed yet: the test publishes its packs first."""
+    yield from running(Service(str(tmp_path), nginx, managed=True), install=False)

@@ -11,6 +11,8 @@ venv=$(mktemp -d /tmp/bahost-python.XXXXXX)
 trap 'rm -rf "$venv"' EXIT
 # Debian's interpreter, whatever else is first on PATH; its pytest and setuptools, so that nothing is fetched.
 /usr/bin/python3 -m venv --system-site-packages "$venv"
-"$venv/bin/pip" install --quiet --no-build-isolation --no-index ./SDK/Python
+# From a copy, so that the build leaves nothing in the checkout.
+cp -r SDK/Python "$venv/package"
+"$venv/bin/pip" install --quiet --no-build-isolation --no-index "$venv/package"
 BACKGROUNDASSETS_LIBRARY="$build/libbackgroundassets.so" BAHOST_BUILD="$build" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/Python "$@"

@@ -10,7 +10,7 @@ import threading
 
 from . import _library as c
 from .errors import BAError
-from .manager import _check, _connection
+from .manager import _call, _check, _connection
 
 lib = c.lib
 
@@ -77,26 +77,22 @@ class AssetPackManager:
             cls._shared = cls()
         return cls._shared
 
-    def _call(self, function, *arguments):
-        error = c.Error.empty()
-        _check(function(_connection.get(), *arguments, ctypes.byref(error)), error)
-
     def asset_packs(self):
         """Every pack the server offers to the app, by ID (Apple's manifest.assetPacks)."""
         found = []
-        self._call(lib.ba_app_asset_packs, c.PackVisitor(lambda _, p: found.append(_pack(p))), None)
+        _call(lib.ba_app_asset_packs, c.PackVisitor(lambda _, p: found.append(_pack(p))), None)
         return found
 
     def asset_pack(self, id):
         """The pack with this ID; ManagedBackgroundAssetsError (ASSET_PACK_NOT_FOUND) when the server offers none."""
         found = []
-        self._call(lib.ba_app_asset_pack, id.encode(), c.PackVisitor(lambda _, p: found.append(_pack(p))), None)
+        _call(lib.ba_app_asset_pack, id.encode(), c.PackVisitor(lambda _, p: found.append(_pack(p))), None)
         return found[0]
 
     def status(self, id):
         """The pack's Status relative to the server."""
         value = ctypes.c_int64()
-        self._call(lib.ba_app_asset_pack_status, id.encode(), ctypes.byref(value))
+        _call(lib.ba_app_asset_pack_status, id.encode(), ctypes.byref(value))
         return Status(value.value)
 
     def local_status(self, id):
@@ -120,12 +116,12 @@ class AssetPackManager:
         callback = c.PackCompletion(done)
         _connection.keep.append(callback)
         self._ensure_observer()
-        self._call(lib.ba_app_ensure_asset_pack, id.encode(), require_latest_version, callback, None)
+        _call(lib.ba_app_ensure_asset_pack, id.encode(), require_latest_version, callback, None)
         await future
 
     def cancel_download(self, id):
         """Stops the pack's download (Apple's progress.cancel() on a status update)."""
-        self._call(lib.ba_app_cancel_asset_pack_download, id.encode())
+        _call(lib.ba_app_cancel_asset_pack_download, id.encode())
 
     def status_updates(self, id=None):
         """An async iterator of status updates: every pack's, or one pack's (ending after FINISHED or FAILED)."""
@@ -139,17 +135,17 @@ class AssetPackManager:
     def check_for_updates(self):
         """Updates outdated packs and removes obsolete ones: (updating IDs, removed IDs)."""
         updating, removed = set(), set()
-        self._call(lib.ba_app_check_for_asset_pack_updates, c.IdVisitor(lambda _, i: updating.add(i.decode())),
+        _call(lib.ba_app_check_for_asset_pack_updates, c.IdVisitor(lambda _, i: updating.add(i.decode())),
                    c.IdVisitor(lambda _, i: removed.add(i.decode())), None)
         return updating, removed
 
     def remove(self, id):
-        self._call(lib.ba_app_remove_asset_pack, id.encode())
+        _call(lib.ba_app_remove_asset_pack, id.encode())
 
     def contents(self, path, pack_id=None):
         """The bytes of the file at `path` in the packs' shared namespace (or in one pack)."""
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
-        self._call(lib.ba_app_asset_pack_contents, os.fsencode(path), pack_id.encode() if pack_id else None,
+        _call(lib.ba_app_asset_pack_contents, os.fsencode(path), pack_id.encode() if pack_id else None,
                    ctypes.byref(data), ctypes.byref(size))
         try:
             return ctypes.string_at(data, size.value)
@@ -167,7 +163,7 @@ class AssetPackManager:
     def url(self, path):
         """The path of the item at `path` in the namespace (Apple's url(for:))."""
         buffer = ctypes.create_string_buffer(4096)
-        self._call(lib.ba_app_asset_pack_path, os.fsencode(path), buffer, len(buffer), None)
+        _call(lib.ba_app_asset_pack_path, os.fsencode(path), buffer, len(buffer), None)
         return buffer.value.decode()
 
     def _ensure_observer(self):
@@ -176,7 +172,7 @@ class AssetPackManager:
                 return
             self._observer = c.PackUpdateHandler(self._publish)
             _connection.keep.append(self._observer)
-        self._call(lib.ba_app_set_asset_pack_observer, self._observer, None)
+        _call(lib.ba_app_set_asset_pack_observer, self._observer, None)
 
     def _publish(self, _, pointer):
         u = pointer.contents

@@ -48,6 +48,12 @@ def _check(ok, error):
         raise BAError._from(error)
 
 
+def _call(function, *arguments):
+    """Calls a library function that takes the connection first and an error last; raises what it reports."""
+    error = c.Error.empty()
+    _check(function(_connection.get(), *arguments, ctypes.byref(error)), error)
+
+
 class _Connection:
     """The process's one `ba_app_t`, opened at the first call."""
 
@@ -97,10 +103,6 @@ class BADownloadManager:
             cls._shared = cls()
         return cls._shared
 
-    def _call(self, function, *arguments):
-        error = c.Error.empty()
-        _check(function(_connection.get(), *arguments, ctypes.byref(error)), error)
-
     @property
     def delegate(self):
         return self._delegate
@@ -108,7 +110,7 @@ class BADownloadManager:
     @delegate.setter
     def delegate(self, delegate):
         if delegate is None:
-            self._call(lib.ba_app_set_delegate, None)
+            _call(lib.ba_app_set_delegate, None)
             self._delegate = None
             return
         table = c.Delegate(struct_size=ctypes.sizeof(c.Delegate))
@@ -132,30 +134,30 @@ class BADownloadManager:
              lambda f, _, d, error: f(from_c(d), BAError._from(error.contents)))
         bind("download_finished", c.DownloadFinished, "download_finished",
              lambda f, _, d, path: f(from_c(d), path.decode()))
-        self._call(lib.ba_app_set_delegate, ctypes.byref(table))
+        _call(lib.ba_app_set_delegate, ctypes.byref(table))
         _connection.keep.append(callbacks)
         self._delegate = delegate
 
     def schedule_download(self, download):
         """Queues `download` to run at the system's discretion."""
         value, keep = to_c(download)
-        self._call(lib.ba_app_schedule_download, ctypes.byref(value))
+        _call(lib.ba_app_schedule_download, ctypes.byref(value))
 
     def start_foreground_download(self, download):
         """Starts `download` now, or promotes a scheduled one."""
         value, keep = to_c(download)
-        self._call(lib.ba_app_start_foreground_download, ctypes.byref(value))
+        _call(lib.ba_app_start_foreground_download, ctypes.byref(value))
 
     def cancel(self, download):
         """Cancels a scheduled or running download (code 101 when it is not scheduled)."""
         value, keep = to_c(download)
-        self._call(lib.ba_app_cancel_download, ctypes.byref(value))
+        _call(lib.ba_app_cancel_download, ctypes.byref(value))
 
     def fetch_current_downloads(self):
         """The app's scheduled and running downloads."""
         found = []
         visit = c.DownloadVisitor(lambda _, d: found.append(from_c(d)))
-        self._call(lib.ba_app_fetch_current_downloads, visit, None)
+        _call(lib.ba_app_fetch_current_downloads, visit, None)
         return found
 
     @contextlib.contextmanager
@@ -164,7 +166,7 @@ class BADownloadManager:
         withExclusiveControl(before:)): waits up to `timeout` seconds (None: as long as needed), else raises
         BAError (NSPOSIXErrorDomain ETIMEDOUT)."""
         milliseconds = -1 if timeout is None else max(0, int(timeout * 1000))
-        self._call(lib.ba_app_acquire_exclusive_control, milliseconds)
+        _call(lib.ba_app_acquire_exclusive_control, milliseconds)
         try:
             yield
         finally:
@@ -183,7 +185,7 @@ class BADownloadManager:
 
         callback = c.ExclusiveHandler(call)
         _connection.keep.append(callback)
-        self._call(lib.ba_app_with_exclusive_control, milliseconds, callback, None)
+        _call(lib.ba_app_with_exclusive_control, milliseconds, callback, None)
 
     def container_path(self, group_identifier):
         """The folder the app group's app and extension share (Apple's containerURL(forSecurityApplicationGroup-

@@ -20,20 +20,6 @@ private func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -
     return try result.withLock { $0! }.get()
 }
 
-/// The live connection's pack manager and a C string argument, or false after filling `error`.
-private func packCall(
-    _ app: OpaquePointer?, _ error: UnsafeMutablePointer<ba_error_t>?, _ body: (AppConnection) throws -> Void
-) -> Bool {
-    guard let connection = AppConnection.find(app) else { return unknownHandle(error) }
-    do {
-        try body(connection)
-        return true
-    } catch let failure {
-        ErrorOut.fill(error, failure)
-        return false
-    }
-}
-
 private func text(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
     guard let pointer else { throw ErrorOut.Misuse(code: EINVAL, message: "\(name) is NULL") }
     return String(cString: pointer)
@@ -55,7 +41,7 @@ public func ba_app_asset_packs(
     _ app: OpaquePointer?, _ visit: ba_asset_pack_visitor_t?, _ context: UnsafeMutableRawPointer?,
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         guard let visit else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_packs: visit is NULL") }
         let manager = try connection.packs()
         let packs = try blocking { try await manager.manifest.assetPacks }.sorted { $0.id < $1.id }
@@ -68,7 +54,7 @@ public func ba_app_asset_pack(
     _ app: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ visit: ba_asset_pack_visitor_t?,
     _ context: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         guard let visit else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack: visit is NULL") }
         let manager = try connection.packs()
@@ -82,7 +68,7 @@ public func ba_app_asset_pack_status(
     _ app: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ status: UnsafeMutablePointer<Int64>?,
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         guard let status else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_status: status is NULL") }
         let manager = try connection.packs()
@@ -107,7 +93,7 @@ public func ba_app_set_asset_pack_observer(
     _ app: OpaquePointer?, _ handler: ba_asset_pack_update_handler_t?, _ context: UnsafeMutableRawPointer?,
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         try connection.observePacks(handler.map { PackObserver(handler: $0, context: context) })
     }
 }
@@ -117,7 +103,7 @@ public func ba_app_ensure_asset_pack(
     _ app: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ requireLatest: Bool, _ done: ba_asset_pack_completion_t?,
     _ context: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         guard let done else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_ensure_asset_pack: done is NULL") }
         let manager = try connection.packs()
@@ -145,7 +131,9 @@ public func ba_app_ensure_asset_pack(
 public func ba_app_cancel_asset_pack_download(
     _ app: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in try connection.packs().cancelDownload(ofAssetPackWithID: try text(id, "the pack's ID")) }
+    withConnection(app, error) { connection in
+        try connection.packs().cancelDownload(ofAssetPackWithID: try text(id, "the pack's ID"))
+    }
 }
 
 @_cdecl("ba_app_check_for_asset_pack_updates")
@@ -153,7 +141,7 @@ public func ba_app_check_for_asset_pack_updates(
     _ app: OpaquePointer?, _ updating: ba_asset_pack_id_visitor_t?, _ removed: ba_asset_pack_id_visitor_t?,
     _ context: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let manager = try connection.packs()
         let (updatingIDs, removedIDs) = try blocking {
             let result = try await manager.checkForUpdates()
@@ -168,7 +156,7 @@ public func ba_app_check_for_asset_pack_updates(
 public func ba_app_remove_asset_pack(
     _ app: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         let manager = try connection.packs()
         try blocking { try await manager.remove(assetPackWithID: id) }
@@ -180,7 +168,9 @@ private func give(_ data: Data, _ out: UnsafeMutablePointer<UnsafeMutableRawPoin
     throws
 {
     guard let out else { throw ErrorOut.Misuse(code: EINVAL, message: "the data's out-parameter is NULL") }
-    guard let copy = malloc(max(data.count, 1)) else { throw ErrorOut.Misuse(code: ENOMEM, message: "no memory for \(data.count) bytes") }
+    guard let copy = malloc(max(data.count, 1)) else {
+        throw ErrorOut.Misuse(code: ENOMEM, message: "no memory for \(data.count) bytes")
+    }
     data.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: data.count) } }
     out.pointee = copy
     size?.pointee = data.count
@@ -192,7 +182,7 @@ public func ba_app_asset_pack_contents(
     _ data: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ size: UnsafeMutablePointer<Int>?,
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let path = try text(path, "the path")
         let contents = try connection.packs().contents(
             at: FilePath(path), searchingInAssetPackWithID: pack.map { String(cString: $0) })
@@ -206,7 +196,7 @@ public func ba_app_asset_pack_localized_contents(
     _ data: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ size: UnsafeMutablePointer<Int>?,
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let path = try text(path, "the path")
         let language = Locale.Language(identifier: try text(language, "the language"))
         try give(try connection.packs().contents(at: FilePath(path), asLocalizedFor: language), data, size)
@@ -219,7 +209,7 @@ public func ba_app_asset_pack_open(
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Int32 {
     var descriptor: Int32 = -1
-    _ = packCall(app, error) { connection in
+    _ = withConnection(app, error) { connection in
         let path = try text(path, "the path")
         descriptor = try connection.packs().descriptor(
             for: FilePath(path), searchingInAssetPackWithID: pack.map { String(cString: $0) }
@@ -233,7 +223,7 @@ public func ba_app_asset_pack_path(
     _ app: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,
     _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let url = try connection.packs().url(for: FilePath(try text(path, "the path")))
         try ErrorOut.copy(url.path, into: buffer, size: size, length: length)
     }
@@ -247,7 +237,7 @@ public func ba_app_asset_pack_language(
     _ app: OpaquePointer?, _ which: Int32, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,
     _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let manager = try connection.packs()
         let language: String
         switch which {
@@ -266,7 +256,7 @@ public func ba_app_asset_pack_language(
 public func ba_app_set_asset_pack_language(
     _ app: OpaquePointer?, _ language: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let manager = try connection.packs()
         manager.resolvedLanguageID = language.map { String(cString: $0) }
     }
@@ -276,7 +266,7 @@ public func ba_app_set_asset_pack_language(
 public func ba_app_reconcile_asset_pack_languages(_ app: OpaquePointer?, _ error: UnsafeMutablePointer<ba_error_t>?)
     -> Bool
 {
-    packCall(app, error) { connection in
+    withConnection(app, error) { connection in
         let manager = try connection.packs()
         try blocking { try await manager.reconcilePreferredLanguages() }
     }

@@ -99,3 +99,17 @@ func unknownHandle(_ error: UnsafeMutablePointer<ba_error_t>?) -> Bool {
     ErrorOut.invalidConnection(
         error, "the ba_app_t is not connected (disconnected, or never returned by ba_app_connect)")
 }
+
+/// Runs a call for a live handle, filling `error` with what it threw; false for a handle that is not live.
+func withConnection(
+    _ app: OpaquePointer?, _ error: UnsafeMutablePointer<ba_error_t>?, _ body: (AppConnection) throws -> Void
+) -> Bool {
+    guard let connection = AppConnection.find(app) else { return unknownHandle(error) }
+    do {
+        try body(connection)
+        return true
+    } catch let failure {
+        ErrorOut.fill(error, failure)
+        return false
+    }
+}

@@ -30,26 +30,12 @@ private func object(_ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMu
     return ABIDownload.object(download.pointee)
 }
 
-/// Runs a manager call for a live handle, filling `error` with what it threw.
-private func call(
-    _ app: OpaquePointer?, _ error: UnsafeMutablePointer<ba_error_t>?, _ body: () throws -> Void
-) -> Bool {
-    guard AppConnection.find(app) != nil else { return unknownHandle(error) }
-    do {
-        try body()
-        return true
-    } catch let failure {
-        ErrorOut.fill(error, failure)
-        return false
-    }
-}
-
 @_cdecl("ba_app_schedule_download")
 public func ba_app_schedule_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let object = object(download, error) else { return false }
-    return call(app, error) { try BADownloadManager.shared.scheduleDownload(object) }
+    return withConnection(app, error) { _ in try BADownloadManager.shared.scheduleDownload(object) }
 }
 
 @_cdecl("ba_app_start_foreground_download")
@@ -57,7 +43,7 @@ public func ba_app_start_foreground_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let object = object(download, error) else { return false }
-    return call(app, error) { try BADownloadManager.shared.startForegroundDownload(object) }
+    return withConnection(app, error) { _ in try BADownloadManager.shared.startForegroundDownload(object) }
 }
 
 @_cdecl("ba_app_cancel_download")
@@ -65,7 +51,7 @@ public func ba_app_cancel_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let object = object(download, error) else { return false }
-    return call(app, error) { try BADownloadManager.shared.cancel(object) }
+    return withConnection(app, error) { _ in try BADownloadManager.shared.cancel(object) }
 }
 
 @_cdecl("ba_app_fetch_current_downloads")
@@ -75,7 +61,8 @@ public func ba_app_fetch_current_downloads(
 ) -> Bool {
     guard let visit else { return ErrorOut.misuse(error, EINVAL, "ba_app_fetch_current_downloads: visit is NULL") }
     var downloads: [BADownload] = []
-    guard call(app, error, { downloads = try BADownloadManager.shared.fetchCurrentDownloads() }) else { return false }
+    guard withConnection(app, error, { _ in downloads = try BADownloadManager.shared.fetchCurrentDownloads() })
+    else { return false }
     for download in downloads { ABIDownload.with(download) { visit(context, $0) } }
     return true
 }

@@ -8,13 +8,8 @@ import CBAExtension
 public func ba_app_acquire_exclusive_control(
     _ app: OpaquePointer?, _ timeoutMilliseconds: Int64, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    guard AppConnection.find(app) != nil else { return unknownHandle(error) }
-    do {
+    withConnection(app, error) { _ in
         try BADownloadManager.shared.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
-        return true
-    } catch let failure {
-        ErrorOut.fill(error, failure)
-        return false
     }
 }
 
@@ -51,17 +46,12 @@ public func ba_app_container_path(
     _ app: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,
     _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    guard AppConnection.find(app) != nil else { return unknownHandle(error) }
-    guard let group else { return ErrorOut.misuse(error, EINVAL, "ba_app_container_path: the group is NULL") }
-    guard let path = BADownloadManager.shared.containerPath(forGroup: String(cString: group)) else {
-        return ErrorOut.misuse(error, ENOENT, "the app group is not this app's (or the service is not reachable)")
-    }
-    do {
+    withConnection(app, error) { _ in
+        guard let group else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_container_path: the group is NULL") }
+        guard let path = BADownloadManager.shared.containerPath(forGroup: String(cString: group)) else {
+            throw ErrorOut.Misuse(code: ENOENT, message: "the app group is not this app's (or the service is not reachable)")
+        }
         try ErrorOut.copy(path, into: buffer, size: size, length: length)
-        return true
-    } catch let failure {
-        ErrorOut.fill(error, failure)
-        return false
     }
 }
 
