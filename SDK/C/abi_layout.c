@@ -1,6 +1,7 @@
 /* Pins the 1.x layout: a change that moves a field of a published struct fails to compile here. Fields may only
  * be appended, and each appended field gets a line below. (x86_64 and aarch64 Linux: LP64.) */
 #include "ba/app.h"
+#include "ba/app_asset_packs.h"
 #include "ba/ba.h"
 #include <stddef.h>
 
@@ -52,3 +53,9 @@ PIN(ba_app_delegate_t, download_failed, 48);
 PIN(ba_app_delegate_t, download_finished, 56);
 _Static_assert(sizeof(ba_app_delegate_t) == 64, "ba_app_delegate_t's 1.0 size changed");
 _Static_assert(sizeof(ba_download_t) == 88, "ba_download_t's 1.0 size changed");
+PIN(ba_asset_pack_update_t, kind, 4);
+PIN(ba_asset_pack_update_t, pack, 8);
+PIN(ba_asset_pack_update_t, completed, 16);
+PIN(ba_asset_pack_update_t, total, 24);
+PIN(ba_asset_pack_update_t, error, 32);
+

@@ -24,4 +24,5 @@ def test_the_app_lists_ensures_reads_and_removes_packs(managed_service, nginx, t
     assert lines["missing_pack"][:2] == ["BAManagedErrorDomain", 0] and "nope" in lines["missing_pack"][2]
     assert lines["missing_file"][:2] == ["BAManagedErrorDomain", 1]
     assert lines["ensure_missing"] == ["BAManagedErrorDomain", 0]
+    assert lines["languages"] == [None, [], []]
     assert lines["removed"] is True

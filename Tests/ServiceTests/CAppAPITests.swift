@@ -88,4 +88,21 @@ import TestSupport
             #expect(error.message.contains("speaks protocol \(version); this service speaks \(ServiceProtocol.version)"))
         }
     }
+
+    /// A challenge answered after its callback returned, from a thread of the app's own (ba_challenge_reply_t's
+    /// rule), in both ways of taking callbacks: the download goes on with the credential.
+    @Test(arguments: [LevelsApp.c, LevelsApp.cOnLibraryThread])
+    func aChallengeAnsweredLaterFromAnotherThreadIsHeard(levelsApp: LevelsApp) throws {
+        let service = try ExampleAppService()
+        let secret = ExampleAppService.random(80_000)
+        try Nginx.shared.serve(secret, at: "private/\(service.dir)/later.pack")
+        let result = try levelsApp.run(
+            ["--schedule", "later=\(Nginx.shared.https("private/\(service.dir)/later.pack"))@80000", "--credential",
+             "\(Nginx.user):\(Nginx.password)", "--answer-challenge-later", "--wait-for", "1", "--timeout", "30"],
+            app: service.app.identifier, daemon: service.daemon)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(!result.events("challenge").isEmpty, "\(result.stdout)")
+        let finished = try #require(result.events("finished").first, "\(result.stdout)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: finished["path"] as? String ?? "")) == secret)
+    }
 }

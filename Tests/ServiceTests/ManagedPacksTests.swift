@@ -435,7 +435,7 @@ import TestSupport
     /// Install downloads the localized packs of the user's language only (the service's LANGUAGE, English); the app
     /// reads them as localized; reconciling with the app's own languages (French) brings the French pack and removes
     /// the English one; a language the app sets wins over its user's, and clearing it goes back to them.
-    @Test func localizedPacksFollowTheResolvedLanguage() throws {
+    @Test(arguments: PacksApp.all) func localizedPacksFollowTheResolvedLanguage(packsApp program: PacksApp) throws {
         let intro = try pack("intro", policy: #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#, text: "hi")
         let french = try localizedPack("voice-fr", language: "fr", text: "bonjour")
         let english = try localizedPack("voice-en", language: "en", text: "hello")
@@ -457,7 +457,7 @@ import TestSupport
         }
         #expect(installed() == ["intro", "voice-en"])
 
-        let packsApp = TestPlugins.buildFolder.appendingPathComponent("packs-app").path
+        let packsApp = try program.path
         /// packs-app run as the app by a user who prefers French.
         func run(_ arguments: [String]) throws -> [[String: Any]] {
             let result = try daemon.launch(app.identifier, packsApp, arguments, environment: ["LANGUAGE": "fr-CA:fr"])

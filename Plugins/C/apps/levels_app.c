@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -43,7 +44,7 @@ static struct {
     const char *in_finished;
     bool exclusive_control;
     int64_t exclusive_timeout_ms;
-    bool list, json, library_thread;
+    bool list, json, library_thread, answer_later;
 } options = {.delegate = "full", .timeout = 60};
 
 static ba_app_t *app;
@@ -114,6 +115,35 @@ static void did_write(void *context, const ba_download_t *download, int64_t writ
           NULL);
 }
 
+/* --answer-challenge-later: the answer comes from a thread of the app's, after the callback returned. */
+typedef struct late_answer {
+    const ba_challenge_reply_t *reply;
+    int32_t disposition;
+    char user[256], password[256];
+} late_answer_t;
+
+static void *answer_later(void *argument) {
+    late_answer_t *answer = argument;
+    usleep(300000);
+    answer->reply->complete(answer->reply, answer->disposition, answer->user, answer->password);
+    free(answer);
+    return NULL;
+}
+
+static void complete(const ba_challenge_reply_t *reply, int32_t disposition, const char *user, const char *password) {
+    if (!options.answer_later) {
+        reply->complete(reply, disposition, user, password);
+        return;
+    }
+    late_answer_t *answer = calloc(1, sizeof *answer);
+    *answer = (late_answer_t){.reply = reply, .disposition = disposition};
+    snprintf(answer->user, sizeof answer->user, "%s", user ? user : "");
+    snprintf(answer->password, sizeof answer->password, "%s", password ? password : "");
+    pthread_t thread;
+    pthread_create(&thread, NULL, answer_later, answer);
+    pthread_detach(thread);
+}
+
 static void did_receive_challenge(void *context, const ba_download_t *download, const ba_auth_challenge_t *challenge,
                                   const ba_challenge_reply_t *reply) {
     (void)context;
@@ -122,12 +152,12 @@ static void did_receive_challenge(void *context, const ba_download_t *download, 
           (int64_t)challenge->previous_failure_count, NULL);
     const char *colon = options.credential ? strchr(options.credential, ':') : NULL;
     if (!colon || challenge->previous_failure_count > 0) {
-        reply->complete(reply, BA_CHALLENGE_CANCEL, NULL, NULL);
+        complete(reply, BA_CHALLENGE_CANCEL, NULL, NULL);
         return;
     }
     char user[256];
     snprintf(user, sizeof user, "%.*s", (int)(colon - options.credential), options.credential);
-    reply->complete(reply, BA_CHALLENGE_USE_CREDENTIAL, user, colon + 1);
+    complete(reply, BA_CHALLENGE_USE_CREDENTIAL, user, colon + 1);
 }
 
 static void download_failed(void *context, const ba_download_t *download, const ba_error_t *error) {
@@ -318,12 +348,13 @@ static void usage(FILE *out) {
             "  --hold SECONDS              hold it this long\n"
             "  --list                      print the current downloads after acting\n"
             "  --callbacks MODE            dispatch (the app's poll loop, the default) or thread (the library's)\n"
+            "  --answer-challenge-later    answer a challenge from a thread of the app's, after the callback\n"
             "  --json                      one JSON object per line\n");
 }
 
 static void parse(int argc, char **argv) {
     enum { SCHEDULE = 256, FOREGROUND, PROMOTE, CANCEL, DELEGATE, WAIT_FOR, TIMEOUT, STAY, CREDENTIAL, IN_FINISHED,
-           EXCLUSIVE, HOLD, LIST, JSON, CALLBACKS, HELP };
+           EXCLUSIVE, HOLD, LIST, JSON, CALLBACKS, ANSWER_LATER, HELP };
     static const struct option long_options[] = {
         {"schedule", required_argument, 0, SCHEDULE}, {"foreground", required_argument, 0, FOREGROUND},
         {"promote", required_argument, 0, PROMOTE}, {"cancel", required_argument, 0, CANCEL},
@@ -332,6 +363,7 @@ static void parse(int argc, char **argv) {
         {"credential", required_argument, 0, CREDENTIAL}, {"in-finished", required_argument, 0, IN_FINISHED},
         {"exclusive-control", required_argument, 0, EXCLUSIVE}, {"hold", required_argument, 0, HOLD},
         {"list", no_argument, 0, LIST}, {"json", no_argument, 0, JSON}, {"callbacks", required_argument, 0, CALLBACKS},
+        {"answer-challenge-later", no_argument, 0, ANSWER_LATER},
         {"help", no_argument, 0, HELP}, {0, 0, 0, 0}};
     for (int option; (option = getopt_long(argc, argv, "h", long_options, NULL)) != -1;) {
         bool ok = true;
@@ -358,6 +390,7 @@ static void parse(int argc, char **argv) {
         case HOLD: options.hold = atof(optarg); break;
         case LIST: options.list = true; break;
         case JSON: options.json = true; break;
+        case ANSWER_LATER: options.answer_later = true; break;
         case CALLBACKS:
             ok = !strcmp(optarg, "thread") || !strcmp(optarg, "dispatch");
             options.library_thread = !strcmp(optarg, "thread");

@@ -172,20 +172,45 @@ static void add_removed(void *context, const char *id) {
     append_id(lists->removed, sizeof lists->removed, id);
 }
 
+/* A JSON array's insides, one language at a time. */
+static void add_language(void *context, const char *language) {
+    char *list = context;
+    size_t used = strlen(list);
+    snprintf(list + used, 4096 - used, "%s\"%s\"", used ? "," : "", language);
+}
+
+static void print_languages(void) {
+    char primary[128], resolved[128], available[4096] = "", local[4096] = "";
+    ba_error_t error = {.struct_size = sizeof error};
+    if (!ba_app_asset_pack_language(app, BA_ASSET_PACK_LANGUAGE_PRIMARY, primary, sizeof primary, NULL, &error)
+        || !ba_app_asset_pack_language(app, BA_ASSET_PACK_LANGUAGE_RESOLVED, resolved, sizeof resolved, NULL, &error)
+        || !ba_app_asset_pack_languages(app, BA_ASSET_PACK_LANGUAGES_AVAILABLE, add_language, available, &error)
+        || !ba_app_asset_pack_languages(app, BA_ASSET_PACK_LANGUAGES_LOCAL, add_language, local, &error)) {
+        printf("{\"languages\":false,\"error\":"), put_error(&error, ""), printf("}\n");
+        return;
+    }
+    /* The resolved language and resolvedLanguageID are one value here: the service's. */
+    printf("{\"availableLanguages\":[%s],\"locallyAvailableLanguages\":[%s],\"primaryLanguage\":", available, local);
+    put_string(primary), printf(",\"resolvedLanguage\":"), put_string(resolved);
+    printf(",\"resolvedLanguageID\":"), put_string(resolved), printf("}\n");
+}
+
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
     const char *status[MAX], *reads[MAX], *ensures[MAX], *cancels[MAX], *folders[MAX], *removes[MAX];
     const char *localized[MAX], *set_language = NULL;
     int n_status = 0, n_reads = 0, n_ensures = 0, n_cancels = 0, n_folders = 0, n_removes = 0, n_localized = 0;
-    bool list = false, check = false, reconcile = false;
-    enum { LIST = 256, STATUS, READ, ENSURE, CANCEL, FOLDER, CHECK, REMOVE, SET_LANGUAGE, RECONCILE, LOCALIZED, HELP };
+    bool list = false, check = false, reconcile = false, languages = false;
+    enum { LIST = 256, STATUS, READ, ENSURE, CANCEL, FOLDER, CHECK, REMOVE, SET_LANGUAGE, RECONCILE, LOCALIZED, LANGUAGES,
+           HELP };
     static const struct option options[] = {
         {"list", no_argument, 0, LIST}, {"status", required_argument, 0, STATUS}, {"read", required_argument, 0, READ},
         {"ensure", required_argument, 0, ENSURE}, {"cancel", required_argument, 0, CANCEL},
         {"list-folder", required_argument, 0, FOLDER}, {"check-for-updates", no_argument, 0, CHECK},
         {"remove", required_argument, 0, REMOVE}, {"set-language", required_argument, 0, SET_LANGUAGE},
         {"reconcile", no_argument, 0, RECONCILE}, {"read-localized", required_argument, 0, LOCALIZED},
+        {"languages", no_argument, 0, LANGUAGES},
         {"help", no_argument, 0, HELP}, {0, 0, 0, 0}};
     for (int option; (option = getopt_long(argc, argv, "", options, NULL)) != -1;) {
         switch (option) {
@@ -200,10 +225,11 @@ int main(int argc, char **argv) {
         case SET_LANGUAGE: set_language = optarg; break;
         case RECONCILE: reconcile = true; break;
         case LOCALIZED: if (n_localized < MAX) localized[n_localized++] = optarg; break;
+        case LANGUAGES: languages = true; break;
         case HELP:
             printf("usage: packs-app-c [--list] [--status ID] [--read [PACK:]PATH] [--ensure ID] [--cancel ID]\n"
                    "                   [--list-folder PATH] [--check-for-updates] [--remove ID] [--set-language TAG|none]\n"
-                   "                   [--reconcile] [--read-localized LANGUAGE:PATH]\n"
+                   "                   [--reconcile] [--languages] [--read-localized LANGUAGE:PATH]\n"
                    "The managed example app in C: lists, reads, downloads, updates and removes asset packs.\n");
             return 0;
         default: return 64;
@@ -232,6 +258,7 @@ int main(int argc, char **argv) {
         if (!ba_app_asset_packs(app, print_pack, &index, &error)) return 1;
         printf("]}\n");
     }
+    if (languages) print_languages();
     for (int i = 0; i < n_localized; i++) {
         char *copy = strdup(localized[i]), *colon = strchr(copy, ':');
         if (!colon) return 64;

@@ -80,6 +80,7 @@ PackVisitor = ctypes.CFUNCTYPE(None, c_void_p, ctypes.POINTER(AssetPack))
 PackUpdateHandler = ctypes.CFUNCTYPE(None, c_void_p, ctypes.POINTER(AssetPackUpdate))
 PackCompletion = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, ctypes.POINTER(Error))
 IdVisitor = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
+LanguageVisitor = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
 
 CALLBACKS_ON_LIBRARY_THREAD = 0
 CALLBACKS_ON_DISPATCH = 1
@@ -116,6 +117,12 @@ _PROTOTYPES = {
     "ba_app_asset_pack_open": (c_int, [c_void_p, c_char_p, c_char_p, _E]),
     "ba_app_asset_pack_path": (c_bool, [c_void_p, c_char_p, c_char_p, c_size_t, ctypes.POINTER(c_size_t), _E]),
     "ba_app_free": (None, [c_void_p]),
+    "ba_app_asset_pack_localized_contents": (c_bool, [c_void_p, c_char_p, c_char_p, ctypes.POINTER(c_void_p),
+                                                      ctypes.POINTER(c_size_t), _E]),
+    "ba_app_asset_pack_language": (c_bool, [c_void_p, c_int32, c_char_p, c_size_t, ctypes.POINTER(c_size_t), _E]),
+    "ba_app_asset_pack_languages": (c_bool, [c_void_p, c_int32, LanguageVisitor, c_void_p, _E]),
+    "ba_app_set_asset_pack_language": (c_bool, [c_void_p, c_char_p, _E]),
+    "ba_app_reconcile_asset_pack_languages": (c_bool, [c_void_p, _E]),
 }
 
 

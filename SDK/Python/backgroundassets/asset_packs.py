@@ -142,15 +142,59 @@ class AssetPackManager:
     def remove(self, id):
         _call(lib.ba_app_remove_asset_pack, id.encode())
 
-    def contents(self, path, pack_id=None):
-        """The bytes of the file at `path` in the packs' shared namespace (or in one pack)."""
+    def contents(self, path, pack_id=None, language=None):
+        """The bytes of the file at `path` in the packs' shared namespace (or in one pack; or, with `language`, a
+        BCP-47 tag, in the packs localized for it)."""
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
-        _call(lib.ba_app_asset_pack_contents, os.fsencode(path), pack_id.encode() if pack_id else None,
-                   ctypes.byref(data), ctypes.byref(size))
+        if language:
+            _call(lib.ba_app_asset_pack_localized_contents, os.fsencode(path), language.encode(), ctypes.byref(data),
+                  ctypes.byref(size))
+        else:
+            _call(lib.ba_app_asset_pack_contents, os.fsencode(path), pack_id.encode() if pack_id else None,
+                  ctypes.byref(data), ctypes.byref(size))
         try:
             return ctypes.string_at(data, size.value)
         finally:
             lib.ba_app_free(data)
+
+    def _language(self, which):
+        buffer = ctypes.create_string_buffer(256)
+        _call(lib.ba_app_asset_pack_language, which, buffer, len(buffer), None)
+        return buffer.value.decode() or None
+
+    def _languages(self, which):
+        found = []
+        _call(lib.ba_app_asset_pack_languages, which, c.LanguageVisitor(lambda _, tag: found.append(tag.decode())),
+              None)
+        return found
+
+    @property
+    def primary_language(self):
+        """The download manifest's primary language (a BCP-47 tag), or None."""
+        return self._language(0)
+
+    @property
+    def resolved_language_id(self):
+        """The language the localized packs follow (Apple's resolvedLanguageID); set it, or None for the user's."""
+        return self._language(1)
+
+    @resolved_language_id.setter
+    def resolved_language_id(self, language):
+        _call(lib.ba_app_set_asset_pack_language, language.encode() if language else None)
+
+    @property
+    def available_languages(self):
+        """The languages the server's localized packs offer."""
+        return self._languages(0)
+
+    @property
+    def locally_available_languages(self):
+        """The languages of the localized packs on the device."""
+        return self._languages(1)
+
+    def reconcile_preferred_languages(self):
+        """Brings the localized packs on the device in line with the resolved language."""
+        _call(lib.ba_app_reconcile_asset_pack_languages)
 
     def descriptor(self, path, pack_id=None):
         """An open, read-only descriptor of the file; the caller closes it."""

@@ -83,11 +83,20 @@ final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `
 
     /// Ends the connection: no callback runs afterwards, and the service offers what was waiting again.
     func close() {
-        let packs = lock.withLock { () -> AssetPackManager? in
+        let (packs, observer) = lock.withLock { () -> (AssetPackManager?, Task<Void, Never>?) in
             delegate = nil
-            packObserver?.cancel()
-            packObserver = nil
-            return packManager
+            defer { packObserver = nil }
+            return (packManager, packObserver)
+        }
+        if let observer {
+            // Cancelled and finished before this returns: nothing of the connection's runs after it.
+            observer.cancel()
+            let finished = DispatchSemaphore(value: 0)
+            Task {
+                await observer.value
+                finished.signal()
+            }
+            _ = finished.wait(timeout: .now() + 2)
         }
         packs?.disconnect()
         BADownloadManager.shared.disconnect()

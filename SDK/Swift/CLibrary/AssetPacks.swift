@@ -252,6 +252,27 @@ public func ba_app_asset_pack_language(
     }
 }
 
+@_cdecl("ba_app_asset_pack_languages")
+public func ba_app_asset_pack_languages(
+    _ app: OpaquePointer?, _ which: Int32, _ visit: ba_asset_pack_language_visitor_t?, _ context: UnsafeMutableRawPointer?,
+    _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    withConnection(app, error) { connection in
+        guard let visit else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_languages: visit is NULL") }
+        let manager = try connection.packs()
+        let languages: [String]
+        switch which {
+        case Int32(BA_ASSET_PACK_LANGUAGES_AVAILABLE.rawValue):
+            languages = try blocking { try await manager.manifest.availableLanguages.map(\.minimalIdentifier).sorted() }
+        case Int32(BA_ASSET_PACK_LANGUAGES_LOCAL.rawValue):
+            languages = try blocking { await manager.locallyAvailableLanguages.map(\.minimalIdentifier).sorted() }
+        default:
+            throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_languages: which \(which) is unknown")
+        }
+        for language in languages { language.withCString { visit(context, $0) } }
+    }
+}
+
 @_cdecl("ba_app_set_asset_pack_language")
 public func ba_app_set_asset_pack_language(
     _ app: OpaquePointer?, _ language: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<ba_error_t>?

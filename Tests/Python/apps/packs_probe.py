@@ -39,6 +39,8 @@ async def main():
         await manager.ensure_local_availability("nope")
     except ba.ManagedBackgroundAssetsError as error:
         say(ensure_missing=[error.domain, error.code])
+    # No localized pack in this manifest: no language to list, none resolved.
+    say(languages=[manager.primary_language, manager.available_languages, manager.locally_available_languages])
     manager.remove("bonus")
     say(removed=not manager.is_available_locally("bonus"))
     ba.disconnect()

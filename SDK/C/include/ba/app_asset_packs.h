@@ -129,6 +129,20 @@ typedef enum ba_asset_pack_language {
 bool ba_app_asset_pack_language(ba_app_t *app, int32_t which, char *buffer, size_t size, size_t *length,
                                 ba_error_t *error);
 
+/* Which languages ba_app_asset_pack_languages lists. */
+typedef enum ba_asset_pack_languages {
+    BA_ASSET_PACK_LANGUAGES_AVAILABLE = 0, /* those the server's localized packs offer (Apple's availableLanguages) */
+    BA_ASSET_PACK_LANGUAGES_LOCAL = 1,     /* those of the localized packs on the device (locallyAvailableLanguages) */
+} ba_asset_pack_languages_t;
+
+/* Called once for each language, a BCP-47 tag borrowed for the call. */
+typedef void (*ba_asset_pack_language_visitor_t)(void *context, const char *language);
+
+/* [any thread; blocks for BA_ASSET_PACK_LANGUAGES_AVAILABLE] Calls visit once for each language of `which`, in
+ * order. */
+bool ba_app_asset_pack_languages(ba_app_t *app, int32_t which, ba_asset_pack_language_visitor_t visit, void *context,
+                                 ba_error_t *error);
+
 /* [any thread; blocks] Sets resolvedLanguageID (NULL: back to the user's languages). Downloads nothing by itself. */
 bool ba_app_set_asset_pack_language(ba_app_t *app, const char *language, ba_error_t *error);
 

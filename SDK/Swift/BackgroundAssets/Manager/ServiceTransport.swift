@@ -68,6 +68,10 @@ final class ServiceTransport: HostTransport, Sendable {
         }
         connection?.socket.close()
         releaseExclusiveControl()
+        // The reader sees the end at once; waiting for it means no thread of this transport still runs when the
+        // caller goes on (a C app that exits right after ba_app_disconnect would otherwise tear the runtime down
+        // under it).
+        connection?.waitUntilRead(timeout: .seconds(2))
     }
 
     // MARK: Calls
@@ -300,6 +304,8 @@ final class ServiceTransport: HostTransport, Sendable {
         private let waiters = Mutex<[UInt64: Waiter]>([:])
         private let nextIdentifier = Atomic<UInt64>(1)
         private let ended = Atomic(false)
+        /// Signalled when the reader thread has finished.
+        private let readerFinished = DispatchSemaphore(value: 0)
         /// Set once, before the connection is shared.
         var hello = HelloReply(serviceVersion: "")
 
@@ -363,6 +369,13 @@ final class ServiceTransport: HostTransport, Sendable {
                 waiter.fulfil(nil)
             }
             transport.connectionEnded(self)
+            readerFinished.signal()
+        }
+
+        /// Waits until the reader thread has finished (the socket must have been closed), at most `timeout`.
+        func waitUntilRead(timeout: Duration) {
+            let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000
+            if readerFinished.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success { readerFinished.signal() }
         }
     }
 
