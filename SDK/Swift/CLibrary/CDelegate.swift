@@ -11,7 +11,10 @@ import Synchronization
 /// or until the app disconnects with it still waiting: it is then left unanswered, and the service offers it again.
 final class CDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendable {  // the table is immutable
     private let table: ba_app_delegate_t
-    private unowned let connection: AppConnection
+    /// Strong: a method the SDK's delegate queue had already begun when the app disconnected still finds the
+    /// connection's callback queue (closed, so it drops the call). The cycle ends when the connection lets go of this
+    /// delegate in `close()`.
+    private let connection: AppConnection
 
     init(table: ba_app_delegate_t, connection: AppConnection) {
         self.table = table

@@ -67,7 +67,8 @@ typedef struct ba_app_delegate {
     /* A download made progress (at most about ten calls a second for one download). */
     void (*download_did_write)(void *context, const ba_download_t *download, int64_t bytes_written,
                                int64_t total_bytes_written, int64_t total_bytes_expected);
-    /* A server asked for credentials: answer through reply->complete exactly once, now or later, from any thread. */
+    /* A server asked for credentials: answer through reply->complete exactly once, now or later, from any thread,
+     * but before ba_app_disconnect, which frees the reply (the service then goes on as if the app had not answered). */
     void (*download_did_receive_challenge)(void *context, const ba_download_t *download,
                                            const ba_auth_challenge_t *challenge, const ba_challenge_reply_t *reply);
     /* A download failed, with Apple's domain and code. */
