@@ -56,7 +56,8 @@ let package = Package(
         .target(name: "StoreKit", dependencies: ["BackgroundAssets"], path: "SDK/Swift/StoreKit"),
         // ba/app.h implemented over the Swift SDK's app side: one implementation of the service's protocol.
         .target(
-            name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension"], path: "SDK/Swift/CLibrary",
+            name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension", "Vocabulary"],
+            path: "SDK/Swift/CLibrary",
             linkerSettings: [
                 .unsafeFlags([
                     "-Xlinker", "--version-script=SDK/C/libbackgroundassets.map", "-Xlinker", "-soname=libbackgroundassets.so.1",

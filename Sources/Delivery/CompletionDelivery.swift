@@ -59,7 +59,7 @@ public struct CompletionDelivery: Sendable {
             }
             return .downloadFailed(
                 completion.described,
-                completion.error ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed"),
+                completion.error ?? HostError.bahost("the download failed"),
                 ticket: CompletionTicket.path(of: completion, deliveries: deliveries))
         }
         let outcome = try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup)

@@ -107,7 +107,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
         guard let uniqueIdentifier = download.uniqueIdentifier,
             let owner = try? store.owner(ofUniqueIdentifier: uniqueIdentifier), owner != appIdentifier
         else { return nil }
-        return HostError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the download '\(download.identifier)' belongs to another app")
+        return QueueStore.belongsToAnotherApp(download)
     }
 
     private static func storeFailure(_ error: Error) -> HostError {

@@ -169,7 +169,7 @@ extension HostEngine {
             do {
                 try PackManifest.validate(language: language)
             } catch {
-                throw HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)")
+                throw HostError.bahost("\(error)")
             }
         }
         try store.updateSchedule(appIdentifier) { $0.assetPackLanguage = language }
@@ -217,7 +217,7 @@ extension HostEngine {
         do {
             try packs.store(for: app).remove(id)
         } catch {
-            throw HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)")
+            throw HostError.bahost("\(error)")
         }
     }
 

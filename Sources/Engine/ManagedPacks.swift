@@ -51,7 +51,7 @@ struct ManagedPacks {
                 manifest = try DownloadManifest(data: Data(contentsOf: URL(fileURLWithPath: path)))
                 try save(manifest, for: app)
             } catch {
-                try refuseManifest(app, HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)"))
+                try refuseManifest(app, HostError.bahost("\(error)"))
                 return nil
             }
         case .failure(let error):
@@ -158,7 +158,7 @@ struct ManagedPacks {
 
     /// Installs a finished archive, or the files of an update; nil when installed, else why not.
     private func install(_ rows: [QueuedDownload], entry: DownloadManifest.Entry?, app: AppRecord) -> HostError? {
-        func failure(_ message: String) -> HostError { HostError(code: -1, domain: "BAHostErrorDomain", message: message) }
+        func failure(_ message: String) -> HostError { HostError.bahost(message) }
         guard let entry else { return failure("the pack '\(rows[0].identifier)' changed on the server while it downloaded") }
         let packs = store(for: app)
         do {

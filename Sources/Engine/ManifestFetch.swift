@@ -37,7 +37,7 @@ struct ManifestFetch {
                     return .success(partial)
                 } catch {
                     unlink(partial)
-                    return .failure(HostError(code: -1, domain: TransferError.hostDomain, message: "\(error)"))
+                    return .failure(HostError.bahost("\(error)"))
                 }
             case .failure(let error):
                 if error.code == TransferError.byteLimitExceeded {

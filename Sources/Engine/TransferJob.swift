@@ -126,7 +126,7 @@ struct TransferJob {
         let waits = !(queued.foreground && error.kind == .network)
         let retry = context.settings.retry
         if waits, let delay = retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
-            let until = Date(timeIntervalSinceNow: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            let until = Date(timeIntervalSinceNow: delay.inSeconds)
             queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
             queued.retryAt = until
             queued.error = error.error
@@ -186,9 +186,8 @@ final class Credentials: Sendable {
         _ context: EngineContext, _ challenge: ServerChallenge, _ download: QueuedDownload, previousFailureCount: Int
     ) async -> ChallengeAnswer? {
         guard let app = try? context.store.app(download.appIdentifier) else { return nil }
-        let event = WindowEvent.challenge(download.described, AuthenticationChallenge(
-            host: challenge.host, port: challenge.port, scheme: challenge.scheme, realm: challenge.realm,
-            authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount))
+        let event = WindowEvent.challenge(
+            download.described, challenge.described(previousFailureCount: previousFailureCount))
         let (plugin, limits, group) = (app.pluginPath, context.settings.limits, context.dataRoot.appGroup(of: app))
         let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)
         let outcome: WindowOutcome

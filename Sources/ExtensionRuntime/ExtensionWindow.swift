@@ -183,7 +183,7 @@ private final class WindowLoop {
             if outputOpen { fds.append(pollfd(fd: process.output, events: Int16(POLLIN), revents: 0)) }
             if process.exitSignal >= 0 { fds.append(pollfd(fd: process.exitSignal, events: Int16(POLLIN), revents: 0)) }
             let wait = nextWakeUp() - clock.now
-            _ = bahost_poll(&fds, nfds_t(fds.count), max(0, nanoseconds(wait)))
+            _ = bahost_poll(&fds, nfds_t(fds.count), max(0, wait.inNanoseconds))
 
             if channelOpen { channelOpen = drainChannel(&packet) }
             if channelOpen && process.hasPendingOutput { process.flush() }
@@ -601,8 +601,4 @@ private final class WindowLoop {
         return String(decoding: text.utf8.prefix(kept), as: UTF8.self)
             + "… (\(count - kept) more bytes cut by bahost)"
     }
-}
-
-private func nanoseconds(_ d: Duration) -> Int64 {
-    d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
 }

@@ -182,7 +182,7 @@ public enum PackArchive {
             hasher.update(data: chunk)
             size += Int64(chunk.count)
         }
-        return (size, hex(hasher.finalize()))
+        return (size, hasher.finalize().lowercaseHex)
     }
 
     private static func write(
@@ -390,7 +390,7 @@ public enum PackArchive {
                 }
             }
             if let failure { throw failure }
-            let actual = hex(hasher.finalize())
+            let actual = hasher.finalize().lowercaseHex
             guard actual == file.sha256.lowercased() else {
                 throw .hostileArchive("\(PackError.quoted(path.description)) has SHA-256 \(actual), not the declared \(file.sha256)")
             }
@@ -420,8 +420,6 @@ public enum PackArchive {
     static func errorString(_ archive: OpaquePointer) -> String {
         PackError.quoted(archive_error_string(archive).map { String(cString: $0) } ?? "unknown libarchive error")
     }
-
-    static func hex(_ digest: SHA256.Digest) -> String { digest.map { String(format: "%02x", $0) }.joined() }
 
     static func describe(_ error: any Error) -> String {
         switch error {

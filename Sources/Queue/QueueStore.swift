@@ -342,7 +342,7 @@ public final class QueueStore: Sendable {
             results.reserveCapacity(downloads.count)
             let active = try db.cachedStatement(sql: """
                 SELECT 1 FROM download WHERE appIdentifier = ? AND identifier = ?
-                    AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork') LIMIT 1
+                    AND state IN \(TransferState.activeList) LIMIT 1
                 """)
             let insert = try db.cachedStatement(sql: QueuedDownload.insertStatement)
             for download in downloads {
@@ -355,9 +355,7 @@ public final class QueueStore: Sendable {
                 }
                 let owner = try Self.owner(of: download, db)
                 if refusingForeign, let owner, owner != appIdentifier {
-                    results.append((download, .failure(HostError(
-                        BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
-                        "the download '\(download.identifier)' belongs to another app"))))
+                    results.append((download, .failure(Self.belongsToAnotherApp(download))))
                     continue
                 }
                 if let error = admit(&app, download) {
@@ -411,6 +409,11 @@ public final class QueueStore: Sendable {
         HostError(
             BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED,
             "a download with identifier '\(download.identifier)' is already scheduled")
+    }
+
+    /// Apple's 55 for a download whose unique identifier another app's queue holds: an app reaches its own only.
+    public static func belongsToAnotherApp(_ download: Download) -> HostError {
+        HostError(BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "the download '\(download.identifier)' belongs to another app")
     }
 
     /// The download under a fresh unique identifier.
@@ -629,7 +632,7 @@ public final class QueueStore: Sendable {
         // filtered and sorted inside SQLite read every queued row at every turn, 0.27 s of 2,000 small files).
         let heldApps = try Set(String.fetchAll(db.cachedStatement(sql: """
             SELECT DISTINCT appIdentifier FROM download
-            WHERE state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
+            WHERE state IN \(TransferState.activeList)
                 AND foreground IN (0, 1) AND isEssential = 1
             """)))
         let row = try db.cachedStatement(sql: "SELECT \(QueuedDownload.selection) FROM download WHERE rowid = ?")
@@ -743,7 +746,7 @@ public final class QueueStore: Sendable {
     static let pendingCondition = "appIdentifier = ? AND delivered = 0 AND state IN ('finished', 'failed')"
     /// An app's active downloads (one argument: the app).
     static let activeCondition = """
-        appIdentifier = ? AND delivered = 0 AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
+        appIdentifier = ? AND delivered = 0 AND state IN \(TransferState.activeList)
         """
 
     /// Whether an app has active downloads (essential ones only, when `essential`).
@@ -792,7 +795,7 @@ public final class QueueStore: Sendable {
     private static func active(_ db: Database, _ appIdentifier: String, _ uniqueIdentifier: String?, _ identifier: String)
         throws -> QueuedDownload?
     {
-        let states = "state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')"
+        let states = "state IN \(TransferState.activeList)"
         if let uniqueIdentifier {
             return try fetch(
                 db, where: "appIdentifier = ? AND uniqueIdentifier = ? AND \(states)", [appIdentifier, uniqueIdentifier]

@@ -3,7 +3,7 @@ import GRDB
 import Vocabulary
 
 /// Where a download stands in the host's queue. Terminal states keep the row until its completion is delivered.
-public enum TransferState: String, Codable, Sendable, DatabaseValueConvertible {
+public enum TransferState: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
     /// Waiting for its turn (priority, essential-first, concurrency limits).
     case queued
     /// Bytes are moving.
@@ -18,6 +18,9 @@ public enum TransferState: String, Codable, Sendable, DatabaseValueConvertible {
     case failed
 
     public var isActive: Bool { self != .finished && self != .failed }
+
+    /// The active states as an SQL list, `('queued', 'downloading', …)`: the one definition every query uses.
+    public static let activeList = "(" + allCases.filter(\.isActive).map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
 
     /// Apple's `BADownload.State` raw value.
     public var publicState: Int32 {

@@ -60,7 +60,7 @@ public final class StagedAdmission {
             let active = try db.cachedStatement(sql: """
                 SELECT identifier FROM main.download WHERE appIdentifier = ?
                     AND identifier IN (SELECT value FROM json_each(?))
-                    AND state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork')
+                    AND state IN \(TransferState.activeList)
                 """)
             let packet = String(decoding: try JSONEncoder().encode(downloads.map(\.identifier)), as: UTF8.self)
             let activeIdentifiers = Set(try String.fetchAll(active, arguments: [appIdentifier, packet]))
@@ -104,7 +104,7 @@ public final class StagedAdmission {
                     errorMessage = 'a download with identifier ''' || identifier || ''' is already scheduled'
                 WHERE stage = ? AND state = 'queued' AND EXISTS (SELECT 1 FROM download
                     WHERE download.appIdentifier = ? AND download.identifier = staged_download.identifier
-                        AND download.state IN ('queued', 'downloading', 'waitingToRetry', 'waitingForNetwork'))
+                        AND download.state IN \(TransferState.activeList))
                 """, arguments: [BA_ERROR_DOWNLOAD_ALREADY_SCHEDULED.rawValue, stage, appIdentifier])
             let last = try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM main.download") ?? 0
             try db.execute(sql: """

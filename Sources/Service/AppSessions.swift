@@ -1,5 +1,6 @@
-import Foundation
+import CBAExtension
 import Engine
+import Foundation
 import Queue
 import ServiceWire
 import Synchronization
@@ -71,7 +72,7 @@ final class AppSessions: AppDelegateRouter {
             callback = .finished(completion.described, filePath: path)
         } else {
             let error = completion.error
-                ?? HostError(code: -1, domain: "BAHostErrorDomain", message: "the download failed")
+                ?? HostError.bahost("the download failed")
             callback = .failed(completion.described, error, ticket: ticket)
         }
         switch await session.call(callback, timeout: callbackTimeout) {
@@ -85,9 +86,7 @@ final class AppSessions: AppDelegateRouter {
         -> ChallengeAnswer?
     {
         guard let session = delegateSession(download.appIdentifier) else { return nil }
-        let wire = AuthenticationChallenge(
-            host: challenge.host, port: challenge.port, scheme: challenge.scheme, realm: challenge.realm,
-            authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount)
+        let wire = challenge.described(previousFailureCount: previousFailureCount)
         guard let reply = await session.call(.challenge(download.described, wire), timeout: callbackTimeout).reply,
             reply.handled
         else { return nil }
@@ -139,14 +138,8 @@ final class AppSessions: AppDelegateRouter {
         case .paused(let row, _, _, _):
             return pack(row).map { ($0, .paused) }
         case .progress(let row, let received, let expected):
-            guard let pack = pack(row) else { return nil }
-            let due = state.withLock { state -> Bool in
-                let last = state.progress[row.uniqueIdentifier] ?? (0, .now - progressInterval)
-                guard ContinuousClock.now - last.at >= progressInterval else { return false }
-                state.progress[row.uniqueIdentifier] = (received, .now)
-                return true
-            }
-            return due ? (pack, .downloading(completed: received, total: expected)) : nil
+            guard let pack = pack(row), throttled(row.uniqueIdentifier, received: received) != nil else { return nil }
+            return (pack, .downloading(completed: received, total: expected))
         case .finished(let row), .failed(let row, _):
             // A pack counts as finished once installed, and failed as `packFailed` says.
             guard row.download.kind == .assetPack else { return nil }
@@ -166,26 +159,31 @@ final class AppSessions: AppDelegateRouter {
         case .began(let download, let offset):
             state.withLock { $0.progress[download.uniqueIdentifier] = (offset, .now) }
             var wire = download.described
-            wire.state = 2
+            wire.state = BA_DOWNLOAD_STATE_DOWNLOADING.rawValue
             return .began(wire)
         case .paused(let download, _, _, _):
             return .paused(download.described)
         case .progress(let download, let received, let expected):
-            let written = state.withLock { state -> Int64? in
-                let last = state.progress[download.uniqueIdentifier] ?? (0, .now - progressInterval)
-                guard ContinuousClock.now - last.at >= progressInterval else { return nil }
-                state.progress[download.uniqueIdentifier] = (received, .now)
-                return received - last.total
-            }
-            guard let written else { return nil }
+            guard let written = throttled(download.uniqueIdentifier, received: received) else { return nil }
             var wire = download.described
-            wire.state = 2
+            wire.state = BA_DOWNLOAD_STATE_DOWNLOADING.rawValue
             return .progress(wire, bytesWritten: written, totalBytesWritten: received, totalBytesExpected: expected)
         case .finished(let download), .failed(let download, _):
             state.withLock { _ = $0.progress.removeValue(forKey: download.uniqueIdentifier) }
             return nil
         default:
             return nil
+        }
+    }
+
+    /// The bytes written since the download's last progress callback, when one is due (at most one each
+    /// `progressInterval`); nil when not.
+    private func throttled(_ download: String, received: Int64) -> Int64? {
+        state.withLock { state in
+            let last = state.progress[download] ?? (0, .now - progressInterval)
+            guard ContinuousClock.now - last.at >= progressInterval else { return nil }
+            state.progress[download] = (received, .now)
+            return received - last.total
         }
     }
 }

@@ -102,13 +102,8 @@ public final class BackgroundAssetsService: Sendable {
 
     /// An introduced app's own requests, answered at once on the connection's thread; nil for anything else.
     func immediate(_ request: ServiceRequest, from session: ClientSession) -> ServiceReply? {
-        guard let hello = session.hello, hello.role == .app else { return nil }
-        switch request {
-        case .setDelegate, .schedule, .startForeground, .cancel, .currentDownloads:
-            return appRequest(request, from: session, app: hello.appIdentifier ?? "")
-        default:
-            return nil
-        }
+        guard let hello = session.hello, hello.role == .app, RequestRoute(request) == .appImmediate else { return nil }
+        return appRequest(request, from: session, app: hello.appIdentifier ?? "")
     }
 
     func handle(_ request: ServiceRequest, id: UInt64, from session: ClientSession) async -> ServiceReply {
@@ -118,23 +113,19 @@ public final class BackgroundAssetsService: Sendable {
             }
             return introduce(session, hello)
         }
-        switch (hello.role, request) {
-        case (_, .hello):
-            return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "hello was already said"))
-        case (.app, .control), (.control, .setDelegate), (.control, .schedule), (.control, .startForeground),
-            (.control, .cancel), (.control, .currentDownloads), (.control, .assetPacks), (.control, .assetPackStatus),
-            (.control, .ensureAssetPack), (.control, .cancelAssetPackDownload), (.control, .checkForAssetPackUpdates),
-            (.control, .removeAssetPack), (.control, .assetPackLanguages), (.control, .setAssetPackLanguage),
-            (.control, .reconcileAssetPackLanguages):
+        let route = RequestRoute(request)
+        guard route.allows(hello.role) else {
             return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED, "a \(hello.role.rawValue) connection cannot make that request"))
+        }
+        switch (route, request) {
+        case (.hello, _):
+            return .failure(HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "hello was already said"))
         case (.control, .control(let command)):
             return await control(command, id: id, from: session)
-        case (.app, .assetPacks), (.app, .assetPackStatus), (.app, .ensureAssetPack), (.app, .cancelAssetPackDownload),
-            (.app, .checkForAssetPackUpdates), (.app, .removeAssetPack), (.app, .assetPackLanguages),
-            (.app, .setAssetPackLanguage), (.app, .reconcileAssetPackLanguages):
+        case (.appAssetPack, _):
             return await assetPackRequest(request, app: hello.appIdentifier ?? "")
-        case (.app, let request):
+        default:
             return appRequest(request, from: session, app: hello.appIdentifier ?? "")
         }
     }
@@ -180,7 +171,7 @@ public final class BackgroundAssetsService: Sendable {
         } catch let error as HostError {
             return .failure(error)
         } catch {
-            return .failure(HostError(code: -1, domain: "BAHostErrorDomain", message: "\(error)"))
+            return .failure(HostError.bahost("\(error)"))
         }
     }
 

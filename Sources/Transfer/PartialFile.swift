@@ -77,7 +77,7 @@ struct PartialFile {
             if chunk.isEmpty { break }
             hasher.update(data: chunk)
         }
-        return .success(hasher.finalize().map { String(format: "%02x", $0) }.joined())
+        return .success(hasher.finalize().lowercaseHex)
     }
 
     private static func failure(_ what: String) -> TransferError {

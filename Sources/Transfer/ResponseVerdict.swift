@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import Vocabulary
 
 /// What one HTTP response means for a transfer attempt, decided from its status and headers alone (no I/O), so
 /// that every rule is testable without a server.
@@ -45,7 +46,7 @@ enum ResponseVerdict: Equatable {
             return .fail(error)
         case 408, 429, 500...599:
             return .fail(TransferError(
-                .transient, code: Int64(status), domain: TransferError.hostDomain,
+                .transient, code: Int64(status), domain: HostError.bahostDomain,
                 message: "the server answered \(status)", retryAfter: retryAfter(headers)))
         default:
             return .fail(.permanent(Int64(status), "the server answered \(status) for \(url)"))

@@ -345,6 +345,6 @@ public final class TransferClient: Sendable {
 
 extension TimeAmount {
     init(_ duration: Duration) {
-        self = .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        self = .nanoseconds(duration.inNanoseconds)
     }
 }

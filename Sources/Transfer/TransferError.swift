@@ -38,7 +38,6 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     public var description: String { error.description }
 
     /// The domain of bahost's own transfer errors; an HTTP status failure uses the status as its code.
-    public static let hostDomain = "BAHostErrorDomain"
     /// Apple's URL loading errors, with NSURLError codes, so that extension code that checks them works.
     public static let urlDomain = "NSURLErrorDomain"
 
@@ -51,7 +50,7 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     public static let redirectToNonExistentLocation: Int64 = -1010
 
     public static func permanent(_ code: Int64, _ message: String) -> TransferError {
-        TransferError(.permanent, code: code, domain: hostDomain, message: message)
+        TransferError(.permanent, code: code, domain: HostError.bahostDomain, message: message)
     }
 }
 
@@ -68,6 +67,13 @@ public struct ServerChallenge: Sendable, Hashable {
         self.port = port
         self.scheme = scheme
         self.realm = realm
+    }
+
+    /// The challenge as the app's delegate and the extension receive it (Apple's URLAuthenticationChallenge).
+    public func described(previousFailureCount: Int) -> AuthenticationChallenge {
+        AuthenticationChallenge(
+            host: host, port: port, scheme: scheme, realm: realm,
+            authenticationMethod: "NSURLAuthenticationMethodHTTPBasic", previousFailureCount: previousFailureCount)
     }
 
     /// The Basic challenge in a `WWW-Authenticate` value for `url`, or nil when it offers no Basic scheme.

@@ -18,6 +18,14 @@ public struct HostError: Error, Sendable, Hashable, Codable, CustomStringConvert
         self.init(code: Int64(code.rawValue), domain: BA_ERROR_DOMAIN, message: message)
     }
 
+    /// bahost's own domain: what Apple's domains have no code for (verification, the service's own failures).
+    public static let bahostDomain = "BAHostErrorDomain"
+
+    /// An error in bahost's own domain; -1 when nothing more specific applies.
+    public static func bahost(_ message: String, code: Int64 = -1) -> HostError {
+        HostError(code: code, domain: bahostDomain, message: message)
+    }
+
     public var description: String { "\(domain) \(code): \(message)" }
 }
 

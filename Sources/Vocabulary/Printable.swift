@@ -34,3 +34,16 @@ extension String {
         return String(self[..<authorityStart]) + String(self[index(after: at)...])
     }
 }
+
+extension Sequence where Element == UInt8 {
+    /// The bytes as lowercase hexadecimal, two digits each (a SHA-256 digest as manifests and reports write it).
+    public var lowercaseHex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

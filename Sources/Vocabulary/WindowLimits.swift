@@ -23,4 +23,7 @@ public struct WindowLimits: Sendable, Hashable {
 extension Duration {
     /// The duration in seconds, for reports and JSON.
     public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+
+    /// The duration in whole nanoseconds, for the system's clocks and timeouts.
+    public var inNanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }

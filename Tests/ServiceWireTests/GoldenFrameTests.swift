@@ -50,12 +50,10 @@ import Vocabulary
             + "2f642f6c6576656c2d31"),
     ]
 
-    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
-
     @Test func clientFramesAreWhatTheyWere() throws {
         for (name, message, golden) in Self.clientFrames {
             let frame = try ServiceProtocol.encode(message)
-            #expect(Self.hex(frame) == golden, "\(name): \(Self.hex(frame))")
+            #expect(frame.lowercaseHex == golden, "\(name): \(frame.lowercaseHex)")
             let decoded = try ServiceProtocol.decodeClientMessage(Data(golden.hexBytes))
             #expect(String(describing: decoded) == String(describing: message), "\(name)")
         }
@@ -64,7 +62,7 @@ import Vocabulary
     @Test func serviceFramesAreWhatTheyWere() throws {
         for (name, message, golden) in Self.serviceFrames {
             let frame = try ServiceProtocol.encode(message)
-            #expect(Self.hex(frame) == golden, "\(name): \(Self.hex(frame))")
+            #expect(frame.lowercaseHex == golden, "\(name): \(frame.lowercaseHex)")
             let decoded = try ServiceProtocol.decodeServiceMessage(Data(golden.hexBytes))
             #expect(String(describing: decoded) == String(describing: message), "\(name)")
         }

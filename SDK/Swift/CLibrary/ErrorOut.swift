@@ -1,10 +1,9 @@
 import BackgroundAssets
 import CBAExtension
+import Vocabulary
 
 /// Fills a caller's `ba_error_t`, never past the room its `struct_size` gives (0 is read as the 1.0 size).
 enum ErrorOut {
-    static let hostDomain = "BAHostErrorDomain"
-
     static func fill(_ out: UnsafeMutablePointer<ba_error_t>?, _ error: any Error) {
         let error = error as NSError
         fill(out, domain: error.domain, code: Int64(error.code), message: error.localizedDescription)
@@ -62,7 +61,7 @@ enum ErrorOut {
     struct Misuse: Error, CustomNSError, LocalizedError {
         let code: Int32
         let message: String
-        static var errorDomain: String { ErrorOut.hostDomain }
+        static var errorDomain: String { HostError.bahostDomain }
         var errorCode: Int { Int(code) }
         var errorDescription: String? { message }
         // Foundation on Linux reads the description from here when the error becomes an NSError.
@@ -84,7 +83,7 @@ enum ErrorOut {
 
     /// Misuse of the API (a wrong struct size, an unknown handle): bahost's domain, an errno-style code.
     static func misuse(_ out: UnsafeMutablePointer<ba_error_t>?, _ code: Int32, _ message: String) -> Bool {
-        fill(out, domain: hostDomain, code: Int64(code), message: message)
+        fill(out, domain: HostError.bahostDomain, code: Int64(code), message: message)
         return false
     }
 

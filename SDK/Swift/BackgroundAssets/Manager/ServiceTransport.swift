@@ -143,7 +143,7 @@ final class ServiceTransport: HostTransport, Sendable {
                 }
                 throw NSError(domain: NSPOSIXErrorDomain, code: Int(failure), userInfo: nil)
             }
-            Thread.sleep(forTimeInterval: pause.seconds)
+            Thread.sleep(forTimeInterval: pause.inSeconds)
             pause = min(pause * 2, .milliseconds(20))
         }
         state.withLock { $0.lockDescriptor = descriptor }
@@ -374,8 +374,9 @@ final class ServiceTransport: HostTransport, Sendable {
 
         /// Waits until the reader thread has finished (the socket must have been closed), at most `timeout`.
         func waitUntilRead(timeout: Duration) {
-            let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000
-            if readerFinished.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success { readerFinished.signal() }
+            if readerFinished.wait(timeout: .now() + .nanoseconds(Int(timeout.inNanoseconds))) == .success {
+                readerFinished.signal()
+            }
         }
     }
 
@@ -413,7 +414,3 @@ final class ServiceTransport: HostTransport, Sendable {
     public func markUnhandled() { marked.store(true, ordering: .releasing) }
 }
 
-
-extension Duration {
-    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
