@@ -35,9 +35,9 @@ public final class QueueStore: Sendable {
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        // Two readers and 1 MiB of page cache per connection: the file's pages stay in the kernel's cache anyway, and
-        // with GRDB's defaults (five readers, 2 MiB each) a daemon that answered a few fetches of a long queue held
-        // 12 MiB of copies of them.
+        // Two readers and a small page cache per connection: the file's pages stay in the kernel's cache anyway, and
+        // with GRDB's defaults (five readers, more cache each) a daemon that answered a few fetches of a long queue
+        // held copies of them (docs/PERFORMANCE.md).
         configuration.maximumReaderCount = 2
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")

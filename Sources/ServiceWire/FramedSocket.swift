@@ -7,8 +7,8 @@ import Synchronization
 /// Hand-written rather than built on SwiftNIO. The app's end lives in every app that links the SDK, which must stay
 /// small, and its calls are synchronous, as Apple's API is. The service's end serves each connection on a thread of
 /// its own, which reads a request, commits it and writes the reply with no hand-off: the same service on swift-nio's
-/// async channels (peers checked through `SocketOptionProvider`) was measured at 325 to 352 µs a `scheduleDownload`
-/// against 226 µs this way, on this project's 2-core benchmark machine (docs/PERFORMANCE.md).
+/// async channels (peers checked through `SocketOptionProvider`) was measured slower, an event-loop wake-up and two
+/// task hops per round trip (the figures are in docs/PERFORMANCE.md).
 ///
 /// Thread rule: `send` from any thread (frames never interleave); `receive` from one reader thread at a time.
 public final class FramedSocket: Sendable {
@@ -82,8 +82,8 @@ public final class FramedSocket: Sendable {
     /// How long each end of a service connection looks for the next frame without sleeping, right after a round
     /// trip (the service after answering a request, the app after a reply). An app that schedules in a loop then
     /// finds both readers awake, and neither side pays the cross-CPU wake-up that otherwise took about a quarter of
-    /// each `scheduleDownload` (perf on the 2-core benchmark machine: 1.17 s for 10,000 without, 0.70–0.85 s with;
-    /// docs/PERFORMANCE.md). It costs at most this much CPU per round trip, and nothing to a connection at rest.
+    /// each `scheduleDownload` (docs/PERFORMANCE.md). It costs at most this much CPU per round trip, and nothing to a
+    /// connection at rest.
     public static let roundTripPolling = Duration.microseconds(100)
 
     /// The next frame, or nil when the peer closed the connection. `polling`: how long to look for the frame with

@@ -2,8 +2,8 @@
 public final class BAURLDownload: BADownload, @unchecked Sendable {
     /// Where the download's request came from: the app's or extension's own `URLRequest`, or the host's description
     /// (the URL and header lines as they were scheduled), which becomes a `URLRequest` only when one is asked for.
-    /// `fetchCurrentDownloads` makes one object per queued download: building a `URLRequest` for each
-    /// made 10,000 cost 61 ms instead of 43.
+    /// `fetchCurrentDownloads` makes one object per queued download, and building a `URLRequest` for each was a third
+    /// of its cost (docs/PERFORMANCE.md).
     private enum Source {
         case request(URLRequest)
         case described(url: String, headerLines: [String])
