@@ -69,7 +69,7 @@ final class RunnerProcess {
         }
 
         var environment = ProcessInfo.processInfo.environment
-        // A crashing Swift extension would otherwise spend its window writing a backtrace into our output.
+        // A crashing Swift extension would otherwise take time writing a backtrace into our output.
         environment["SWIFT_BACKTRACE"] = "enable=no"
         // What the extension sees as ba_host_t.version.
         environment["BAHOST_RELEASE"] = BahostVersion.release
