@@ -40,7 +40,8 @@ fi
 [ "$(pkg-config --modversion backgroundassets)" = "$version" ] || fail "backgroundassets.pc's version is not $version"
 ldd "$prefix/lib/libbackgroundassets.so.1" | grep -q "libswift\|libFoundation\|libdispatch" \
     && fail "libbackgroundassets links the Swift runtime dynamically"
-exported=$(nm -D --defined-only "$prefix/lib/libbackgroundassets.so.1" | awk '$2 ~ /[TWDBRV]/ { print $3 }' | sort)
+# nm names a versioned symbol NAME@@VERSION: the names alone.
+exported=$(nm -D --defined-only "$prefix/lib/libbackgroundassets.so.1" | awk '$2 ~ /[TWDBRV]/ { sub(/@.*/, "", $3); print $3 }' | sort)
 [ -z "$(grep -v '^ba_app_' <<< "$exported")" ] || fail "libbackgroundassets exports more than ba/app.h: $(grep -v '^ba_app_' <<< "$exported" | head -3)"
 grep -q '^ba_app_connect$' <<< "$exported" || fail "libbackgroundassets does not export ba_app_connect"
 objdump -T "$prefix/lib/libbackgroundassets.so.1" | grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' \
