@@ -9,7 +9,7 @@ import Vocabulary
 /// service): the durable queue, under the app's policy. A download of another app is not touched (55).
 ///
 /// Thread rule: one caller at a time (a window's thread, or an app connection's).
-public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {
+public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  // safe: one caller at a time (above)
     private let context: EngineContext
     private let appIdentifier: String
     /// Made at the first exclusive-control call: most callers never make one.

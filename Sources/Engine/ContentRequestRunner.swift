@@ -78,7 +78,7 @@ struct ContentRequestRunner {
 /// What a content request returns, admitted as its window receives it (`StagedAdmission`): each download checked
 /// for shape (`DownloadValidation`), for duplicates, and under the app's policy, which counts as it admits, then
 /// queued all at once when the request returned, or dropped when it did not.
-private final class Admission: @unchecked Sendable {
+private final class Admission: @unchecked Sendable {  // safe: only the window's thread, a packet at a time
     let staged: StagedAdmission
     private let request: ContentRequest
     private var policy: AppPolicy

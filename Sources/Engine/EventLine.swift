@@ -6,7 +6,7 @@ import Vocabulary
 /// A life-cycle event as the command line shows it: a JSON object for scripts (`--json`, one per line) and a line
 /// of text for people (nil for events that only move a progress bar). `bahost run` prints them; the service sends
 /// them to the `bahost install` or `launch` that waits on the app.
-public struct EventLine: @unchecked Sendable {
+public struct EventLine: @unchecked Sendable {  // safe: a value made once and only read (its JSON holds plain values)
     public var json: [String: Any]
     public var text: String?
 

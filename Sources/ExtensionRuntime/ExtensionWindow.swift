@@ -1,3 +1,4 @@
+// Over 400 lines: the poll loop and the protocol's states still share one class (a state machine and driver to come).
 import CBAExtension
 import CHostSupport
 import ExtensionWire

@@ -1,3 +1,4 @@
+// Over 400 lines: writing, checking and unpacking an archive share libarchive's handling of entries and errors.
 import CArchive
 import Crypto
 import Foundation

@@ -1,3 +1,4 @@
+// Over 400 lines: Apple's AssetPackManager is one type; the fan-out of its status updates is the rest.
 import Foundation
 import ServiceWire
 import Synchronization
@@ -398,7 +399,7 @@ extension AssetPackManager {
     }
 
     /// Fans the service's pack events out to every iterator, as Apple's values.
-    fileprivate final class UpdateHub: @unchecked Sendable {
+    fileprivate final class UpdateHub: @unchecked Sendable {  // safe: `cancel` is set before any event; the rest locks
         private struct State {
             var subscribers: [UUID: (id: String?, continuation: AsyncStream<DownloadStatusUpdate>.Continuation)] = [:]
             /// The packs last listed, to hand back whole in updates (events carry only the pack's ID and version).

@@ -52,7 +52,7 @@ public let BAFailuresErrorKey = "BAFailuresErrorKey"
 
 extension AssetPackManager {
     /// Some of a set of packs could not be made available (Apple's `LocalAvailabilityError`).
-    public struct LocalAvailabilityError: Error, CustomNSError, @unchecked Sendable {
+    public struct LocalAvailabilityError: Error, CustomNSError, @unchecked Sendable {  // safe: immutable once made
         /// The packs that are available locally.
         public let successes: Set<AssetPack>
         /// The packs that are not, with why.

@@ -3,7 +3,7 @@ import CBAExtension
 /// An in-progress or concluded asset download (Apple's `BADownload`).
 ///
 /// Copies keep every property; two downloads are equal when their `identifier` and `uniqueIdentifier` are.
-open class BADownload: NSObject, NSCopying, @unchecked Sendable {
+open class BADownload: NSObject, NSCopying, @unchecked Sendable {  // safe: every property is set before it is shared
     /// A client-set priority that orders downloads within the app. Apple does not publish the bounds' values;
     /// bahost's are 0, 50 and 100 (`BA_DOWNLOAD_PRIORITY_*` in the C ABI).
     public struct Priority: RawRepresentable, Hashable, Sendable {
@@ -103,6 +103,6 @@ open class BADownload: NSObject, NSCopying, @unchecked Sendable {
 
 /// The app's manifest download, which an extension only ever meets in `backgroundDownload(_:failedWithError:)`
 /// (Apple's private `BAManifestDownload`): code that filters on `type(of:) == BAURLDownload.self` skips it.
-final class BAManifestDownload: BADownload, @unchecked Sendable {
+final class BAManifestDownload: BADownload, @unchecked Sendable {  // safe: as BADownload, nothing added
     override class var className: String { "BAManifestDownload" }
 }

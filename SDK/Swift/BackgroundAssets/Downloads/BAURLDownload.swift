@@ -1,5 +1,5 @@
 /// A remote asset to download (Apple's `BAURLDownload`).
-public final class BAURLDownload: BADownload, @unchecked Sendable {
+public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as BADownload; its own are constants
     /// Where the download's request came from: the app's or extension's own `URLRequest`, or the host's description
     /// (the URL and header lines as they were scheduled), which becomes a `URLRequest` only when one is asked for.
     /// `fetchCurrentDownloads` makes one object per queued download, and building a `URLRequest` for each was a third

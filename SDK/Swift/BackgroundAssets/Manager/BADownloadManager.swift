@@ -5,11 +5,11 @@ import Synchronization
 /// Inside an extension loaded by bahost, calls reach the host through the C ABI with Apple's rules: scheduling is
 /// refused inside `downloads(for:manifestURL:extensionInfo:)`, and `startForegroundDownload` is for the app only.
 /// In an app, they reach the `bahost daemon` service over its socket, which also calls the delegate.
-public final class BADownloadManager: NSObject, @unchecked Sendable {
+public final class BADownloadManager: NSObject, @unchecked Sendable {  // safe: its state is behind mutexes
     /// The download manager that both the app and the extension share.
     public static let shared = BADownloadManager()
 
-    private struct WeakDelegate: @unchecked Sendable {
+    private struct WeakDelegate: @unchecked Sendable {  // safe: only read and written inside `delegateBox`'s lock
         weak var value: (any BADownloadManagerDelegate)?
     }
 

@@ -17,7 +17,7 @@ protocol HostTransport: Sendable {
 }
 
 /// The extension's side: every call goes through the host table the runner gave the extension at init.
-struct ExtensionChannel: HostTransport, @unchecked Sendable {
+struct ExtensionChannel: HostTransport, @unchecked Sendable {  // safe: the table outlives every call; any thread
     let host: UnsafePointer<ba_host_t>
 
     var isExtension: Bool { true }

@@ -1,3 +1,4 @@
+// Over 400 lines: the app's connection, its reader and its callbacks share one state; apart, they would pass it around.
 import ServiceWire
 import Synchronization
 import Vocabulary
@@ -298,7 +299,7 @@ final class ServiceTransport: HostTransport, Sendable {
     static func invalid(_ message: String) -> NSError { .backgroundAssets(.callerConnectionInvalid, message) }
 
     /// One connection to the service, read by a thread of its own.
-    fileprivate final class Connection: @unchecked Sendable {
+    fileprivate final class Connection: @unchecked Sendable {  // safe: `hello` set before sharing; the rest locks
         let socket: FramedSocket
         let transport: ServiceTransport
         private let waiters = Mutex<[UInt64: Waiter]>([:])
@@ -381,7 +382,7 @@ final class ServiceTransport: HostTransport, Sendable {
     }
 
     /// A caller blocked until its reply arrives, or the connection ends (nil).
-    private final class Waiter: @unchecked Sendable {
+    private final class Waiter: @unchecked Sendable {  // safe: `reply` written before signal, read after wait
         private let semaphore = DispatchSemaphore(value: 0)
         private var reply: ServiceReply?
 
