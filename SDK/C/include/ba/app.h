@@ -10,8 +10,9 @@
  * (when error is not NULL; its struct_size is the room it has, 0 read as the 1.0 size) with Apple's domain and
  * code: BAErrorDomain (ba/error.h) for the manager's own refusals, NSURLErrorDomain for transport failures,
  * NSPOSIXErrorDomain for the exclusive-control lock, BAHostErrorDomain for bahost's additions (verification, and
- * misuse of this API: a wrong struct size, an unknown handle). Every pointer passed to a callback is borrowed for
- * that call. [Brackets] give each function's thread rule.
+ * misuse of this API: a NULL where something is needed, a struct too small, a buffer too small). A malformed download
+ * is Apple's BA_ERROR_DOWNLOAD_INVALID, a handle that is not connected BA_ERROR_CALLER_CONNECTION_INVALID. Every
+ * pointer passed to a callback is borrowed for that call. [Brackets] give each function's thread rule.
  *
  * Callbacks arrive in one of two ways, chosen at connect:
  * - BA_APP_CALLBACKS_ON_LIBRARY_THREAD: on a thread of the library's, one at a time, in the order they happened.
@@ -85,14 +86,15 @@ ba_version_t ba_app_library_version(void);
 /* [any thread] Connects to the service as this app and introduces it. One connection at a time per process (Apple's
  * BADownloadManager.shared): a second fails with BA_ERROR_CALLER_CONNECTION_INVALID until the first is
  * disconnected. Fails with BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED (55) when the process has no app identity or the
- * service refuses it, and BA_ERROR_CALLER_CONNECTION_INVALID (56) when the service cannot be reached or speaks
- * another protocol version (the message says which two). If the service restarts later, the library reconnects by
- * itself while a delegate is set, and other calls reconnect when made. */
+ * service refuses it (a service of another protocol version does, naming both), and BA_ERROR_CALLER_CONNECTION_INVALID
+ * (56) when the service cannot be reached. If the service restarts later, the library reconnects by itself while a
+ * delegate is set, and other calls reconnect when made. */
 bool ba_app_connect(const ba_app_options_t *options, ba_app_t **app, ba_error_t *error);
 
-/* [any thread but a callback's] Clears the delegate, answers every callback still waiting as not handled (the
- * service offers it again later, or to the extension), waits for a callback that is running to return, and closes
- * the connection. The handle is invalid afterwards. NULL or an unknown handle does nothing. */
+/* [any thread but a callback's] Clears the delegate, drops every callback still waiting without answering it (the
+ * service offers each again later, or to the extension), waits for a callback that is running to return, closes
+ * the connection and waits for the library's threads of it to end. The handle is invalid afterwards. NULL or an
+ * unknown handle does nothing. */
 void ba_app_disconnect(ba_app_t *app);
 
 /* [any thread] Sets the delegate (copied: the struct may be freed after the call; context is kept), or clears it

@@ -23,6 +23,7 @@ extern "C" {
 typedef enum ba_managed_error_code {
     BA_MANAGED_ERROR_ASSET_PACK_NOT_FOUND = 0,
     BA_MANAGED_ERROR_FILE_NOT_FOUND = 1,
+    BA_MANAGED_ERROR_LOCAL_AVAILABILITY_FAILURE = 2, /* some of several packs could not be made available */
 } ba_managed_error_code_t;
 
 /* Called once for each pack; the pack is borrowed for the call. */
