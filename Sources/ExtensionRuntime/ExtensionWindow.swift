@@ -120,7 +120,7 @@ private final class WindowLoop {
     let challengeEvents: Int
     var filesLeftBehind: Set<Int> = []
     var refused: [RefusedCall] = []
-    var log: [WindowLogLine] = []
+    var log = WindowLog()
     var peakResident: Int64 = 0
     /// When the resident memory was last read: once a sampling period at most, however many packets a turn reads.
     var sampledAt: ContinuousClock.Instant?
@@ -131,14 +131,6 @@ private final class WindowLoop {
     var holdsExclusiveControl = false
     /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
     var waitingForLock: [(id: UInt32, until: ContinuousClock.Instant?)] = []
-    var partialOutput: [UInt8] = []
-    /// The log's last lines once its head is full, oldest first from `tailStart`.
-    var tail: [WindowLogLine] = []
-    var tailStart = 0
-    var headBytes = 0
-    var tailBytes = 0
-    var droppedLogLines = 0
-    var droppedLogBytes = 0
 
     /// The resident memory sampling period: the longest an extension can allocate unseen.
     static let samplingPeriod = Duration.milliseconds(5)
@@ -146,13 +138,7 @@ private final class WindowLoop {
     /// keep the loop from its deadlines.
     static let packetsPerTurn = 256
     static let outputBytesPerTurn = 256 * 1024
-    /// Bounds on what the host keeps of one window; past them it keeps no more (log) or stops the window (downloads).
-    /// The log keeps its head and its tail, each at most this many lines and bytes (a line counts 64 bytes more
-    /// than its text, so that empty lines are bounded too), and counts what it dropped between them: a window that
-    /// prints 200 MB leaves a report and a host of the same size as one that prints 1 MB.
-    static let maxLogLines = 5_000
-    static let maxLogBytes = 256 * 1024
-    static let maxLineBytes = 16 * 1024
+    /// What the host keeps of one window's returned downloads; past it the window stops (its log: `WindowLog`).
     static let maxReturnedDownloads = 100_000
 
     init(
@@ -204,14 +190,7 @@ private final class WindowLoop {
         process.killGroup()
         events.forEach(deleteManifest)
         if holdsExclusiveControl { services?.releaseExclusiveControl() }
-        flushPartialOutput()
-        if droppedLogLines > 0 {
-            log.append(WindowLogLine(
-                source: .warning,
-                message: "bahost: \(droppedLogLines) lines (\(droppedLogBytes) bytes) of output were not kept between the first and the last",
-                at: elapsed.inSeconds))
-        }
-        log += tail[tailStart...]
+        if let line = log.flushOutput(at: elapsed.inSeconds) { onLog?(line) }
         let reason = stopReason ?? classify(exit!)
         // Apple schedules what downloads(for:) returns: nothing from a call that never returned, and nothing at all
         // from an extension that broke the protocol.
@@ -228,7 +207,7 @@ private final class WindowLoop {
             extensionIdentifier: identifier, abiVersion: abiVersion, sandbox: sandbox, returnedDownloads: kept,
             completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
             killSentAt: killSentAt.map { ($0 - start).inSeconds },
-            refusedCalls: refused, log: log, peakResidentBytes: peakResident)
+            refusedCalls: refused, log: log.lines(endingAt: elapsed.inSeconds), peakResidentBytes: peakResident)
         outcome.assetPackAnswers = packAnswers
         if case .protocolViolation = reason {} else {
             outcome.challengeAnswers = Dictionary(uniqueKeysWithValues: challengeAnswers.map { (Int($0.key) - 1, $0.value) })
@@ -411,43 +390,7 @@ private final class WindowLoop {
     }
 
     func send(_ event: WindowEvent, id: UInt32) {
-        var packet = WirePacket(BA_WIRE_EVENT)
-        packet.u32(id)
-        switch event {
-        case .contentRequest(let request, let manifestPath, let info):
-            packet.u8(UInt8(BA_WIRE_CONTENT_REQUEST.rawValue))
-            packet.i32(request.rawValue)
-            packet.string(manifestPath)
-            packet.i64(info.restrictedDownloadSizeRemaining ?? -1)
-            packet.i64(info.restrictedEssentialDownloadSizeRemaining ?? -1)
-        case .downloadFailed(let download, let error, let ticket):
-            packet.u8(UInt8(BA_WIRE_FAILED.rawValue))
-            packet.download(download)
-            packet.i64(error.code)
-            packet.string(error.domain)
-            packet.string(error.message)
-            packet.string(ticket)
-        case .downloadFinished(let download, let filePath):
-            packet.u8(UInt8(BA_WIRE_FINISHED.rawValue))
-            packet.download(download)
-            packet.string(filePath)
-        case .challenge(let download, let challenge):
-            packet.u8(UInt8(BA_WIRE_CHALLENGE.rawValue))
-            packet.download(download)
-            packet.string(challenge.host)
-            packet.i32(Int32(clamping: challenge.port))
-            packet.string(challenge.scheme)
-            packet.string(challenge.realm)
-            packet.string(challenge.authenticationMethod)
-            packet.i32(Int32(clamping: challenge.previousFailureCount))
-        case .shouldDownload(let offer):
-            packet.u8(UInt8(BA_WIRE_SHOULD_DOWNLOAD.rawValue))
-            packet.string(offer.id)
-            packet.i64(Int64(offer.version))
-            packet.i64(offer.downloadSize)
-            packet.string(offer.userInfo.map { String(decoding: $0, as: UTF8.self) } ?? "")
-        }
-        process.send(packet)
+        process.send(WirePacket.event(event, id: id))
     }
 
     // MARK: Host function calls
@@ -471,12 +414,7 @@ private final class WindowLoop {
         case .fetchCurrentDownloads:
             switch services?.currentDownloads() ?? .failure(noService) {
             case .success(let downloads):
-                for download in downloads {
-                    var packet = WirePacket(BA_WIRE_REPLY_DOWNLOAD)
-                    packet.u32(id)
-                    packet.download(download)
-                    process.send(packet)
-                }
+                for download in downloads { process.send(WirePacket.replyDownload(id, download)) }
                 reply(id, "fetchCurrentDownloads", nil, .success(()))
             case .failure(let error):
                 reply(id, "fetchCurrentDownloads", nil, .failure(error))
@@ -523,20 +461,10 @@ private final class WindowLoop {
     }
 
     func reply(_ id: UInt32, _ function: String, _ download: Download?, _ result: Result<Void, HostError>) {
-        var packet = WirePacket(BA_WIRE_REPLY)
-        packet.u32(id)
-        switch result {
-        case .success:
-            packet.i64(0)
-            packet.string(nil)
-            packet.string(nil)
-        case .failure(let error):
+        if case .failure(let error) = result {
             refused.append(RefusedCall(function: function, identifier: download?.identifier, error: error))
-            packet.i64(error.code)
-            packet.string(error.domain)
-            packet.string(error.message)
         }
-        process.send(packet)
+        process.send(WirePacket.reply(id, result))
     }
 
     // MARK: Output
@@ -548,58 +476,14 @@ private final class WindowLoop {
             let count = chunk.withUnsafeMutableBytes { read(process.output, $0.baseAddress, $0.count) }
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
-            partialOutput.append(contentsOf: chunk.prefix(count))
-            while let newline = partialOutput.firstIndex(of: UInt8(ascii: "\n")) {
-                record(.output, String(decoding: partialOutput[..<newline], as: UTF8.self))
-                partialOutput.removeSubrange(...newline)
-            }
-            while partialOutput.count >= Self.maxLineBytes {
-                record(.output, String(decoding: partialOutput.prefix(Self.maxLineBytes), as: UTF8.self))
-                partialOutput.removeFirst(Self.maxLineBytes)
-            }
+            for line in log.append(output: chunk.prefix(count), at: (clock.now - start).inSeconds) { onLog?(line) }
         }
         return true
     }
 
-    func flushPartialOutput() {
-        if !partialOutput.isEmpty { record(.output, String(decoding: partialOutput, as: UTF8.self)) }
-        partialOutput = []
-    }
-
     func record(_ source: WindowLogLine.Source, _ text: String) {
-        let message = Self.bounded(text)
-        let line = WindowLogLine(source: source, message: message, at: (clock.now - start).inSeconds)
-        let bytes = message.utf8.count + 64
+        // Kept first: `onLog?(…)` would skip evaluating its argument when there is no `onLog`.
+        let line = log.record(source, text, at: (clock.now - start).inSeconds)
         onLog?(line)
-        if tail.isEmpty && log.count < Self.maxLogLines && headBytes + bytes <= Self.maxLogBytes {
-            log.append(line)
-            headBytes += bytes
-            return
-        }
-        tail.append(line)
-        tailBytes += bytes
-        while tail.count - tailStart > Self.maxLogLines || tailBytes > Self.maxLogBytes {
-            tailBytes -= tail[tailStart].message.utf8.count + 64
-            droppedLogBytes += tail[tailStart].message.utf8.count
-            droppedLogLines += 1
-            // Its text is freed now, not when the slot is compacted away: the host's memory for a window's log is
-            // what the report keeps, whatever the rate and size of the lines.
-            tail[tailStart].message = ""
-            tailStart += 1
-        }
-        if tailStart > 1024 && tailStart * 2 > tail.count {
-            tail.removeFirst(tailStart)
-            tailStart = 0
-        }
-    }
-
-    /// A line as the host keeps it: at most `maxLineBytes`, saying how much was cut (the runner cuts an extension's
-    /// log messages the same way; this bounds whatever else reaches the host).
-    static func bounded(_ text: String) -> String {
-        let count = text.utf8.count
-        guard count > maxLineBytes else { return text }
-        let kept = maxLineBytes - 64
-        return String(decoding: text.utf8.prefix(kept), as: UTF8.self)
-            + "… (\(count - kept) more bytes cut by bahost)"
     }
 }

@@ -265,3 +265,74 @@ struct WirePacket: ~Copyable {
         body(UnsafeRawBufferPointer(start: writer.bytes, count: writer.length))
     }
 }
+
+// MARK: Host → runner messages
+
+extension WirePacket {
+    /// EVENT: a window event for the extension, numbered `id` from 1 in the order the window delivers them.
+    static func event(_ event: WindowEvent, id: UInt32) -> WirePacket {
+        var packet = WirePacket(BA_WIRE_EVENT)
+        packet.u32(id)
+        switch event {
+        case .contentRequest(let request, let manifestPath, let info):
+            packet.u8(UInt8(BA_WIRE_CONTENT_REQUEST.rawValue))
+            packet.i32(request.rawValue)
+            packet.string(manifestPath)
+            packet.i64(info.restrictedDownloadSizeRemaining ?? -1)
+            packet.i64(info.restrictedEssentialDownloadSizeRemaining ?? -1)
+        case .downloadFailed(let download, let error, let ticket):
+            packet.u8(UInt8(BA_WIRE_FAILED.rawValue))
+            packet.download(download)
+            packet.i64(error.code)
+            packet.string(error.domain)
+            packet.string(error.message)
+            packet.string(ticket)
+        case .downloadFinished(let download, let filePath):
+            packet.u8(UInt8(BA_WIRE_FINISHED.rawValue))
+            packet.download(download)
+            packet.string(filePath)
+        case .challenge(let download, let challenge):
+            packet.u8(UInt8(BA_WIRE_CHALLENGE.rawValue))
+            packet.download(download)
+            packet.string(challenge.host)
+            packet.i32(Int32(clamping: challenge.port))
+            packet.string(challenge.scheme)
+            packet.string(challenge.realm)
+            packet.string(challenge.authenticationMethod)
+            packet.i32(Int32(clamping: challenge.previousFailureCount))
+        case .shouldDownload(let offer):
+            packet.u8(UInt8(BA_WIRE_SHOULD_DOWNLOAD.rawValue))
+            packet.string(offer.id)
+            packet.i64(Int64(offer.version))
+            packet.i64(offer.downloadSize)
+            packet.string(offer.userInfo.map { String(decoding: $0, as: UTF8.self) } ?? "")
+        }
+        return packet
+    }
+
+    /// REPLY: how a host function call ended (code 0 and no domain for success).
+    static func reply(_ id: UInt32, _ result: Result<Void, HostError>) -> WirePacket {
+        var packet = WirePacket(BA_WIRE_REPLY)
+        packet.u32(id)
+        switch result {
+        case .success:
+            packet.i64(0)
+            packet.string(nil)
+            packet.string(nil)
+        case .failure(let error):
+            packet.i64(error.code)
+            packet.string(error.domain)
+            packet.string(error.message)
+        }
+        return packet
+    }
+
+    /// REPLY_DOWNLOAD: one of the downloads `fetchCurrentDownloads` answers with, before its REPLY.
+    static func replyDownload(_ id: UInt32, _ download: Download) -> WirePacket {
+        var packet = WirePacket(BA_WIRE_REPLY_DOWNLOAD)
+        packet.u32(id)
+        packet.download(download)
+        return packet
+    }
+}
+
