@@ -1,4 +1,3 @@
-// Over 400 lines: the poll loop and the protocol's states still share one class (a state machine and driver to come).
 import CBAExtension
 import CHostSupport
 import ExtensionWire
@@ -63,8 +62,7 @@ public final class ExtensionWindow {
         _ events: [WindowEvent], services: ExtensionHostServices? = nil,
         onLog: ((WindowLogLine) -> Void)? = nil, onReturned: ((Int, [Download]) -> Void)? = nil
     ) throws(WindowSetupError) -> WindowOutcome {
-        let loop = WindowLoop(events: events, limits: limits, services: services, onLog: onLog)
-        loop.onReturned = onReturned
+        let loop = WindowLoop(events: events, limits: limits, services: services, onLog: onLog, onReturned: onReturned)
         var environment = appGroup.map {
             ["BAHOST_APP_GROUP": $0.identifier, "BAHOST_APP_GROUP_CONTAINER": $0.container]
         } ?? [:]
@@ -87,71 +85,36 @@ public final class ExtensionWindow {
     }
 }
 
-/// The state of one window between spawn and reap.
+/// The window's driver, between spawn and reap: it polls the runner's socket and output, reads the clock and the
+/// memory, calls the host's services, and carries out what the window's protocol (`WindowProtocol`) decides.
 private final class WindowLoop {
     let events: [WindowEvent]
-    let limits: WindowLimits
     let services: ExtensionHostServices?
     let onLog: ((WindowLogLine) -> Void)?
+    /// Where returned downloads go as they arrive, when not into the outcome.
+    let onReturned: ((Int, [Download]) -> Void)?
 
     let clock = ContinuousClock()
-    let start: ContinuousClock.Instant
-    var deadline: ContinuousClock.Instant
-    /// Where returned downloads go as they arrive, when not into `returned`.
-    var onReturned: ((Int, [Download]) -> Void)?
-    var returnedCount = 0
-
+    var window: WindowProtocol
     var process: RunnerProcess!
-    var stopReason: StopReason?
-    var loadFailure: (LoadFailure, String)?
-    /// The runner's own report that it failed, which the window's end blames on the runner.
-    var runnerFailure: String?
-    var helloAt: ContinuousClock.Instant?
-    var identifier: String?
-    var abiVersion: String?
-    var sandbox: String?
-    var completedEvents = 0
-    /// What content requests added, with the event that added them.
-    var returned: [(eventID: UInt32, download: Download)] = []
-    /// What `shouldDownload(_:)` answered, by event.
-    var answers: [UInt32: Bool] = [:]
-    /// How challenges were answered, by event; the window waits for every one.
-    var challengeAnswers: [UInt32: ChallengeAnswer] = [:]
-    let challengeEvents: Int
-    var filesLeftBehind: Set<Int> = []
-    var refused: [RefusedCall] = []
     var log = WindowLog()
-    var peakResident: Int64 = 0
-    /// When the resident memory was last read: once a sampling period at most, however many packets a turn reads.
-    var sampledAt: ContinuousClock.Instant?
-    var endSent = false
-    var terminateSentAt: ContinuousClock.Instant?
-    var killAt: ContinuousClock.Instant?
-    var killSentAt: ContinuousClock.Instant?
-    var holdsExclusiveControl = false
-    /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
-    var waitingForLock: [(id: UInt32, until: ContinuousClock.Instant?)] = []
 
-    /// The resident memory sampling period: the longest an extension can allocate unseen.
-    static let samplingPeriod = Duration.milliseconds(5)
     /// What one turn of the loop reads at most, so that an extension that floods the socket or the pipe cannot
     /// keep the loop from its deadlines.
     static let packetsPerTurn = 256
     static let outputBytesPerTurn = 256 * 1024
-    /// What the host keeps of one window's returned downloads; past it the window stops (its log: `WindowLog`).
-    static let maxReturnedDownloads = 100_000
 
     init(
         events: [WindowEvent], limits: WindowLimits, services: ExtensionHostServices?,
-        onLog: ((WindowLogLine) -> Void)?
+        onLog: ((WindowLogLine) -> Void)?, onReturned: ((Int, [Download]) -> Void)?
     ) {
         self.events = events
-        self.limits = limits
         self.services = services
         self.onLog = onLog
-        challengeEvents = events.count { if case .challenge = $0 { true } else { false } }
-        start = clock.now
-        deadline = start + limits.budget
+        self.onReturned = onReturned
+        window = WindowProtocol(
+            events: events, limits: limits, start: clock.now, streamsReturned: onReturned != nil,
+            hasServices: services != nil)
     }
 
     func run(_ process: RunnerProcess) -> WindowOutcome {
@@ -169,7 +132,7 @@ private final class WindowLoop {
             }
             if outputOpen { fds.append(pollfd(fd: process.output, events: Int16(POLLIN), revents: 0)) }
             if process.exitSignal >= 0 { fds.append(pollfd(fd: process.exitSignal, events: Int16(POLLIN), revents: 0)) }
-            let wait = nextWakeUp() - clock.now
+            let wait = window.nextWakeUp(after: clock.now) - clock.now
             _ = bahost_poll(&fds, nfds_t(fds.count), max(0, wait.inNanoseconds))
 
             if channelOpen { channelOpen = drainChannel(&packet) }
@@ -181,106 +144,97 @@ private final class WindowLoop {
                 if channelOpen { _ = drainChannel(&packet) }
                 if outputOpen { _ = drainOutput() }
             } else {
-                enforceLimits()
-                grantExclusiveControl()
-                endIfDone()
+                let now = clock.now
+                apply(window.tick(at: now, memory: window.wantsSample(at: now) ? sampleMemory() : nil))
+                apply(window.lockStep(at: clock.now))
+                apply(window.endIfDone(at: clock.now))
             }
         }
-        let elapsed = clock.now - start
+        let elapsed = clock.now - window.start
         process.killGroup()
         events.forEach(deleteManifest)
-        if holdsExclusiveControl { services?.releaseExclusiveControl() }
+        if window.holdsExclusiveControl { services?.releaseExclusiveControl() }
         if let line = log.flushOutput(at: elapsed.inSeconds) { onLog?(line) }
-        let reason = stopReason ?? classify(exit!)
-        // Apple schedules what downloads(for:) returns: nothing from a call that never returned, and nothing at all
-        // from an extension that broke the protocol.
-        var kept = returned.filter { $0.eventID <= UInt32(completedEvents) }.map(\.download)
-        if case .protocolViolation = reason { kept = [] }
-        var packAnswers: [String: Bool] = [:]
-        if case .protocolViolation = reason {} else {
-            for (eventID, answer) in answers where eventID <= UInt32(completedEvents) {
-                if case .shouldDownload(let offer) = events[Int(eventID) - 1] { packAnswers[offer.id] = answer }
+        let kernel = kernelMemoryKill()
+        let reason = window.reason(exitStatus: exit!, killedByTheKernelForMemory: kernel.killed)
+        return window.outcome(
+            reason: reason, elapsed: elapsed, peakResidentBytes: max(window.peakResident, kernel.peakBytes ?? 0),
+            log: log.lines(endingAt: elapsed.inSeconds))
+    }
+
+    /// The window's memory: its processes' resident bytes summed, and whether the kernel killed one of them.
+    func sampleMemory() -> WindowProtocol.MemorySample {
+        let kernel = kernelMemoryKill()
+        return WindowProtocol.MemorySample(
+            residentBytes: process.residentBytes, killedByTheKernel: kernel.killed, cgroupPeakBytes: kernel.peakBytes)
+    }
+
+    /// Whether the kernel killed a process of the window at its cgroup's memory ceiling (the window then ends killed
+    /// for memory, whichever process the kernel chose), and then the cgroup's peak.
+    func kernelMemoryKill() -> (killed: Bool, peakBytes: Int64?) {
+        guard let cgroup = process.cgroup, cgroup.memoryKills > 0 else { return (false, nil) }
+        return (true, cgroup.peakBytes)
+    }
+
+    /// Carries out what the window's protocol decided, in order.
+    func apply(_ actions: [WindowProtocol.Action]) {
+        for action in actions {
+            switch action {
+            case .sendEvents:
+                for (index, event) in events.enumerated() { process.send(WirePacket.event(event, id: UInt32(index + 1))) }
+            case .sendWillTerminate:
+                process.send(WirePacket(BA_WIRE_WILL_TERMINATE))
+            case .sendEnd:
+                process.send(WirePacket(BA_WIRE_END))
+            case .reply(let id, let result):
+                process.send(WirePacket.reply(id, result))
+            case .perform(let id, let call):
+                perform(call, id: id)
+            case .deliver(let index, let downloads):
+                let began = clock.now
+                onReturned?(index, downloads)
+                window.hostTook(clock.now - began)
+            case .deleteManifest(let index):
+                deleteManifest(of: events[index])
+            case .log(let source, let text):
+                record(source, text)
+            case .kill:
+                process.kill()
+            case .tryLock:
+                if let services { apply(window.lockTried(services.tryAcquireExclusiveControl(), at: clock.now)) }
+            case .releaseLock:
+                services?.releaseExclusiveControl()
             }
         }
-        var outcome = WindowOutcome(
-            stopReason: reason, elapsed: elapsed, activation: helloAt.map { $0 - start },
-            extensionIdentifier: identifier, abiVersion: abiVersion, sandbox: sandbox, returnedDownloads: kept,
-            completedEvents: completedEvents, willTerminateSentAt: terminateSentAt.map { ($0 - start).inSeconds },
-            killSentAt: killSentAt.map { ($0 - start).inSeconds },
-            refusedCalls: refused, log: log.lines(endingAt: elapsed.inSeconds), peakResidentBytes: peakResident)
-        outcome.assetPackAnswers = packAnswers
-        if case .protocolViolation = reason {} else {
-            outcome.challengeAnswers = Dictionary(uniqueKeysWithValues: challengeAnswers.map { (Int($0.key) - 1, $0.value) })
-        }
-        outcome.filesLeftBehind = filesLeftBehind
-        return outcome
     }
 
-    // MARK: Deadlines
-
-    func nextWakeUp() -> ContinuousClock.Instant {
-        var next = clock.now + Self.samplingPeriod
-        if terminateSentAt == nil && !endSent { next = min(next, deadline) }
-        if let killAt { next = min(next, killAt) }
-        return next
-    }
-
-    func enforceLimits() {
-        let now = clock.now
-        if sampledAt.map({ now - $0 >= Self.samplingPeriod }) ?? true {
-            sampledAt = now
-            let resident = process.residentBytes
-            peakResident = max(peakResident, resident)
-            if (resident > limits.memoryBytes || killedByTheKernelForMemory) && stopReason == nil {
-                stop(.killedForMemory(limitBytes: limits.memoryBytes))
-                return
+    /// A host call the host's services answer.
+    func perform(_ call: HostCall, id: UInt32) {
+        guard let services else { return }
+        switch call {
+        case .schedule(let download):
+            apply(window.performed(id: id, call, services.schedule(download)))
+        case .cancel(let download):
+            apply(window.performed(id: id, call, services.cancel(download)))
+        case .fetchCurrentDownloads:
+            switch services.currentDownloads() {
+            case .success(let downloads):
+                for download in downloads { process.send(WirePacket.replyDownload(id, download)) }
+                apply(window.performed(id: id, call, .success(())))
+            case .failure(let error):
+                apply(window.performed(id: id, call, .failure(error)))
             }
-        }
-        if terminateSentAt == nil && !endSent && now >= deadline {
-            terminateSentAt = now
-            killAt = now + limits.grace
-            process.send(WirePacket(BA_WIRE_WILL_TERMINATE))
-        }
-        if let killAt, now >= killAt, stopReason == nil {
-            // After END the runner exits at once; one that does not is killed, and the window still returned.
-            stop(terminateSentAt != nil ? .budgetExceeded(willTerminateReturned: false) : .returned)
+        case .startForeground, .acquireExclusiveControl, .releaseExclusiveControl:
+            break  // the protocol answers these itself
         }
     }
 
-    func endIfDone() {
-        guard helloAt != nil, !endSent, terminateSentAt == nil, stopReason == nil,
-            completedEvents == events.count, challengeAnswers.count == challengeEvents, !holdsExclusiveControl,
-            waitingForLock.isEmpty
-        else { return }
-        endSent = true
-        killAt = clock.now + limits.grace
-        process.send(WirePacket(BA_WIRE_END))
+    /// Apple: the manifest "is read-only and will be deleted after this method returns".
+    func deleteManifest(of event: WindowEvent) {
+        if case .contentRequest(_, let manifestPath, _) = event { unlink(manifestPath) }
     }
 
-    func stop(_ reason: StopReason) {
-        if stopReason == nil { stopReason = reason }
-        if killSentAt == nil { killSentAt = clock.now }
-        process.kill()
-    }
-
-    /// Whether the kernel killed a process of the window at its cgroup's memory ceiling: the window ends killed for
-    /// memory, whichever of its processes the kernel chose, and its peak is the cgroup's.
-    var killedByTheKernelForMemory: Bool {
-        guard let cgroup = process.cgroup, cgroup.memoryKills > 0 else { return false }
-        peakResident = max(peakResident, cgroup.peakBytes ?? 0)
-        return true
-    }
-
-    func classify(_ status: Int32) -> StopReason {
-        if let (failure, message) = loadFailure { return .refusedToLoad(failure, message) }
-        if killedByTheKernelForMemory { return .killedForMemory(limitBytes: limits.memoryBytes) }
-        if let runnerFailure { return .runnerFailed(runnerFailure) }
-        if endSent { return .returned }
-        if bahost_signaled(status) != 0 { return .crashed(signal: bahost_signal(status)) }
-        return .exited(code: bahost_exit_code(status))
-    }
-
-    // MARK: Messages
+    // MARK: Reading
 
     /// Reads the waiting packets, up to a turn's worth; false once the runner has closed its end.
     func drainChannel(_ buffer: inout [UInt8]) -> Bool {
@@ -291,183 +245,16 @@ private final class WindowLoop {
             if count < 0 && errno == ECONNRESET { continue }
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
-            guard stopReason == nil else { continue }
+            guard window.stopReason == nil else { continue }
             let decoded = buffer.withUnsafeBytes { bytes in
                 Result { () throws(WireViolation) in
                     try RunnerMessage.decode(UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))
                 }
             }
-            do throws(WireViolation) {
-                try handle(try decoded.get())
-            } catch {
-                stop(.protocolViolation(error.message))
-            }
+            apply(window.receive(decoded, at: clock.now))
         }
         return true
     }
-
-    func handle(_ message: RunnerMessage) throws(WireViolation) {
-        switch message {
-        case .hello(let major, let minor, let identifier):
-            guard helloAt == nil else { throw WireViolation(message: "the extension sent a second hello") }
-            helloAt = clock.now
-            self.identifier = identifier
-            abiVersion = "\(major).\(minor)"
-            for (index, event) in events.enumerated() { send(event, id: UInt32(index + 1)) }
-        case .loadFailed(let failure, let text):
-            loadFailure = (failure, text)
-        case .sandbox(let text):
-            // The runner says it once, before loading the extension; another is the extension writing to the socket.
-            guard sandbox == nil, helloAt == nil else { throw WireViolation(message: "the extension sent a sandbox report") }
-            sandbox = text
-        case .downloads(let eventID, let downloads):
-            guard let index = currentEventIndex, eventID == UInt32(index + 1),
-                case .contentRequest = events[index]
-            else { throw WireViolation(message: "the extension returned a download outside downloads(for:…)") }
-            guard returnedCount + downloads.count <= Self.maxReturnedDownloads else {
-                throw WireViolation(message: "the extension returned more than \(Self.maxReturnedDownloads) downloads")
-            }
-            returnedCount += downloads.count
-            if let onReturned {
-                let began = clock.now
-                onReturned(index, downloads)
-                if terminateSentAt == nil { deadline += clock.now - began }
-            } else {
-                returned.append(contentsOf: downloads.map { (eventID, $0) })
-            }
-        case .answer(let eventID, let answer):
-            guard let index = currentEventIndex, eventID == UInt32(index + 1), case .shouldDownload = events[index],
-                answers[eventID] == nil
-            else { throw WireViolation(message: "the extension answered a question nobody asked") }
-            answers[eventID] = answer
-        case .challengeAnswer(let eventID, let answer):
-            // A reply may come after its entry point returned, but not before the entry point was called.
-            guard eventID >= 1, eventID <= UInt32(completedEvents + 1), Int(eventID) <= events.count,
-                case .challenge = events[Int(eventID) - 1], challengeAnswers[eventID] == nil
-            else { throw WireViolation(message: "the extension answered a challenge nobody asked") }
-            challengeAnswers[eventID] = answer
-        case .fileLeft(let eventID):
-            guard let index = currentEventIndex, eventID == UInt32(index + 1), case .downloadFinished = events[index] else {
-                throw WireViolation(message: "the extension reported a file left behind outside backgroundDownload(_:finishedWithFileURL:)")
-            }
-            filesLeftBehind.insert(index)
-        case .eventDone(let eventID):
-            guard let index = currentEventIndex, eventID == UInt32(index + 1) else {
-                throw WireViolation(message: "the extension reported an entry point return out of order")
-            }
-            completedEvents += 1
-            deleteManifest(of: events[index])
-        case .call(let id, let call):
-            answer(call, id: id)
-        case .log(let level, let text):
-            let source: WindowLogLine.Source =
-                switch UInt32(bitPattern: level) {
-                case BA_LOG_DEBUG.rawValue: .debug
-                case BA_LOG_WARNING.rawValue: .warning
-                case BA_LOG_ERROR.rawValue: .error
-                default: .info
-                }
-            record(source, text)
-        case .violation(let text):
-            throw WireViolation(message: text)
-        case .runnerFailed(let text):
-            // Whoever sent it, it is an account of the process's end, never a reason to keep less.
-            if runnerFailure == nil { runnerFailure = text.printable(limit: 300) }
-        case .terminateDone:
-            guard terminateSentAt != nil else { throw WireViolation(message: "the extension reported a willTerminate nobody sent") }
-            stop(.budgetExceeded(willTerminateReturned: true))
-        }
-    }
-
-    /// Apple: the manifest "is read-only and will be deleted after this method returns".
-    func deleteManifest(of event: WindowEvent) {
-        if case .contentRequest(_, let manifestPath, _) = event { unlink(manifestPath) }
-    }
-
-    /// The event whose entry point is running (events run in order); nil when all are done or none started.
-    var currentEventIndex: Int? {
-        helloAt != nil && completedEvents < events.count ? completedEvents : nil
-    }
-
-    func send(_ event: WindowEvent, id: UInt32) {
-        process.send(WirePacket.event(event, id: id))
-    }
-
-    // MARK: Host function calls
-
-    func answer(_ call: HostCall, id: UInt32) {
-        let noService = HostError(BA_ERROR_CALLER_CONNECTION_INVALID, "this window has no download service")
-        switch call {
-        case .schedule(let download):
-            if let index = currentEventIndex, case .contentRequest = events[index] {
-                reply(id, "scheduleDownload", download, .failure(HostError(
-                    BA_ERROR_CALL_FROM_EXTENSION_NOT_ALLOWED,
-                    "downloads cannot be scheduled inside downloads(for:manifestURL:extensionInfo:); return them")))
-            } else {
-                reply(id, "scheduleDownload", download, services?.schedule(download) ?? .failure(noService))
-            }
-        case .startForeground(let download):
-            reply(id, "startForegroundDownload", download, .failure(HostError(
-                BA_ERROR_CALL_FROM_EXTENSION_NOT_ALLOWED, "startForegroundDownload is for the app, not an extension")))
-        case .cancel(let download):
-            reply(id, "cancel", download, services?.cancel(download) ?? .failure(noService))
-        case .fetchCurrentDownloads:
-            switch services?.currentDownloads() ?? .failure(noService) {
-            case .success(let downloads):
-                for download in downloads { process.send(WirePacket.replyDownload(id, download)) }
-                reply(id, "fetchCurrentDownloads", nil, .success(()))
-            case .failure(let error):
-                reply(id, "fetchCurrentDownloads", nil, .failure(error))
-            }
-        case .acquireExclusiveControl(let timeout):
-            guard services != nil else { return reply(id, "withExclusiveControl", nil, .failure(noService)) }
-            let until: ContinuousClock.Instant? = timeout < 0 ? nil : clock.now + .milliseconds(timeout)
-            waitingForLock.append((id, until))
-            grantExclusiveControl()
-        case .releaseExclusiveControl:
-            if holdsExclusiveControl {
-                holdsExclusiveControl = false
-                services?.releaseExclusiveControl()
-            }
-            reply(id, "releaseExclusiveControl", nil, .success(()))
-            grantExclusiveControl()
-        }
-    }
-
-    /// Gives the lock to the first waiting call when it is free; fails calls whose time ran out.
-    func grantExclusiveControl() {
-        guard let services, let first = waitingForLock.first else { return }
-        if !holdsExclusiveControl {
-            switch services.tryAcquireExclusiveControl() {
-            case .success(true):
-                holdsExclusiveControl = true
-                waitingForLock.removeFirst()
-                return reply(first.id, "withExclusiveControl", nil, .success(()))
-            case .success(false):
-                break
-            case .failure(let error):
-                waitingForLock.removeFirst()
-                return reply(first.id, "withExclusiveControl", nil, .failure(error))
-            }
-        }
-        let now = clock.now
-        waitingForLock.removeAll { waiting in
-            guard let until = waiting.until, now >= until else { return false }
-            reply(waiting.id, "withExclusiveControl", nil, .failure(HostError(
-                code: Int64(EWOULDBLOCK), domain: "NSPOSIXErrorDomain",
-                message: "exclusive control is held by another process")))
-            return true
-        }
-    }
-
-    func reply(_ id: UInt32, _ function: String, _ download: Download?, _ result: Result<Void, HostError>) {
-        if case .failure(let error) = result {
-            refused.append(RefusedCall(function: function, identifier: download?.identifier, error: error))
-        }
-        process.send(WirePacket.reply(id, result))
-    }
-
-    // MARK: Output
 
     /// Reads what the process printed, up to a turn's worth; false once every writer has closed the pipe.
     func drainOutput() -> Bool {
@@ -476,14 +263,14 @@ private final class WindowLoop {
             let count = chunk.withUnsafeMutableBytes { read(process.output, $0.baseAddress, $0.count) }
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
-            for line in log.append(output: chunk.prefix(count), at: (clock.now - start).inSeconds) { onLog?(line) }
+            for line in log.append(output: chunk.prefix(count), at: (clock.now - window.start).inSeconds) { onLog?(line) }
         }
         return true
     }
 
     func record(_ source: WindowLogLine.Source, _ text: String) {
         // Kept first: `onLog?(…)` would skip evaluating its argument when there is no `onLog`.
-        let line = log.record(source, text, at: (clock.now - start).inSeconds)
+        let line = log.record(source, text, at: (clock.now - window.start).inSeconds)
         onLog?(line)
     }
 }
