@@ -225,10 +225,21 @@ struct WindowProtocol {
 
     /// How a host call ended: its reply (a failure counts among the report's refused calls).
     mutating func performed(id: UInt32, _ call: HostCall, _ result: Result<Void, HostError>) -> [Action] {
+        reply(id: id, function: call.appleName, download: call.download, result)
+    }
+
+    private mutating func reply(
+        id: UInt32, function: String, download: Download?, _ result: Result<Void, HostError>
+    ) -> [Action] {
         if case .failure(let error) = result {
-            refused.append(RefusedCall(function: call.appleName, identifier: call.download?.identifier, error: error))
+            refused.append(RefusedCall(function: function, identifier: download?.identifier, error: error))
         }
         return [.reply(id: id, result)]
+    }
+
+    /// The answer to a waiting `withExclusiveControl`.
+    private mutating func lockReply(id: UInt32, _ result: Result<Void, HostError>) -> [Action] {
+        reply(id: id, function: "withExclusiveControl", download: nil, result)
     }
 
     // MARK: Exclusive control
@@ -246,12 +257,12 @@ struct WindowProtocol {
         case .success(true):
             holdsExclusiveControl = true
             waitingForLock.removeFirst()
-            return performed(id: first.id, .acquireExclusiveControl(timeoutMilliseconds: 0), .success(()))
+            return lockReply(id: first.id, .success(()))
         case .success(false):
             return expireLockWaits(at: now)
         case .failure(let error):
             waitingForLock.removeFirst()
-            return performed(id: first.id, .acquireExclusiveControl(timeoutMilliseconds: 0), .failure(error))
+            return lockReply(id: first.id, .failure(error))
         }
     }
 
@@ -259,7 +270,7 @@ struct WindowProtocol {
         let expired = waitingForLock.filter { waiting in waiting.until.map { now >= $0 } ?? false }
         waitingForLock.removeAll { waiting in waiting.until.map { now >= $0 } ?? false }
         return expired.flatMap { waiting in
-            performed(id: waiting.id, .acquireExclusiveControl(timeoutMilliseconds: 0), .failure(HostError(
+            lockReply(id: waiting.id, .failure(HostError(
                 code: Int64(EWOULDBLOCK), domain: "NSPOSIXErrorDomain", message: "exclusive control is held by another process")))
         }
     }

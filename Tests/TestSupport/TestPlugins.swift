@@ -22,15 +22,7 @@ public enum TestPlugins {
             let source = packageRoot.appendingPathComponent("Plugins/C/\(relativePath).c").path
             let output = scratch.appendingPathComponent(relativePath.replacingOccurrences(of: "/", with: "_") + ".so")
                 .path
-            let cc = Process()
-            cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            cc.arguments = [
-                "cc", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I",
-                packageRoot.appendingPathComponent("SDK/C/include").path, "-o", output, source,
-            ]
-            try cc.run()
-            cc.waitUntilExit()
-            guard cc.terminationStatus == 0 else { throw CompileError(source: source) }
+            try compile(source, to: output, ["-shared", "-fPIC"])
             built[relativePath] = output
             return output
         }
@@ -50,18 +42,21 @@ public enum TestPlugins {
             if !FileManager.default.fileExists(atPath: versioned) {
                 try FileManager.default.createSymbolicLink(atPath: versioned, withDestinationPath: library)
             }
-            let cc = Process()
-            cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            cc.arguments = [
-                "cc", "-Wall", "-Wextra", "-Werror", "-I", packageRoot.appendingPathComponent("SDK/C/include").path,
-                "-o", output, source, "-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(scratch.path)",
-            ]
-            try cc.run()
-            cc.waitUntilExit()
-            guard cc.terminationStatus == 0 else { throw CompileError(source: source) }
+            try compile(source, to: output, ["-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(scratch.path)"])
             built[key] = output
             return output
         }
+    }
+
+    /// `cc` with the warnings as errors and the SDK's headers, as an author builds against them.
+    private static func compile(_ source: String, to output: String, _ flags: [String]) throws {
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        cc.arguments = ["cc", "-Wall", "-Wextra", "-Werror", "-I", packageRoot.appendingPathComponent("SDK/C/include").path,
+                        "-o", output, source] + flags
+        try cc.run()
+        cc.waitUntilExit()
+        guard cc.terminationStatus == 0 else { throw CompileError(source: source) }
     }
 
     /// A scratch folder of this test process, removed by the OS's tmp cleaning.
