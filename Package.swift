@@ -2,7 +2,8 @@
 import PackageDescription
 
 // One concept per target; data flows one way: config → extension window → policy → (queue → transfer → delivery).
-// Extensions never share a Swift type with the host: only the C ABI in SDK/C crosses.
+// Engine owns that flow; Service (the daemon) and bahost (the command line) sit above it and reach it only through
+// Engine's API. Extensions never share a Swift type with the host: only the C ABI in SDK/C crosses.
 let package = Package(
     name: "bahost",
     products: [
@@ -112,17 +113,20 @@ let package = Package(
                 "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Packs", "Policy", "Queue",
                 "Transfer", "Vocabulary", .product(name: "NIOPosix", package: "swift-nio"),
             ]),
+        // Above the engine: the service and the command line speak to it in its own values and intents
+        // (`DownloadStatus`, `InstalledApp`, `LifecycleEvent`, `HostEngine.install`), never in its queue's rows, so
+        // they depend on none of Queue, Transfer, Delivery or Policy.
         .target(
             name: "Service",
             dependencies: [
-                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "Queue", "ServiceWire",
-                "Transfer", "Vocabulary", .product(name: "Logging", package: "swift-log"),
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire",
+                "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "bahost",
             dependencies: [
-                "AppConfig", "BackgroundAssetsTesting", "Delivery", "ExtensionRuntime", "Engine", "Packs", "PackServer",
-                "Policy", "Queue", "Service", "ServiceWire", "Transfer", "Vocabulary",
+                "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "Packs", "PackServer", "Service",
+                "ServiceWire", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

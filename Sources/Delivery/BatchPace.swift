@@ -3,11 +3,11 @@ import Vocabulary
 
 /// How many completions an app's next delivery window gets, from how its windows went so far.
 ///
-/// A window's spawn costs a few milliseconds; a fast extension's callbacks (moving a file) far less. Batches as large
-/// as the pace allows wake the extension a few times for thousands of files instead of once per 32 (Benchmarks: 10%
-/// of the CPU of 2,000 small files). A slow extension keeps small batches, so that a window's budget covers its
-/// callbacks: the batch is what a quarter of the budget covers at the last window's pace (its spawn included), and
-/// half the last batch after a window that ran out of time.
+/// A window's spawn costs far more than a fast extension's callbacks (moving a file). Batches as large as the pace
+/// allows wake the extension a few times for thousands of files instead of once per 32 (docs/PERFORMANCE.md has
+/// what the spawns cost). A slow extension keeps small batches, so that a window's budget covers its callbacks: the
+/// batch is what a quarter of the budget covers at the last window's pace (its spawn included), and half the last
+/// batch after a window that ran out of time.
 public struct BatchPace: Sendable {
     /// An app's first batch, before any window showed its pace.
     public static let first = 32

@@ -124,3 +124,14 @@ extension QueuedDownload {
         claim = nil
     }
 }
+
+extension QueuedDownload {
+    /// The completion as either receiver gets it, the delegate or the extension: its file, or its error (a failure
+    /// the queue recorded without one reads "the download failed") with its ticket.
+    public func completion(deliveries: URL) -> Completion {
+        if state == .finished, let filePath { return Completion(download: described, result: .finished(filePath: filePath)) }
+        let error = error ?? HostError.bahost("the download failed")
+        return Completion(
+            download: described, result: .failed(error, ticket: CompletionTicket.path(of: self, deliveries: deliveries)))
+    }
+}

@@ -33,7 +33,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
             if let promoted = try store.promote(
                 appIdentifier: appIdentifier, uniqueIdentifier: nil, identifier: download.identifier)
             {
-                context.observe(.promoted(promoted))
+                context.observe(.promoted(promoted.status))
                 context.signal.fire()
                 return .success(())
             }
@@ -58,7 +58,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
             }
             switch results.first?.result {
             case .success(let queued)?:
-                context.observe(.queued(queued))
+                context.observe(.queued(queued.status))
                 context.queued(queued)
                 return .success(())
             case .failure(let error)?:

@@ -5,14 +5,14 @@ import Queue
 import Synchronization
 import Vocabulary
 
-/// Delivers each finished or failed download exactly once (`DeliveryClaim`): a managed app's asset packs to the
-/// host's own installer (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once, each
-/// delivered when the method returned), else to the extension, woken in a window for a batch.
-/// For the extension, completions go out when the app's transfers are done, when a batch is full (as large as the
-/// extension's pace allows: `BatchPace`), or when the oldest has waited `deliveryDelay`. One delivery runs per app
-/// at a time: a slow extension window or delegate holds up only its own app. A completion held by an app process
-/// still in its callback is looked at again every `claimCheckInterval` until its ticket is gone (delivered) or the
-/// process is (released).
+/// Decides when each app's finished and failed downloads are delivered, and to whom: a managed app's asset packs to
+/// the host's own installer (`ManagedPacks`), then the rest to the running app's delegate when it has one (at once),
+/// else to the extension, woken in a window for a batch. The exactly-once rule itself (claims, offers, settling,
+/// redelivery) is Delivery's: this router only paces it. For the extension, completions go out when the app's
+/// transfers are done, when a batch is full (as large as the extension's pace allows: `BatchPace`), or when the
+/// oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
+/// holds up only its own app. A completion held by an app process still in its callback is looked at again every
+/// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released).
 final class CompletionRouter: Sendable {
     private let context: EngineContext
     private let state = Mutex(State())
@@ -144,7 +144,7 @@ final class CompletionRouter: Sendable {
         state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
         if app.hasManagedAssetPacks {
             let packs = ManagedPacks(context: context)
-            try await onWindowThread { try packs.installFinished(appIdentifier) }
+            try await WindowLauncher.onWindowThread { try packs.installFinished(appIdentifier) }
             // An essential pack counts for launch once installed.
             context.transferEnded.fire()
             try context.announceLaunchIfReady(appIdentifier)
@@ -156,61 +156,35 @@ final class CompletionRouter: Sendable {
             else { state.claimsCheckedAt.removeValue(forKey: appIdentifier) }
         }
         for (completion, claim) in settlement.delivered {
-            context.observe(claim == .window ? .delivered(completion) : .deliveredToApp(completion))
+            context.observe(claim == .window ? .delivered(completion.status) : .deliveredToApp(completion.status))
         }
-        if let delegates = context.delegates, let pid = delegates.delegateProcess(appIdentifier) {
-            guard try await offerToDelegate(delegates, pid, appIdentifier, deliveries) else { return }
+        if let delegates = context.delegates, let pid = delegates.delegateProcess(appIdentifier),
+            let process = ProcessStamp(pid: pid)
+        {
+            let outcome = try await DelegateDelivery(store: store, deliveries: deliveries).offer(
+                appIdentifier, to: process, send: { await delegates.offer($0, of: appIdentifier, to: pid) },
+                delivered: { context.observe(.deliveredToApp($0.status)) })
+            switch outcome {
+            case .declinedSome: break
+            case .done: return
+            case .waiting:
+                state.withLock { $0.claimsCheckedAt[appIdentifier] = .now }
+                return
+            }
         }
         let limits = context.settings.limits
-        let delivery = CompletionDelivery(
-            store: store, limits: limits, appGroup: context.dataRoot.appGroup(of: app), deliveries: deliveries,
+        let delivery = ExtensionDelivery(
+            store: store, deliveries: deliveries,
             batchSize: state.withLock { $0.paces[appIdentifier, default: BatchPace()].size })
-        let services = AppDownloads(context: context, appIdentifier: appIdentifier)
-        guard let report = try await onWindowThread({ try delivery.deliverBatch(for: app, services: services) })
-        else { return }
-        let outcome = report.outcome
+        guard let batch = try delivery.claimBatch(for: appIdentifier) else { return }
+        let purpose = WindowPurpose.completions(batch.events.count)
+        let outcome = try await WindowLauncher(context: context).open(app, for: purpose, batch.events)
+        let report = try delivery.settle(batch, outcome: outcome)
         state.withLock {
             $0.paces[appIdentifier, default: BatchPace()].record(
                 outcome.stopReason, elapsed: outcome.elapsed, completed: outcome.completedEvents, limits: limits)
         }
-        context.observe(.window(
-            .completions(report.delivered.count + report.abandoned.count), report.outcome, appIdentifier: appIdentifier))
-        report.delivered.forEach { context.observe(.delivered($0)) }
-        report.abandoned.forEach { context.observe(.abandoned($0)) }
-    }
-
-    /// Offers the app's pending completions to its delegate in process `pid`, each claimed for that process first;
-    /// true when the delegate declined some (it lacks the method), which the extension then gets.
-    private func offerToDelegate(
-        _ delegates: AppDelegateRouter, _ pid: Int32, _ appIdentifier: String, _ deliveries: URL
-    ) async throws -> Bool {
-        guard let process = ProcessStamp(pid: pid) else { return false }
-        let store = context.store
-        let pending = try store.pendingCompletions(for: appIdentifier)
-        try CompletionTicket.issue(pending, deliveries: deliveries)
-        var declined = false
-        for var completion in pending {
-            let ticket = CompletionTicket.path(of: completion, deliveries: deliveries)
-            completion.claim = DeliveryClaim.app(process).text
-            try store.save(completion)
-            let result = await delegates.offer(completion, ticket: ticket, to: pid)
-            if result == .handled || !CompletionTicket.exists(ticket) {
-                // Delivered; a file the delegate left where it was is deleted, as Apple does.
-                unlink(ticket)
-                completion.markDelivered()
-                try store.save(completion)
-                context.observe(.deliveredToApp(completion))
-            } else if result == .noAnswer && process.isAlive {
-                // The delegate is late: the completion stays with it until it returns or its process ends (never
-                // both it and the extension), and the next offers would only queue behind it.
-                state.withLock { $0.claimsCheckedAt[appIdentifier] = .now }
-                return false
-            } else {
-                completion.claim = nil
-                try store.save(completion)
-                if result == .declined { declined = true } else { return false }
-            }
-        }
-        return declined
+        report.delivered.forEach { context.observe(.delivered($0.status)) }
+        report.abandoned.forEach { context.observe(.abandoned($0.status)) }
     }
 }

@@ -39,15 +39,10 @@ struct ContentRequestRunner {
             }
         }
         let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
-        let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
-        let services = AppDownloads(context: context, appIdentifier: appIdentifier)
         let admission = Admission(try store.beginStaging(for: appIdentifier), request: request, policy: app.policy)
-        let outcome = try await onWindowThread {
-            try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup).run(
-                [.contentRequest(request, manifestPath: manifestPath, info: info)], services: services,
-                onReturned: { _, downloads in admission.stage(downloads) })
-        }
-        context.observe(.window(.contentRequest(request), outcome, appIdentifier: appIdentifier))
+        let outcome = try await WindowLauncher(context: context).open(
+            app, for: .contentRequest(request), [.contentRequest(request, manifestPath: manifestPath, info: info)],
+            onReturned: { _, downloads in admission.stage(downloads) })
         // Apple queues what downloads(for:) returned: nothing from a call that never returned, and nothing at all
         // from an extension that broke the protocol.
         var returned = outcome.completedEvents == 1
@@ -59,7 +54,7 @@ struct ContentRequestRunner {
                 appIdentifier: appIdentifier, count: staged.queued.count, bytes: staged.queued.bytes,
                 essential: staged.queued.essential))
         } else {
-            try staged.forEachCommitted(.queued) { context.observe(.queued($0)) }
+            try staged.forEachCommitted(.queued) { context.observe(.queued($0.status)) }
         }
         try staged.forEachCommitted(.failed) { row in
             if let error = row.error { context.observe(.rejected(row.download, error)) }
@@ -118,13 +113,5 @@ private final class Admission: @unchecked Sendable {  // safe: only the window's
             throw failure
         }
         if returned { try staged.commit() } else { try staged.discard() }
-    }
-}
-
-/// Windows block their thread for up to their budget: they get a thread of their own, not one of Swift's
-/// cooperative pool, which the transfers need.
-func onWindowThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }

@@ -1,6 +1,5 @@
 import ExtensionRuntime
 import Foundation
-import Queue
 import Vocabulary
 
 /// A life-cycle event as the command line shows it: a JSON object for scripts (`--json`, one per line) and a line
@@ -138,7 +137,7 @@ extension LifecycleEvent {
         ["code": error.code, "domain": error.domain, "message": error.message]
     }
 
-    public static func downloadJSON(_ event: String, _ queued: QueuedDownload) -> [String: Any] {
+    public static func downloadJSON(_ event: String, _ queued: DownloadStatus) -> [String: Any] {
         [
             "event": event, "identifier": queued.identifier, "uniqueIdentifier": queued.uniqueIdentifier,
             "url": queued.download.url ?? "", "essential": queued.isEssential, "fileSize": queued.download.fileSize,

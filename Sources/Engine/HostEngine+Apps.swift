@@ -1,18 +1,24 @@
+import AppConfig
 import Foundation
-import Vocabulary
 import Queue
+import Vocabulary
 
 /// What the service and the command line ask of the engine about installed apps. They speak in these intents and
 /// never reach the queue themselves, so that every change that could let a download start wakes the engine, and
 /// every wait is on the engine's events rather than on polling.
 extension HostEngine {
-    public func app(_ appIdentifier: String) throws -> AppRecord? { try store.app(appIdentifier) }
+    public func app(_ appIdentifier: String) throws -> InstalledApp? { try store.app(appIdentifier)?.installed }
 
-    public func installedApps() throws -> [AppRecord] { try store.apps() }
+    public func installedApps() throws -> [InstalledApp] { try store.apps().map(\.installed) }
 
-    /// Installs an app, or updates it keeping its allowance use and launch; `directory` is where the service finds
-    /// it again (its schedule is made on first install).
-    public func install(_ app: AppRecord, directory: String? = nil) throws {
+    /// Installs the app that `config` declares, with its extension at `extensionPath`, or updates it keeping its
+    /// allowance use and launch; `directory` is where the service finds it again (its schedule is made on first
+    /// install).
+    /// - Parameter allowInsecureLoopback: its downloads may use plain http to loopback hosts (local test servers).
+    public func install(
+        _ config: AppConfiguration, extensionPath: String, allowInsecureLoopback: Bool = false, directory: String? = nil
+    ) throws {
+        let app = AppRecord(config, extensionPath: extensionPath, allowInsecureLoopback: allowInsecureLoopback)
         try store.install(app)
         guard let directory else { return }
         var schedule = try store.schedule(app.appIdentifier)
@@ -64,7 +70,7 @@ extension HostEngine {
 
     /// Waits until none of the app's essential downloads is active (and each essential pack downloaded is installed),
     /// woken by each transfer's end; returns those of the latest install or update that failed.
-    public func awaitEssentials(_ appIdentifier: String) async throws -> [QueuedDownload] {
+    public func awaitEssentials(_ appIdentifier: String) async throws -> [DownloadStatus] {
         while try store.hasActiveDownloads(for: appIdentifier, essential: true)
             || store.hasPendingPackCompletions(for: appIdentifier, essential: true)
         {
@@ -72,7 +78,7 @@ extension HostEngine {
             await context.transferEnded.wait(for: .seconds(1))
         }
         let since = try store.schedule(appIdentifier)?.contentRequestSequence ?? 0
-        return try store.failedEssentialDownloads(for: appIdentifier, after: since)
+        return try store.failedEssentialDownloads(for: appIdentifier, after: since).map(\.status)
     }
 
     public func activeDownloadCount(_ appIdentifier: String) throws -> Int {
@@ -80,7 +86,9 @@ extension HostEngine {
     }
 
     /// Every download of the app, in queue order (`bahost debug downloads`).
-    public func allDownloads(_ appIdentifier: String) throws -> [QueuedDownload] { try store.downloads(for: appIdentifier) }
+    public func allDownloads(_ appIdentifier: String) throws -> [DownloadStatus] {
+        try store.downloads(for: appIdentifier).map(\.status)
+    }
 
     /// What the service last did for each app a package declared, and whether it is done.
     public func declaredApps() throws -> [DeclaredAppRecord] { try store.declaredApps() }

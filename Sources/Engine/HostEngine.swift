@@ -15,8 +15,16 @@ import Vocabulary
 /// delivered).
 public final class HostEngine: Sendable {
     public struct Settings: Sendable {
-        public var transfer: TransferConfiguration
-        public var retry: RetryPolicy
+        /// A PEM file of certificate authorities trusted besides the system's (private CDNs, tests).
+        public var additionalCAFile: String?
+        /// How long to keep trying to connect to a server before waiting for the network.
+        public var connectTimeout: Duration
+        /// How long a server may stay silent mid-response before the attempt is retried.
+        public var readTimeout: Duration
+        /// The delay before the first retry of a transient failure; each later one doubles it (with jitter).
+        public var retryDelay: Duration
+        /// Attempts per download, the first included, before a transient failure is final.
+        public var maximumAttempts: Int
         public var limits: WindowLimits
         /// Transfers on the network at once, over all apps (`RunningTransfers`: one whose body has arrived no longer
         /// counts while its file is synced and recorded).
@@ -27,16 +35,34 @@ public final class HostEngine: Sendable {
         public var deliveryDelay: Duration
 
         public init(
-            transfer: TransferConfiguration = TransferConfiguration(), retry: RetryPolicy = .default,
+            additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
+            retryDelay: Duration = RetryPolicy.default.baseDelay, maximumAttempts: Int = RetryPolicy.default.maximumAttempts,
             limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
             deliveryDelay: Duration = .seconds(2)
         ) {
-            self.transfer = transfer
-            self.retry = retry
+            self.additionalCAFile = additionalCAFile
+            self.connectTimeout = connectTimeout
+            self.readTimeout = readTimeout
+            self.retryDelay = retryDelay
+            self.maximumAttempts = maximumAttempts
             self.limits = limits
             self.maximumConcurrentTransfers = maximumConcurrentTransfers
             self.maximumTransfersPerHost = maximumTransfersPerHost
             self.deliveryDelay = deliveryDelay
+        }
+
+        /// The HTTP client's configuration: a connection per transfer a host may have at once.
+        var transfer: TransferConfiguration {
+            TransferConfiguration(
+                additionalCAFile: additionalCAFile, connectTimeout: connectTimeout, readTimeout: readTimeout,
+                connectionsPerHost: maximumTransfersPerHost)
+        }
+
+        var retry: RetryPolicy {
+            var retry = RetryPolicy.default
+            retry.baseDelay = retryDelay
+            retry.maximumAttempts = maximumAttempts
+            return retry
         }
     }
 

@@ -1,6 +1,5 @@
 import ExtensionRuntime
 import Foundation
-import Queue
 import Vocabulary
 
 /// Why a window was opened.
@@ -33,24 +32,24 @@ public enum LifecycleEvent: Sendable {
     case window(WindowPurpose, WindowOutcome, appIdentifier: String)
     /// A download the extension returned or scheduled that policy refused before any byte was fetched.
     case rejected(Download, HostError)
-    case queued(QueuedDownload)
+    case queued(DownloadStatus)
     /// A content request queued more downloads than a line each would serve a person or a script (more than
     /// `ContentRequestRunner.eventPerDownloadLimit`): one event for them all. `bahost debug downloads` lists them.
     case queuedMany(appIdentifier: String, count: Int, bytes: Int64, essential: Int)
     /// The app started the download in the foreground, or promoted it there.
-    case promoted(QueuedDownload)
-    case began(QueuedDownload, resumingAt: Int64)
-    case progress(QueuedDownload, received: Int64, expected: Int64)
+    case promoted(DownloadStatus)
+    case began(DownloadStatus, resumingAt: Int64)
+    case progress(DownloadStatus, received: Int64, expected: Int64)
     /// Waiting to try again: for the network to come back, or after a transient failure.
-    case paused(QueuedDownload, waitingForNetwork: Bool, until: Date, error: HostError)
-    case finished(QueuedDownload)
-    case failed(QueuedDownload, HostError)
+    case paused(DownloadStatus, waitingForNetwork: Bool, until: Date, error: HostError)
+    case finished(DownloadStatus)
+    case failed(DownloadStatus, HostError)
     /// Delivered to the extension, in a window.
-    case delivered(QueuedDownload)
+    case delivered(DownloadStatus)
     /// Delivered to the running app's delegate.
-    case deliveredToApp(QueuedDownload)
+    case deliveredToApp(DownloadStatus)
     /// A completion whose entry point never returned, given up after its attempts.
-    case abandoned(QueuedDownload)
+    case abandoned(DownloadStatus)
     /// A managed app's pack was installed (or updated) whole.
     case packInstalled(appIdentifier: String, id: String, version: Int)
     /// A managed app's extension vetoed the automatic download of a pack.

@@ -88,7 +88,7 @@ struct ManagedPacks {
             } else {
                 // Nothing to fetch: the new version only drops files. Checking the kept ones reads them: off the pool.
                 let packs = store(for: app)
-                _ = try await onWindowThread { try packs.installUpdate(entry: entry, changed: [:]) }
+                _ = try await WindowLauncher.onWindowThread { try packs.installUpdate(entry: entry, changed: [:]) }
                 context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
             }
         }
@@ -110,12 +110,7 @@ struct ManagedPacks {
                 id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
                 userInfo: entry.userInfo.flatMap { try? encoder.encode($0) }, language: entry.language))
         }
-        let (limits, appGroup) = (context.settings.limits, context.dataRoot.appGroup(of: app))
-        let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)
-        let outcome = try await onWindowThread {
-            try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup).run(events, services: services)
-        }
-        context.observe(.window(.assetPackQuestions(entries.count), outcome, appIdentifier: app.appIdentifier))
+        let outcome = try await WindowLauncher(context: context).open(app, for: .assetPackQuestions(entries.count), events)
         for entry in entries where outcome.assetPackAnswers[entry.id] == false {
             context.observe(.packVetoed(appIdentifier: app.appIdentifier, id: entry.id))
         }
@@ -206,7 +201,7 @@ struct ManagedPacks {
             switch result {
             case .success(let row):
                 queued += 1
-                context.observe(.queued(row))
+                context.observe(.queued(row.status))
             case .failure(let error):
                 refused.append((download, error))
                 context.observe(.rejected(download, error))
@@ -273,7 +268,7 @@ struct ManagedPacks {
         "BAAssetPack.\(app.appGroupIdentifier).\(entry.id).\(UUID().uuidString).v\(entry.version)"
     }
 
-    static func version(of row: QueuedDownload) -> Int { row.assetPackVersion }
+    static func version(of row: QueuedDownload) -> Int { DownloadStatus.assetPackVersion(row.uniqueIdentifier) }
 
     /// The bytes bringing the pack to `entry`'s version costs: the changed files alone when the server offers them
     /// and they are fewer, else the archive.
@@ -296,12 +291,5 @@ struct ManagedPacks {
             kind: .manifest, identifier: "BAManifestURL", url: app.effectiveManifestURL,
             applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
         try context.store.recordRefused(manifest, for: app.appIdentifier, error: error)
-    }
-}
-
-extension QueuedDownload {
-    /// The version a pack download was queued for: its unique identifier ends with ".vN".
-    public var assetPackVersion: Int {
-        uniqueIdentifier.split(separator: ".").last.flatMap { Int($0.dropFirst()) } ?? 0
     }
 }

@@ -102,7 +102,7 @@ struct TransferJob {
         queued.filePath = path
         queued.error = nil
         try context.store.save(queued)
-        context.observe(.finished(queued))
+        context.observe(.finished(queued.status))
         return .completed
     }
 
@@ -132,7 +132,7 @@ struct TransferJob {
             queued.error = error.error
             queued.bytesReceived = fileLength(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
             try context.store.save(queued)
-            context.observe(.paused(queued, waitingForNetwork: error.kind == .network, until: until, error: error.error))
+            context.observe(.paused(queued.status, waitingForNetwork: error.kind == .network, until: until, error: error.error))
             return .notCompleted
         }
         let reason = error.code == TransferError.byteLimitExceeded
@@ -141,7 +141,7 @@ struct TransferJob {
         queued.state = .failed
         queued.error = reason
         try context.store.save(queued)
-        context.observe(.failed(queued, reason))
+        context.observe(.failed(queued.status, reason))
         return .completed
     }
 
@@ -172,7 +172,8 @@ final class Credentials: Sendable {
     func ask(_ context: EngineContext, _ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
         let count = given.withLock { $0[download.uniqueIdentifier]?.count ?? 0 }
         guard count < Self.maximumChallenges else { return false }
-        var answer = await context.delegates?.challenge(download, challenge, previousFailureCount: count)
+        var answer = await context.delegates?.challenge(
+            download.described, of: download.appIdentifier, challenge.described(previousFailureCount: count))
         if answer == nil { answer = await askExtension(context, challenge, download, previousFailureCount: count) }
         guard case .useCredential(let user, let password)? = answer else { return false }
         given.withLock {
@@ -188,19 +189,14 @@ final class Credentials: Sendable {
         guard let app = try? context.store.app(download.appIdentifier) else { return nil }
         let event = WindowEvent.challenge(
             download.described, challenge.described(previousFailureCount: previousFailureCount))
-        let (plugin, limits, group) = (app.pluginPath, context.settings.limits, context.dataRoot.appGroup(of: app))
-        let services = AppDownloads(context: context, appIdentifier: app.appIdentifier)
-        let outcome: WindowOutcome
         do {
-            outcome = try await onWindowThread {
-                try ExtensionWindow(pluginPath: plugin, limits: limits, appGroup: group).run([event], services: services)
-            }
+            let outcome = try await WindowLauncher(context: context).open(
+                app, for: .challenge(identifier: download.identifier), [event])
+            return outcome.challengeAnswers[0]
         } catch {
             context.observe(.queueFailed("asking \(app.appIdentifier)'s extension about a challenge: \(error)"))
             return nil
         }
-        context.observe(.window(.challenge(identifier: download.identifier), outcome, appIdentifier: app.appIdentifier))
-        return outcome.challengeAnswers[0]
     }
 }
 
@@ -242,7 +238,7 @@ private final class ProgressRecorder: TransferObserver {
             return (state.download, storedAny && stored != validator)
         }
         if save { try? context.store.save(download) }
-        context.observe(.began(download, resumingAt: offset))
+        context.observe(.began(download.status, resumingAt: offset))
     }
 
     /// Its network slot goes to the next download while this one's file is synced and recorded.
@@ -268,6 +264,6 @@ private final class ProgressRecorder: TransferObserver {
             return (state.download, due)
         }
         if save { try? context.store.save(download) }
-        context.observe(.progress(download, received: received, expected: expected))
+        context.observe(.progress(download.status, received: received, expected: expected))
     }
 }

@@ -18,6 +18,14 @@ public enum WindowEvent: Sendable {
     /// `backgroundDownload(_:didReceive:)`: a server asked for credentials for `Download`. The window stays open
     /// until the extension answers (or its budget ends).
     case challenge(Download, AuthenticationChallenge)
+
+    /// A completion's callback: its file, or its error with its ticket.
+    public static func completion(_ completion: Completion) -> WindowEvent {
+        switch completion.result {
+        case .finished(let filePath): .downloadFinished(completion.download, filePath: filePath)
+        case .failed(let error, let ticket): .downloadFailed(completion.download, error, ticket: ticket)
+        }
+    }
 }
 
 /// How a window ended. Every window ends with exactly one.

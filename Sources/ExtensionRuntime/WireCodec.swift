@@ -242,23 +242,7 @@ struct WirePacket: ~Copyable {
     }
 
     mutating func download(_ d: Download) {
-        var owned: [UnsafeMutablePointer<CChar>] = []
-        defer { owned.forEach { free($0) } }
-        func c(_ s: String?) -> UnsafePointer<CChar>? {
-            guard let s, let p = strdup(s) else { return nil }
-            owned.append(p)
-            return UnsafePointer(p)
-        }
-        let headers = d.httpHeaders.map { c($0) }
-        headers.withUnsafeBufferPointer { h in
-            var cd = ba_download_t(
-                struct_size: UInt32(MemoryLayout<ba_download_t>.size), kind: d.kind.rawValue,
-                identifier: c(d.identifier), unique_identifier: c(d.uniqueIdentifier), url: c(d.url),
-                application_group_identifier: c(d.applicationGroupIdentifier), file_size: d.fileSize,
-                priority: d.priority, state: d.state, essential: d.isEssential, sha256: c(d.sha256),
-                http_headers: h.baseAddress, http_header_count: UInt32(h.count))
-            ba_wire_put_download(&writer, &cd)
-        }
+        d.withABI { ba_wire_put_download(&writer, $0) }
     }
 
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {

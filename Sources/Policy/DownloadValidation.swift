@@ -16,12 +16,6 @@ public struct DownloadRules: Sendable {
     }
 }
 
-/// A download the rules refused, and Apple's error for it.
-public struct RejectedDownload: Sendable, Hashable {
-    public var download: Download
-    public var error: HostError
-}
-
 public enum DownloadValidation {
     /// Splits what a content request returned into what may proceed (with its URL `normalized`) and what may not, in
     /// order. Identifiers must be unique within the set: a repeated one is refused with `downloadAlreadyScheduled`

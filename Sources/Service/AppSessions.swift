@@ -1,10 +1,8 @@
 import CBAExtension
 import Engine
 import Foundation
-import Queue
 import ServiceWire
 import Synchronization
-import Transfer
 import Vocabulary
 
 /// The connected clients: which apps run with a delegate (they get their completions and challenges first), the
@@ -60,20 +58,15 @@ final class AppSessions: AppDelegateRouter {
 
     func delegateProcess(_ appIdentifier: String) -> Int32? { delegateSession(appIdentifier)?.peerPID }
 
-    func offer(_ completion: QueuedDownload, ticket: String, to pid: Int32) async -> OfferResult {
+    func offer(_ completion: Completion, of appIdentifier: String, to pid: Int32) async -> OfferResult {
         let session = state.withLock { state in
-            state.sessions.values.first {
-                $0.appIdentifier == completion.appIdentifier && $0.hasDelegate && $0.peerPID == pid
-            }
+            state.sessions.values.first { $0.appIdentifier == appIdentifier && $0.hasDelegate && $0.peerPID == pid }
         }
         guard let session else { return .notSent }
         let callback: AppCallback
-        if completion.state == .finished, let path = completion.filePath {
-            callback = .finished(completion.described, filePath: path)
-        } else {
-            let error = completion.error
-                ?? HostError.bahost("the download failed")
-            callback = .failed(completion.described, error, ticket: ticket)
+        switch completion.result {
+        case .finished(let filePath): callback = .finished(completion.download, filePath: filePath)
+        case .failed(let error, let ticket): callback = .failed(completion.download, error, ticket: ticket)
         }
         switch await session.call(callback, timeout: callbackTimeout) {
         case .replied(let reply): return reply.handled ? .handled : .declined
@@ -82,12 +75,11 @@ final class AppSessions: AppDelegateRouter {
         }
     }
 
-    func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async
+    func challenge(_ download: Download, of appIdentifier: String, _ challenge: AuthenticationChallenge) async
         -> ChallengeAnswer?
     {
-        guard let session = delegateSession(download.appIdentifier) else { return nil }
-        let wire = challenge.described(previousFailureCount: previousFailureCount)
-        guard let reply = await session.call(.challenge(download.described, wire), timeout: callbackTimeout).reply,
+        guard let session = delegateSession(appIdentifier) else { return nil }
+        guard let reply = await session.call(.challenge(download, challenge), timeout: callbackTimeout).reply,
             reply.handled
         else { return nil }
         return ChallengeAnswer(disposition: reply.disposition ?? 1, user: reply.user, password: reply.password)
@@ -126,7 +118,7 @@ final class AppSessions: AppDelegateRouter {
     /// A managed pack's progress, installation or failure; nil for anything else (a pack's download never reaches
     /// the app's `BADownloadManager` delegate).
     private func assetPackEvent(_ event: LifecycleEvent) -> (AssetPackInfo, WirePackUpdate)? {
-        func pack(_ row: QueuedDownload) -> AssetPackInfo? {
+        func pack(_ row: DownloadStatus) -> AssetPackInfo? {
             guard row.download.kind == .assetPack else { return nil }
             // The unique identifier ends with the version it was queued for: "….vN".
             let version = row.assetPackVersion
@@ -158,14 +150,14 @@ final class AppSessions: AppDelegateRouter {
         switch event {
         case .began(let download, let offset):
             state.withLock { $0.progress[download.uniqueIdentifier] = (offset, .now) }
-            var wire = download.described
+            var wire = download.download
             wire.state = BA_DOWNLOAD_STATE_DOWNLOADING.rawValue
             return .began(wire)
         case .paused(let download, _, _, _):
-            return .paused(download.described)
+            return .paused(download.download)
         case .progress(let download, let received, let expected):
             guard let written = throttled(download.uniqueIdentifier, received: received) else { return nil }
-            var wire = download.described
+            var wire = download.download
             wire.state = BA_DOWNLOAD_STATE_DOWNLOADING.rawValue
             return .progress(wire, bytesWritten: written, totalBytesWritten: received, totalBytesExpected: expected)
         case .finished(let download), .failed(let download, _):

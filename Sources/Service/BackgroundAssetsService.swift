@@ -4,7 +4,6 @@ import ExtensionRuntime
 import Foundation
 import Engine
 import Logging
-import Queue
 import ServiceWire
 import Synchronization
 import Vocabulary

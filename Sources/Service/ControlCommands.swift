@@ -3,7 +3,6 @@ import ExtensionRuntime
 import Engine
 import Foundation
 import Packs
-import Queue
 import ServiceWire
 import Vocabulary
 
@@ -93,13 +92,8 @@ extension BackgroundAssetsService {
     /// Installs (or updates) the app of `folder` with the engine, as its Info.plist says.
     func installRecord(_ config: AppConfiguration, folder: URL) throws {
         let plugin = try Self.extensionPath(in: folder, config: config)
-        try engine.install(AppRecord(
-            appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier, pluginPath: plugin,
-            manifestURL: config.manifestURL.absoluteString, domainAllowList: config.initialRestrictions.domainAllowList,
-            downloadAllowance: config.initialRestrictions.downloadAllowance,
-            essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
-            allowInsecureLoopback: settings.allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks),
-            directory: folder.path)
+        try engine.install(
+            config, extensionPath: plugin, allowInsecureLoopback: settings.allowInsecureLoopback, directory: folder.path)
     }
 
     /// Runs a content request. With a session (the command line), it follows the app's events, and install and update
@@ -336,7 +330,7 @@ extension BackgroundAssetsService {
 
     // MARK: Helpers
 
-    private func installed(_ app: String) throws -> AppRecord {
+    private func installed(_ app: String) throws -> InstalledApp {
         guard let record = try engine.app(app) else { throw ControlError("no app '\(app)' is installed") }
         return record
     }

@@ -1,4 +1,3 @@
-import Delivery
 import Foundation
 import Engine
 import Vocabulary

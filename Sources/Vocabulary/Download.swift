@@ -71,3 +71,38 @@ extension Download {
         "BAURLDownload.\(group).\(uuid.uuidString)"
     }
 }
+
+extension Download {
+    /// Calls `body` with a `ba_download_t` describing the download, valid only during the call (its strings are
+    /// copies, freed after).
+    public func withABI<R>(_ body: (UnsafePointer<ba_download_t>) -> R) -> R {
+        var owned: [UnsafeMutablePointer<CChar>] = []
+        defer { owned.forEach { free($0) } }
+        func c(_ s: String?) -> UnsafePointer<CChar>? {
+            guard let s, let p = strdup(s) else { return nil }
+            owned.append(p)
+            return UnsafePointer(p)
+        }
+        let headers = httpHeaders.map { c($0) }
+        return headers.withUnsafeBufferPointer { h in
+            var d = ba_download_t(
+                struct_size: UInt32(MemoryLayout<ba_download_t>.size), kind: kind.rawValue,
+                identifier: c(identifier), unique_identifier: c(uniqueIdentifier), url: c(url),
+                application_group_identifier: c(applicationGroupIdentifier), file_size: fileSize, priority: priority,
+                state: state, essential: isEssential, sha256: c(sha256),
+                http_headers: h.isEmpty ? nil : h.baseAddress, http_header_count: UInt32(h.count))
+            return body(&d)
+        }
+    }
+}
+
+/// A download that policy refused before any byte was fetched, and Apple's error for it.
+public struct RejectedDownload: Sendable, Hashable {
+    public var download: Download
+    public var error: HostError
+
+    public init(download: Download, error: HostError) {
+        self.download = download
+        self.error = error
+    }
+}

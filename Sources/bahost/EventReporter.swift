@@ -1,7 +1,6 @@
 import ExtensionRuntime
 import Foundation
 import Engine
-import Queue
 import Synchronization
 import Vocabulary
 

@@ -1,10 +1,8 @@
 import AppConfig
 import ArgumentParser
-import Delivery
 import ExtensionRuntime
 import Foundation
 import Engine
-import Queue
 import Vocabulary
 
 /// The full life cycle of `bahost run`: install the app in the queue, run its content request, then drain its
@@ -23,14 +21,9 @@ struct LifecycleRun {
         let reporter = EventReporter(json: json)
         guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { return 70 }
         do {
-            try engine.install(AppRecord(
-                appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier,
-                pluginPath: URL(fileURLWithPath: plugin).standardizedFileURL.path,
-                manifestURL: config.manifestURL.absoluteString,
-                domainAllowList: config.initialRestrictions.domainAllowList,
-                downloadAllowance: config.initialRestrictions.downloadAllowance,
-                essentialDownloadAllowance: config.initialRestrictions.essentialDownloadAllowance,
-                allowInsecureLoopback: allowInsecureLoopback))
+            try engine.install(
+                config, extensionPath: URL(fileURLWithPath: plugin).standardizedFileURL.path,
+                allowInsecureLoopback: allowInsecureLoopback)
             let outcome = try await engine.contentRequest(
                 request, appIdentifier: config.appIdentifier, localManifest: manifest)
             try await engine.drain([config.appIdentifier])

@@ -1,6 +1,5 @@
 import ExtensionRuntime
 import Foundation
-import Policy
 import Vocabulary
 
 /// What `bahost run` prints: a report for people, or one JSON object for scripts.

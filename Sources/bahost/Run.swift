@@ -1,11 +1,8 @@
 import AppConfig
 import ArgumentParser
-import Delivery
 import ExtensionRuntime
 import Foundation
 import Engine
-import Policy
-import Transfer
 import Vocabulary
 
 /// `bahost run`: Apple's life cycle for one app and one content request.
@@ -78,6 +75,11 @@ struct Run: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+        if let config, config.hasManagedAssetPacks, !windowOnly {
+            // A managed extension has no content request of its own: the service asks it about packs.
+            throw ValidationError(
+                "\(config.appIdentifier) has managed asset packs (BAHasManagedAssetPacks): install it with `bahost install`, whose service manages its packs, or run its window alone with --window-only")
+        }
         if let config, !windowOnly {
             let code = try await LifecycleRun(
                 plugin: plugin, request: request, config: config, manifest: manifest, window: window,
@@ -89,39 +91,22 @@ struct Run: AsyncParsableCommand {
     }
 
     private func runWindowOnly(_ request: ContentRequest, config: AppConfiguration?) throws {
-        let rules = DownloadRules(
-            appGroupIdentifier: config?.appGroupIdentifier, allowInsecureLoopback: allowInsecureLoopback)
-        // Before the app's first launch its allowances restrict what the extension may schedule.
-        let info = config.map {
-            AppExtensionInfo(
-                restrictedDownloadSizeRemaining: $0.initialRestrictions.downloadAllowance,
-                restrictedEssentialDownloadSizeRemaining: $0.initialRestrictions.essentialDownloadAllowance)
-        } ?? .unrestricted
-        let services = InMemoryHostServices(
-            lockPath: ExclusiveControlLock.path(forApp: config?.appIdentifier ?? "bahost.run")
-        ) { DownloadValidation.check($0, for: nil, rules: rules) }
-
-        let outcome: WindowOutcome
+        let result: WindowOnlyRequest.Result
         do {
             let manifestCopy = try ManifestCopy(of: manifest!)
             defer { manifestCopy.removeFolder() }
-            let window = try ExtensionWindow(
-                pluginPath: plugin, limits: self.window.limits, appGroup: try config.map(appGroup))
             let live = json ? nil : { (line: WindowLogLine) in Report.printLive(line) }
-            outcome = try window.run(
-                [.contentRequest(request, manifestPath: manifestCopy.path, info: info)], services: services,
-                onLog: live)
+            result = try WindowOnlyRequest(
+                extensionPath: plugin, request: request, config: config, allowInsecureLoopback: allowInsecureLoopback,
+                limits: window.limits, appGroup: try config.map(appGroup)
+            ).run(manifestPath: manifestCopy.path, onLog: live)
         } catch {
             FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
             throw ExitCode(70)
         }
-
-        let (accepted, rejected) = DownloadValidation.validate(outcome.returnedDownloads, for: request, rules: rules)
-        services.adopt(accepted)
         let report = Report(
-            plugin: plugin, request: request, outcome: outcome,
-            returned: accepted.map { $0.withUniqueIdentifier() }, rejected: rejected,
-            scheduled: services.scheduledThroughManager)
+            plugin: plugin, request: request, outcome: result.outcome, returned: result.accepted,
+            rejected: result.rejected, scheduled: result.scheduled)
         if json { report.printJSON() } else { report.printText() }
         throw ExitCode(report.exitCode)
     }
@@ -205,13 +190,10 @@ struct TransferOptions: ParsableArguments {
 
     func settings(limits: WindowLimits) -> HostEngine.Settings {
         HostEngine.Settings(
-            transfer: TransferConfiguration(
-                additionalCAFile: caFile, connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
-                readTimeout: .milliseconds(Int64(readTimeout * 1000)), connectionsPerHost: maxPerHost),
-            retry: RetryPolicy(
-                baseDelay: .milliseconds(Int64(retryDelay * 1000)), maximumDelay: .seconds(300),
-                maximumRetryAfter: .seconds(600), maximumAttempts: maxAttempts),
-            limits: limits, maximumConcurrentTransfers: maxConcurrent, maximumTransfersPerHost: maxPerHost)
+            additionalCAFile: caFile, connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
+            readTimeout: .milliseconds(Int64(readTimeout * 1000)), retryDelay: .milliseconds(Int64(retryDelay * 1000)),
+            maximumAttempts: maxAttempts, limits: limits, maximumConcurrentTransfers: maxConcurrent,
+            maximumTransfersPerHost: maxPerHost)
     }
 
     var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }

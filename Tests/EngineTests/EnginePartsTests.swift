@@ -342,14 +342,14 @@ final class Delegates: AppDelegateRouter {
 
     func delegateProcess(_ appIdentifier: String) -> Int32? { appIdentifier == "app" ? getpid() : nil }
 
-    func offer(_ completion: QueuedDownload, ticket: String, to pid: Int32) async -> OfferResult {
-        offers.withLock { $0.append(completion.identifier) }
-        guard accepting.contains(completion.identifier) else { return .declined }
-        unlink(ticket)
+    func offer(_ completion: Completion, of appIdentifier: String, to pid: Int32) async -> OfferResult {
+        offers.withLock { $0.append(completion.download.identifier) }
+        guard accepting.contains(completion.download.identifier) else { return .declined }
+        unlink(completion.ticket)
         return .handled
     }
 
-    func challenge(_ download: QueuedDownload, _ challenge: ServerChallenge, previousFailureCount: Int) async
+    func challenge(_ download: Download, of appIdentifier: String, _ challenge: AuthenticationChallenge) async
         -> ChallengeAnswer?
     { nil }
 }

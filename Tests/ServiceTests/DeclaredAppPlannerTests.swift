@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+import Vocabulary
 @testable import Service
 import Testing
 import TestSupport

@@ -1,5 +1,4 @@
 import Foundation
-import Queue
 @testable import Service
 import Testing
 import TestSupport

@@ -14,9 +14,11 @@ public final class ServiceDaemon: @unchecked Sendable {
     /// Starts a daemon; `extra` adds options (`--daily-runtime 0`, `--sysfs-root DIR`…), `environment` variables
     /// (`LANGUAGE`…).
     public init(dataRoot: URL? = nil, extra: [String] = [], environment: [String: String] = [:]) throws {
-        self.environment = environment
         let folder = TestPlugins.scratch.appendingPathComponent("service-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // A runtime folder of its own: the apps' exclusive-control locks live there, and tests running at once install
+        // the same app with daemons of their own.
+        self.environment = ["XDG_RUNTIME_DIR": folder.appendingPathComponent("run").path].merging(environment) { $1 }
         socket = folder.appendingPathComponent("service.sock").path
         self.dataRoot = dataRoot ?? folder.appendingPathComponent("data")
         log = folder.appendingPathComponent("daemon.log").path
@@ -26,7 +28,7 @@ public final class ServiceDaemon: @unchecked Sendable {
             "daemon", "--socket", socket, "--data-root", self.dataRoot.path, "--ca-file", Nginx.shared.caFile,
             "--development", "--retry-delay", "0.05", "--scheduler-interval", "3600", "--budget", "10",
         ] + appsFolder + extra
-        process = try Self.launch(arguments, log: log, environment: environment)
+        process = try Self.launch(arguments, log: log, environment: self.environment)
         try waitForSocket()
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+import Vocabulary
 
 /// One app folder as a scan of the declared-apps folders found it (`DeclaredAppFolders`).
 struct ObservedAppFolder: Sendable, Hashable {

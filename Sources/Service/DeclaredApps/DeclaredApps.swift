@@ -1,6 +1,5 @@
 import AppConfig
 import Foundation
-import Queue
 import ServiceWire
 import Synchronization
 import Vocabulary

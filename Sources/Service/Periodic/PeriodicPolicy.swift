@@ -1,5 +1,4 @@
 import Foundation
-import Queue
 import Vocabulary
 
 /// When an app gets a `.periodic` content request, and how much extension runtime it may use in a day. Pure:

@@ -1,7 +1,7 @@
 import ExtensionRuntime
 import Foundation
+import Vocabulary
 import Engine
-import Queue
 import Synchronization
 
 /// Sends `.periodic` content requests to launched apps on the cadence their usage earns, when the machine's

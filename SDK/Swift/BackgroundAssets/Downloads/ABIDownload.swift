@@ -1,31 +1,11 @@
 import CBAExtension
+import Vocabulary
 
 /// Converts downloads to and from the C ABI's `ba_download_t` (the extension's runner, and the app's C library).
 @_spi(Bindings) public enum ABIDownload {
     /// Calls `body` with a `ba_download_t` describing `download`, valid only during the call.
     public static func with<R>(_ download: BADownload, _ body: (UnsafePointer<ba_download_t>) -> R) -> R {
-        var owned: [UnsafeMutablePointer<CChar>] = []
-        defer { owned.forEach { free($0) } }
-        func c(_ s: String?) -> UnsafePointer<CChar>? {
-            guard let s, let p = strdup(s) else { return nil }
-            owned.append(p)
-            return UnsafePointer(p)
-        }
-        let urlDownload = download as? BAURLDownload
-        let headers = (urlDownload?.headerLines ?? []).map { c($0) }
-        return headers.withUnsafeBufferPointer { h in
-            var d = ba_download_t(
-                struct_size: UInt32(MemoryLayout<ba_download_t>.size),
-                kind: Int32(urlDownload == nil ? BA_DOWNLOAD_KIND_MANIFEST.rawValue : BA_DOWNLOAD_KIND_URL.rawValue),
-                identifier: c(download.identifier), unique_identifier: c(download.uniqueIdentifier),
-                url: c(urlDownload?.urlString),
-                application_group_identifier: c(download.applicationGroupIdentifier),
-                file_size: Int64(download.fileSize), priority: Int64(download.priority.rawValue),
-                state: Int32(download.state.rawValue), essential: download.isEssential,
-                sha256: c(urlDownload?.expectedSHA256), http_headers: h.isEmpty ? nil : h.baseAddress,
-                http_header_count: UInt32(h.count))
-            return body(&d)
-        }
+        Download(download).withABI(body)
     }
 
     /// The object an entry point receives: a `BAURLDownload`, or the manifest's private download class.

@@ -9,28 +9,26 @@ import Vocabulary
 /// completion's ticket when its entry point returned (a finished file still there is deleted then, as Apple
 /// does). A completion is delivered when its ticket is gone. One whose entry point never returned (the window
 /// crashed or ran out of time first) is released and delivered again in a later window, at most
-/// `maximumAttempts` times, then given up.
-public struct CompletionDelivery: Sendable {
+/// `maximumAttempts` times, then given up. The engine opens the window between `claimBatch` and `settle`.
+public struct ExtensionDelivery: Sendable {
     public var store: QueueStore
-    public var limits: WindowLimits
-    public var appGroup: ExtensionWindow.AppGroup?
     /// The folder where the completions' tickets lie (the finished files, and the failed ones' tickets).
     public var deliveries: URL
     /// Completions per window (`BatchPace` says how many an app's extension can take).
     public var batchSize: Int
     public var maximumAttempts: Int
 
-    public init(
-        store: QueueStore, limits: WindowLimits, appGroup: ExtensionWindow.AppGroup?, deliveries: URL,
-        batchSize: Int = BatchPace.first,
-        maximumAttempts: Int = 3
-    ) {
+    public init(store: QueueStore, deliveries: URL, batchSize: Int = BatchPace.first, maximumAttempts: Int = 3) {
         self.store = store
-        self.limits = limits
-        self.appGroup = appGroup
         self.deliveries = deliveries
         self.batchSize = batchSize
         self.maximumAttempts = maximumAttempts
+    }
+
+    /// Completions claimed for one window, in the order of its events.
+    public struct Batch: Sendable {
+        fileprivate var rows: [QueuedDownload]
+        public var events: [WindowEvent]
     }
 
     /// What one delivery window did.
@@ -41,9 +39,9 @@ public struct CompletionDelivery: Sendable {
         public var abandoned: [QueuedDownload]
     }
 
-    /// Delivers one batch of the app's pending completions that nobody holds; nil when none is pending.
-    public func deliverBatch(for app: AppRecord, services: ExtensionHostServices) throws -> Report? {
-        var batch = try store.pendingCompletions(for: app.appIdentifier, limit: batchSize)
+    /// Claims one batch of the app's pending completions that nobody holds, for a window; nil when none is pending.
+    public func claimBatch(for appIdentifier: String) throws -> Batch? {
+        var batch = try store.pendingCompletions(for: appIdentifier, limit: batchSize)
         guard !batch.isEmpty else { return nil }
         try CompletionTicket.issue(batch, deliveries: deliveries)
         // Claimed and counted before the window opens, so that a host killed during it still counts the attempt, and
@@ -53,22 +51,15 @@ public struct CompletionDelivery: Sendable {
             batch[index].claim = DeliveryClaim.window.text
         }
         try store.save(batch)
-        let events: [WindowEvent] = batch.map { completion in
-            if completion.state == .finished, let path = completion.filePath {
-                return .downloadFinished(completion.described, filePath: path)
-            }
-            return .downloadFailed(
-                completion.described,
-                completion.error ?? HostError.bahost("the download failed"),
-                ticket: CompletionTicket.path(of: completion, deliveries: deliveries))
-        }
-        let outcome = try ExtensionWindow(pluginPath: app.pluginPath, limits: limits, appGroup: appGroup)
-            .run(events, services: services)
+        return Batch(rows: batch, events: batch.map { .completion($0.completion(deliveries: deliveries)) })
+    }
 
+    /// Records what the batch's window delivered, once it ended: released are those to be delivered again.
+    public func settle(_ batch: Batch, outcome: WindowOutcome) throws -> Report {
         var delivered: [QueuedDownload] = []
         var abandoned: [QueuedDownload] = []
         var released: [QueuedDownload] = []
-        for (index, var completion) in batch.enumerated() {
+        for (index, var completion) in batch.rows.enumerated() {
             let ticket = CompletionTicket.path(of: completion, deliveries: deliveries)
             // An entry point that returned had its ticket removed; one that crashed after taking the file took it.
             if index < outcome.completedEvents || !CompletionTicket.exists(ticket) {

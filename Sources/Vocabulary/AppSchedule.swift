@@ -1,12 +1,9 @@
 import Foundation
-import GRDB
-import Vocabulary
 
 /// What the service keeps per installed app besides its queue: where the app lives, how it is used (for the
-/// cadence of periodic content requests), and its daily extension runtime budget.
-public struct AppSchedule: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "appSchedule"
-
+/// cadence of periodic content requests), and its daily extension runtime budget. The engine keeps it in its
+/// database (`Queue` stores it by its Codable fields), and the service reads and changes it through the engine.
+public struct AppSchedule: Codable, Sendable, Hashable {
     public var appIdentifier: String
     /// The installed app's folder: its Info.plist and extension.
     public var appDirectory: String

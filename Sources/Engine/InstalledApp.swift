@@ -1,0 +1,38 @@
+import AppConfig
+import Foundation
+import Queue
+import Vocabulary
+
+/// An installed app as the engine reports it: who it is, its group, its extension and what it may do; never the
+/// queue's row.
+public struct InstalledApp: Sendable, Hashable {
+    public var appIdentifier: String
+    public var appGroupIdentifier: String
+    /// The extension's shared object.
+    public var extensionPath: String
+    /// `BAHasManagedAssetPacks`: the host manages the app's asset packs.
+    public var hasManagedAssetPacks: Bool
+    /// Its initial restrictions were lifted by its first launch.
+    public var launched: Bool
+    /// The manifest URL in force (`bahost debug url-override`, else `BAManifestURL`).
+    public var manifestURL: String
+}
+
+extension AppRecord {
+    var installed: InstalledApp {
+        InstalledApp(
+            appIdentifier: appIdentifier, appGroupIdentifier: appGroupIdentifier, extensionPath: pluginPath,
+            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched, manifestURL: effectiveManifestURL)
+    }
+
+    /// An app as its Info.plist declares it, with its extension at `extensionPath`.
+    init(_ config: AppConfiguration, extensionPath: String, allowInsecureLoopback: Bool) {
+        let restrictions = config.initialRestrictions
+        self.init(
+            appIdentifier: config.appIdentifier, appGroupIdentifier: config.appGroupIdentifier,
+            pluginPath: extensionPath, manifestURL: config.manifestURL.absoluteString,
+            domainAllowList: restrictions.domainAllowList, downloadAllowance: restrictions.downloadAllowance,
+            essentialDownloadAllowance: restrictions.essentialDownloadAllowance,
+            allowInsecureLoopback: allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks)
+    }
+}
