@@ -10,6 +10,9 @@ struct PartialFile {
     private(set) var length: Int64
     /// Where the bytes handed to the disk so far end.
     private var writtenBack: Int64
+    /// The SHA-256 of the file's bytes so far, updated as they are appended, once `startHashing` was called: the
+    /// finished file is then verified without reading it again.
+    private var hasher: SHA256?
 
     /// Written bytes are handed to the disk in steps of this size as they arrive, as RocksDB's `bytes_per_sync`
     /// does: the sync that ends a transfer then waits for the last step only, not for the whole file, and the
@@ -35,6 +38,16 @@ struct PartialFile {
         guard ftruncate(descriptor, 0) == 0 else { return Self.failure("cannot truncate \(path)") }
         length = 0
         writtenBack = 0
+        if hasher != nil { hasher = SHA256() }
+        return nil
+    }
+
+    /// Hashes the bytes appended from now on, as they are written; the bytes already there (a resume) are read
+    /// once, now.
+    mutating func startHashing() -> TransferError? {
+        var hasher = SHA256()
+        if length > 0, let error = readAll(into: &hasher) { return error }
+        self.hasher = hasher
         return nil
     }
 
@@ -49,6 +62,7 @@ struct PartialFile {
             written += n
         }
         length += Int64(bytes.count)
+        hasher?.update(bufferPointer: bytes)
         if length - writtenBack >= Self.writebackStep {
             // Only a hint: a failure here shows up, if it matters, in the sync that ends the transfer.
             _ = bahost_start_writeback(descriptor, writtenBack, length - writtenBack)
@@ -62,22 +76,27 @@ struct PartialFile {
         fsync(descriptor) == 0 ? nil : Self.failure("cannot sync \(path)")
     }
 
-    /// The SHA-256 of the whole file, in lowercase hex.
+    /// The SHA-256 of the whole file, in lowercase hex: the running hash when the file was hashed as it was
+    /// written, else read from the disk.
     func sha256() -> Result<String, TransferError> {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(Self.failure("cannot read \(path)")) }
+        var hasher = hasher ?? SHA256()
+        if self.hasher == nil, let error = readAll(into: &hasher) { return .failure(error) }
+        return .success(hasher.finalize().lowercaseHex)
+    }
+
+    private func readAll(into hasher: inout SHA256) -> TransferError? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return Self.failure("cannot read \(path)") }
         defer { try? handle.close() }
-        var hasher = SHA256()
         while true {
             let chunk: Data
             do {
                 chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             } catch {
-                return .failure(Self.failure("cannot read \(path)"))
+                return Self.failure("cannot read \(path)")
             }
-            if chunk.isEmpty { break }
+            if chunk.isEmpty { return nil }
             hasher.update(data: chunk)
         }
-        return .success(hasher.finalize().lowercaseHex)
     }
 
     private static func failure(_ what: String) -> TransferError {

@@ -187,6 +187,7 @@ public final class TransferClient: Sendable {
                 return .failure(error)
             case .body(let start, let validator):
                 if start == 0 && file.length > 0, let error = file.truncate() { return .failure(error) }
+                if request.sha256 != nil, let error = file.startHashing() { return .failure(error) }
                 observer.began(validator: validator, resumingAt: start)
                 // Progress counts against the promised size, else what the server says the file is, else the hint.
                 let expected = request.expectedSize > 0

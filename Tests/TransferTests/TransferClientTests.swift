@@ -96,6 +96,39 @@ import TestSupport
         }
     }
 
+    /// The checksum is computed as the body arrives; a resumed transfer hashes the bytes kept from before first, so
+    /// the whole file is what is checked, and a wrong checksum still fails it.
+    @Test func aResumedDownloadIsVerifiedWhole() async throws {
+        let body = data(400_000)
+        for (index, sha) in [Self.sha256(body), Self.sha256(body.prefix(399_999) + Data([0]))].enumerated() {
+            let name = "reset-sha-\(index)-\(UUID().uuidString)"
+            Self.faults.serve(body, at: name, faults: [.reset(afterBytes: 150_000)])
+            try await withClient { client in
+                let path = partial()
+                let recorder = Recorder()
+                let first = await client.perform(
+                    request(Self.faults.url(name), size: body.count, path: path, sha256: sha), observer: recorder)
+                guard case .failure(let error) = first, error.kind == .transient else {
+                    Issue.record("a reset did not fail transiently: \(first)")
+                    return
+                }
+                #expect(contents(path).count > 0)
+                let validator = try #require(recorder.began.withLock { $0.first?.0 })
+                let second = await client.perform(
+                    request(Self.faults.url(name), size: body.count, path: path, validator: validator, sha256: sha),
+                    observer: recorder)
+                #expect(Self.faults.requests(for: name).last?.range != nil)
+                if index == 0 {
+                    #expect(try second.get() == Int64(body.count))
+                    #expect(contents(path) == body)
+                } else {
+                    guard case .failure(let error) = second else { Issue.record("a wrong checksum passed"); return }
+                    #expect(error.code == TransferError.checksumMismatch)
+                }
+            }
+        }
+    }
+
     @Test func truncatedBodyIsTransientAndResumes() async throws {
         let body = data(300_000)
         let name = "truncate-\(UUID().uuidString)"
