@@ -8,7 +8,9 @@
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
-# BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000); BENCH_SCALE_COUNT how many one
+# BENCH_BIN runs the programs of another build instead of building this tree's (a folder holding bahost,
+# bahost-extension-runner, bahost-bench-app and libbackgroundassets.so): paired runs of a change against what came
+# before it, from one checkout. BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000); BENCH_SCALE_COUNT how many one
 # content request returns in the scale figure (100,000).
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second; the host's peak RSS
@@ -40,11 +42,15 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}"
 fi
-swift build -c "$configuration" --product bahost >/dev/null
-swift build -c "$configuration" --product bahost-extension-runner >/dev/null
-swift build -c "$configuration" --product bahost-bench-app >/dev/null
-swift build -c "$configuration" --product backgroundassets >/dev/null
-bin=$(swift build -c "$configuration" --show-bin-path)
+if [ -n "${BENCH_BIN:-}" ]; then
+    bin=$BENCH_BIN
+else
+    swift build -c "$configuration" --product bahost >/dev/null
+    swift build -c "$configuration" --product bahost-extension-runner >/dev/null
+    swift build -c "$configuration" --product bahost-bench-app >/dev/null
+    swift build -c "$configuration" --product backgroundassets >/dev/null
+    bin=$(swift build -c "$configuration" --show-bin-path)
+fi
 
 work=$(mktemp -d /tmp/bahost-bench.XXXXXX)
 chmod 755 "$work"

@@ -144,10 +144,11 @@ final class CompletionRouter: Sendable {
         state.withLock { _ = $0.pendingSince.removeValue(forKey: appIdentifier) }
         if app.hasManagedAssetPacks {
             let packs = ManagedPacks(context: context)
-            try await WindowLauncher.onWindowThread { try packs.installFinished(appIdentifier) }
+            let discarded = try await WindowLauncher.onWindowThread { try packs.installFinished(appIdentifier) }
             // An essential pack counts for launch once installed.
             context.transferEnded.fire()
             try context.announceLaunchIfReady(appIdentifier)
+            try await WindowLauncher.onWindowThread { discarded.forEach { try? FileManager.default.removeItem(at: $0) } }
         }
         let deliveries = context.dataRoot.deliveries(for: app.appGroupIdentifier)
         let settlement = try ClaimSettlement.settle(store, appIdentifier: appIdentifier, deliveries: deliveries)

@@ -23,6 +23,8 @@ final class EngineContext: Sendable {
     let launchGate = LaunchGate()
     let running = RunningTransfers()
     let credentials = Credentials()
+    /// Managed packs' archives unpacked while they download.
+    let streamedUnpacks = StreamedUnpacks()
 
     init(
         store: QueueStore, dataRoot: DataRoot, settings: HostEngine.Settings, observe: @escaping LifecycleObserver,

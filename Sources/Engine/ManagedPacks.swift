@@ -119,9 +119,13 @@ struct ManagedPacks {
 
     /// Installs the app's finished pack downloads and reports the failed ones, each once. Runs off Swift's
     /// cooperative pool (unpacking blocks). An update made of single files waits until all its files are in.
-    func installFinished(_ appIdentifier: String) throws {
+    /// Returns the downloaded files, moved into the packs' staging area, for the caller to delete once it announced
+    /// what waits on the packs (deleting a GiB takes a while; a kill before leaves them to the next start's cleanup).
+    func installFinished(_ appIdentifier: String) throws -> [URL] {
         let rows = context.store
-        guard let app = try rows.app(appIdentifier), app.hasManagedAssetPacks else { return }
+        guard let app = try rows.app(appIdentifier), app.hasManagedAssetPacks else { return [] }
+        let packs = store(for: app)
+        var discarded: [URL] = []
         let pending = try rows.pendingCompletions(for: appIdentifier, assetPacks: true)
         let catalogue = catalogue(for: app)
         let downloading = Set(try rows.activeDownloads(for: appIdentifier).filter { $0.download.kind == .assetPack }
@@ -139,7 +143,9 @@ struct ManagedPacks {
                 context.observe(.packFailed(appIdentifier: appIdentifier, id: id, error: failure))
             }
             for var row in group {
-                if let path = row.filePath { unlink(path) }
+                if let path = row.filePath {
+                    if let moved = packs.discard(path) { discarded.append(moved) } else { unlink(path) }
+                }
                 row.filePath = nil
                 if let failure, row.state == .finished {
                     row.state = .failed
@@ -149,6 +155,7 @@ struct ManagedPacks {
                 try rows.save(row)
             }
         }
+        return discarded
     }
 
     /// Installs a finished archive, or the files of an update; nil when installed, else why not.
@@ -158,7 +165,11 @@ struct ManagedPacks {
         let packs = store(for: app)
         do {
             if rows.count == 1, rows[0].download.sha256 == entry.sha256, let archive = rows[0].filePath {
-                try packs.install(archive: archive, entry: entry)
+                if let staged = context.streamedUnpacks.take(rows[0].uniqueIdentifier)?.staged() {
+                    try packs.install(staged, entry: entry)
+                } else {
+                    try packs.install(archive: archive, entry: entry)
+                }
             } else {
                 // Each changed file by content, for every path that holds that content.
                 let byContent = Dictionary(rows.compactMap { row in row.filePath.map { (row.download.sha256 ?? "", $0) } }) { first, _ in first }
@@ -177,6 +188,19 @@ struct ManagedPacks {
         } catch {
             return failure("\(error)")
         }
+    }
+
+    /// Starts unpacking a pack's archive while `row` downloads it (its body has begun), when it is the whole archive
+    /// of the version the catalogue lists (an update's single files are not archives).
+    func startStreamedUnpack(for row: QueuedDownload, app: AppRecord) {
+        guard row.download.kind == .assetPack,
+            let entry = catalogue(for: app)?.assetPacks.first(where: {
+                $0.id == row.identifier && $0.version == Self.version(of: row) && $0.sha256 == row.download.sha256
+            })
+        else { return }
+        let partial = context.dataRoot.partialPath(for: row.uniqueIdentifier)
+        guard let unpack = try? StreamedUnpack(partialPath: partial, entry: entry, store: store(for: app)) else { return }
+        context.streamedUnpacks.start(row.uniqueIdentifier, unpack)
     }
 
     /// Removes what a killed host left in every managed app's pack staging folder.

@@ -39,6 +39,11 @@ struct TransferJob {
                 credential: credentials.credential(for: uniqueIdentifier),
                 checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
             let result = await context.client.perform(request, observer: recorder)
+            if case .success(let size) = result {
+                context.streamedUnpacks.finished(uniqueIdentifier, length: size)
+            } else {
+                context.streamedUnpacks.take(uniqueIdentifier)?.abandon()
+            }
 
             // Nothing but a cancel changes a moving row's columns that the engine saves (a promotion sets only
             // `foreground`), so the copy here is current; a cancel deleted the row, which the save finds (below).
@@ -238,6 +243,10 @@ private final class ProgressRecorder: TransferObserver {
             return (state.download, storedAny && stored != validator)
         }
         if save { try? context.store.save(download) }
+        // The body starts: the file holds `offset` bytes of this body's archive, and the rest follow.
+        if download.download.kind == .assetPack, let app = try? context.store.app(download.appIdentifier) {
+            ManagedPacks(context: context).startStreamedUnpack(for: download, app: app)
+        }
         context.observe(.began(download.status, resumingAt: offset))
     }
 

@@ -1,5 +1,6 @@
 // Over 400 lines: writing, checking and unpacking an archive share libarchive's handling of entries and errors.
 import CArchive
+import CHostSupport
 import Crypto
 import Foundation
 
@@ -266,7 +267,15 @@ public enum PackArchive {
     /// and no more bytes than the index declares are ever read out of the archive. Files are not synced: the caller
     /// syncs the staging folder before it swaps it in.
     public static func extract(_ path: String, expected: PackIndex, into staging: URL) throws(PackError) {
-        let reader = try Reader(path: path)
+        try extract(try Reader(path: path), expected: expected, into: staging)
+    }
+
+    /// Unpacks an archive as it arrives, as `extract(_:expected:into:)` does.
+    public static func extract(_ source: GrowingArchive, expected: PackIndex, into staging: URL) throws(PackError) {
+        try extract(try Reader(source: source), expected: expected, into: staging)
+    }
+
+    private static func extract(_ reader: Reader, expected: PackIndex, into staging: URL) throws(PackError) {
         let index = try reader.index()
         guard index.files == expected.files else {
             throw .hostileArchive(
@@ -306,18 +315,48 @@ public enum PackArchive {
             var size: Int64
         }
 
+        /// Where a growing archive's bytes are read to, for libarchive; kept alive as long as the reader.
+        private var source: (archive: GrowingArchive, buffer: UnsafeMutableRawBufferPointer)?
+
         init(path: String) throws(PackError) {
-            guard let archive = archive_read_new() else { throw .io("libarchive could not start a reader") }
-            self.archive = archive
-            archive_read_support_filter_zstd(archive)
-            archive_read_support_filter_none(archive)
-            archive_read_support_format_tar(archive)
-            guard archive_read_open_filename(archive, path, 1 << 16) == ARCHIVE_OK else {
+            archive = try Self.makeArchive()
+            guard archive_read_open_filename(archive, path, 1 << 20) == ARCHIVE_OK else {
                 throw .corruptArchive("\(path): \(errorString(archive))")
             }
         }
 
-        deinit { archive_read_free(archive) }
+        init(source: GrowingArchive) throws(PackError) {
+            archive = try Self.makeArchive()
+            self.source = (source, .allocate(byteCount: 1 << 20, alignment: 16))
+            let opened = archive_read_open(
+                archive, Unmanaged.passUnretained(self).toOpaque(), nil,
+                { _, reader, bytes in
+                    let reader = Unmanaged<Reader>.fromOpaque(reader!).takeUnretainedValue()
+                    guard let (archive, buffer) = reader.source, let count = archive.read(into: buffer) else {
+                        return -1
+                    }
+                    bytes?.pointee = UnsafeRawPointer(buffer.baseAddress)
+                    return count
+                }, nil)
+            guard opened == ARCHIVE_OK else { throw .corruptArchive("the archive as it arrives: \(errorString(archive))") }
+        }
+
+        private static func makeArchive() throws(PackError) -> OpaquePointer {
+            guard let archive = archive_read_new() else { throw .io("libarchive could not start a reader") }
+            archive_read_support_filter_zstd(archive)
+            archive_read_support_filter_none(archive)
+            archive_read_support_format_tar(archive)
+            return archive
+        }
+
+        /// Where entries' data is read to, reused for every read: a file's bytes are hashed and written from it.
+        private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+
+        deinit {
+            archive_read_free(archive)
+            buffer.deallocate()
+            source?.buffer.deallocate()
+        }
 
         func next() throws(PackError) -> Entry? {
             var entry: OpaquePointer?
@@ -343,7 +382,7 @@ public enum PackArchive {
                 throw .hostileArchive("the index is larger than \(PackArchive.maximumIndexBytes) bytes")
             }
             var data = Data()
-            try read(upTo: entry.size) { data.append($0) }
+            try read(upTo: entry.size) { data.append(contentsOf: $0) }
             let index: PackIndex
             do {
                 index = try JSONDecoder().decode(PackIndex.self, from: data)
@@ -384,13 +423,14 @@ public enum PackArchive {
             var failure: PackError?
             try read(upTo: file.size) { chunk in
                 guard failure == nil else { return }
-                hasher.update(data: chunk)
-                let wrote = chunk.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-                if wrote != chunk.count {
+                hasher.update(bufferPointer: chunk)
+                if Glibc.write(fd, chunk.baseAddress, chunk.count) != chunk.count {
                     failure = .io("cannot write \(target): \(String(cString: strerror(errno)))")
                 }
             }
             if let failure { throw failure }
+            // Handed to the disk now, while the next entries unpack: the sync before the swap then waits for little.
+            _ = bahost_start_writeback(fd, 0, file.size)
             let actual = hasher.finalize().lowercaseHex
             guard actual == file.sha256.lowercased() else {
                 throw .hostileArchive("\(PackError.quoted(path.description)) has SHA-256 \(actual), not the declared \(file.sha256)")
@@ -398,16 +438,15 @@ public enum PackArchive {
         }
 
         /// Reads the current entry's data, never more than `limit` bytes: a body longer than its header says is refused.
-        private func read(upTo limit: Int64, _ body: (Data) -> Void) throws(PackError) {
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        private func read(upTo limit: Int64, _ body: (UnsafeRawBufferPointer) -> Void) throws(PackError) {
             var total: Int64 = 0
             while true {
-                let got = buffer.withUnsafeMutableBytes { archive_read_data(archive, $0.baseAddress, $0.count) }
+                let got = archive_read_data(archive, buffer.baseAddress, buffer.count)
                 if got == 0 { break }
                 guard got > 0 else { throw .corruptArchive(errorString(archive)) }
                 total += Int64(got)
                 guard total <= limit else { throw .hostileArchive("an entry holds more than the \(limit) bytes it declares") }
-                body(Data(buffer[0..<got]))
+                body(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
             }
             guard total == limit else { throw .corruptArchive("an entry ends after \(total) of its \(limit) bytes") }
         }

@@ -41,16 +41,41 @@ public struct PackStore: Sendable {
     /// against the entry's index, and swaps it in as the pack's installed version.
     @discardableResult
     public func install(archive: String, entry: DownloadManifest.Entry) throws(PackError) -> Installed {
-        try PackManifest.validate(id: entry.id)
-        try makeFolder(staging)
-        let unpacked = staging.appendingPathComponent("\(entry.id).\(entry.version).\(UUID().uuidString)")
+        try install(try unpack(entry: entry) { staging throws(PackError) in
+            try PackArchive.extract(archive, expected: entry.index, into: staging)
+        }, entry: entry)
+    }
+
+    /// Unpacks the archive of `entry` as it arrives, checking every file against the entry's index, into a folder of
+    /// the staging area that `install(_:entry:)` then swaps in (or that the next start removes).
+    public func unpack(_ archive: GrowingArchive, entry: DownloadManifest.Entry) throws(PackError) -> URL {
+        try unpack(entry: entry) { staging throws(PackError) in
+            try PackArchive.extract(archive, expected: entry.index, into: staging)
+        }
+    }
+
+    /// Swaps in what `unpack` made as the pack's installed version, synced first.
+    @discardableResult
+    public func install(_ unpacked: URL, entry: DownloadManifest.Entry) throws(PackError) -> Installed {
         do throws(PackError) {
-            try PackArchive.extract(archive, expected: entry.index, into: unpacked)
             let installed = Installed(id: entry.id, version: entry.version, files: entry.files, language: entry.language)
             try record(installed, in: unpacked)
             try sync(unpacked)
             try swapIn(unpacked, as: folder(of: entry.id))
             return installed
+        } catch {
+            try? FileManager.default.removeItem(at: unpacked)
+            throw error
+        }
+    }
+
+    private func unpack(entry: DownloadManifest.Entry, _ extract: (URL) throws(PackError) -> Void) throws(PackError) -> URL {
+        try PackManifest.validate(id: entry.id)
+        try makeFolder(staging)
+        let unpacked = staging.appendingPathComponent("\(entry.id).\(entry.version).\(UUID().uuidString)")
+        do throws(PackError) {
+            try extract(unpacked)
+            return unpacked
         } catch {
             try? FileManager.default.removeItem(at: unpacked)
             throw error
@@ -126,6 +151,14 @@ public struct PackStore: Sendable {
             throw .io("cannot remove the pack '\(id)': \(String(cString: strerror(errno)))")
         }
         try? FileManager.default.removeItem(at: doomed)
+    }
+
+    /// Moves a file of the same file system into `.staging/`, to be deleted when convenient (by the next start's
+    /// `removeLeftovers` if not before); its new place, or nil when it could not be moved.
+    public func discard(_ path: String) -> URL? {
+        guard (try? makeFolder(staging)) != nil else { return nil }
+        let target = staging.appendingPathComponent("discarded.\(UUID().uuidString)")
+        return rename(path, target.path) == 0 ? target : nil
     }
 
     /// Deletes what a killed install or removal left in `.staging/`.

@@ -5,6 +5,7 @@ public struct Completion: Sendable, Hashable {
     public enum Result: Sendable, Hashable {
         /// The verified file in the app's container; it is its own ticket.
         case finished(filePath: String)
+        /// Why it failed; its ticket is an empty file beside where the file would be.
         case failed(HostError, ticket: String)
     }
 

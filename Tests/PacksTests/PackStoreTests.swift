@@ -59,6 +59,62 @@ import TestSupport
         #expect(staged(store).isEmpty)
     }
 
+    /// Copies `archive` to `partial` a few bytes at a time on a thread of its own, as a transfer writes it, then
+    /// says how it ended.
+    func arrive(_ archive: String, at partial: String, into growing: GrowingArchive, abandonAfter: Int? = nil) -> Thread {
+        let bytes = FileManager.default.contents(atPath: archive) ?? Data()
+        let thread = Thread {
+            let fd = open(partial, O_WRONLY | O_APPEND | O_CLOEXEC)
+            defer { close(fd) }
+            var offset = 0
+            while offset < bytes.count {
+                if let abandonAfter, offset >= abandonAfter {
+                    growing.abandon()
+                    return
+                }
+                let chunk = bytes[offset..<min(bytes.count, offset + 97)]
+                _ = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                offset += chunk.count
+                usleep(200)
+            }
+            growing.finish(length: Int64(bytes.count))
+        }
+        thread.start()
+        return thread
+    }
+
+    /// A pack unpacked while its archive arrives is the pack its archive holds; the reader waits at the file's end
+    /// and takes the archive whole.
+    @Test func aPackUnpacksWhileItsArchiveArrives() throws {
+        let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
+        let sky = (0..<600).map { _ in UUID().uuidString }.joined()  // incompressible enough to arrive in pieces
+        let (archive, entry, _) = try version(1, sky: sky)
+        let partial = root.appendingPathComponent("arriving.partial").path
+        #expect(FileManager.default.createFile(atPath: partial, contents: nil))
+        let growing = try GrowingArchive(path: partial)
+        _ = arrive(archive, at: partial, into: growing)
+        let unpacked = try store.unpack(growing, entry: entry)
+        growing.drain()
+        #expect(growing.readWhole)
+        try store.install(unpacked, entry: entry)
+        #expect(read(store, "textures/sky.ktx") == sky)
+        #expect(read(store, "textures/old.ktx") == "old" && store.installed("level-1")?.version == 1)
+        #expect(staged(store).isEmpty)
+    }
+
+    /// A transfer that ends without the archive stops the unpacking with an error, and nothing is left staged.
+    @Test func anAbandonedArchiveStopsTheUnpackingAndLeavesNothing() throws {
+        let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
+        let (archive, entry, _) = try version(1, sky: (0..<600).map { _ in UUID().uuidString }.joined())
+        let partial = root.appendingPathComponent("abandoned.partial").path
+        #expect(FileManager.default.createFile(atPath: partial, contents: nil))
+        let growing = try GrowingArchive(path: partial)
+        _ = arrive(archive, at: partial, into: growing, abandonAfter: 2000)
+        #expect(throws: PackError.self) { try store.unpack(growing, entry: entry) }
+        #expect(!growing.readWhole)
+        #expect(staged(store).isEmpty && store.installed().isEmpty)
+    }
+
     @Test func aRemovedPackLeavesTheNamespaceAndLeftoversAreCleanedUp() throws {
         let store = PackStore(root: root.appendingPathComponent("AssetPacks"))
         let (archive, entry, _) = try version(1, sky: "blue")
