@@ -304,8 +304,8 @@ done
 fi
 
 if want packs; then
-echo "== managed asset pack: an essential pack of $pack_files files of 1 MiB, installed by the service"
-echo "   against curl fetching the same archive and tar unpacking it"
+echo "== managed asset pack: an essential pack of $pack_files files of 1 MiB, and one of a single $pack_files MiB file,"
+echo "   installed by the service, against curl fetching the same archive and tar unpacking it"
     mkdir -p "$work/pack/files"
     for i in $(seq 1 "$pack_files"); do head -c 1048576 /dev/urandom > "$work/pack/files/$i.bin"; done
     echo '{"assetPackID": "world", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
@@ -317,18 +317,31 @@ echo "   against curl fetching the same archive and tar unpacking it"
     sed -e "s|$base/manifest|$base/download-manifest.json|" \
         -e "s|<key>BAManifestURL</key>|<key>BAHasManagedAssetPacks</key><true/><key>BAManifestURL</key>|" \
         "$work/Info.plist" > "$work/packs.plist"
+    # The same bytes as one file: an essential pack whose single file is as large as the other pack.
+    mkdir -p "$work/pack1/files"
+    head -c $((pack_files << 20)) /dev/urandom > "$work/pack1/files/whole.bin"
+    echo '{"assetPackID": "whole", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
+           "fileSelectors": [{"directory": "files"}]}' > "$work/pack1/Manifest.json"
+    "$bin/bahost" pack package "$work/pack1/Manifest.json" -o "$work/www/whole" >/dev/null
+    rm -rf "$work/pack1/files"
+    "$bin/bahost" pack download-manifest create "$work/www/whole" --download-base-url "$base" \
+        --output-path "$work/www/download-manifest-one.json" >/dev/null
+    sed -e "s|download-manifest.json|download-manifest-one.json|" "$work/packs.plist" > "$work/packs1.plist"
     for _ in $(seq "$runs"); do
         # Validated, downloaded, checked file by file, unpacked, synced and swapped in when `bahost install` returns.
-        start_daemon "$work/packs.plist"
-        record packs.bahost "$install_microseconds"
-        stop_daemon
-        rm -rf "$work/service"
-        rm -rf "$work/out/pack"; mkdir -p "$work/out/pack"
-        t=$(now)
-        curl -s -o "$work/out/pack/world.tar.zst" "$base/world"
-        tar --zstd -xf "$work/out/pack/world.tar.zst" -C "$work/out/pack"
-        record packs.curl "$(since "$t")"
-        rm -rf "$work/out/pack"
+        for pack in packs:world packs1:whole; do
+            figure=${pack%%:*} name=${pack#*:}
+            start_daemon "$work/$figure.plist"
+            record "$figure.bahost" "$install_microseconds"
+            stop_daemon
+            rm -rf "$work/service"
+            rm -rf "$work/out/pack"; mkdir -p "$work/out/pack"
+            t=$(now)
+            curl -s -o "$work/out/pack/$name.tar.zst" "$base/$name"
+            tar --zstd -xf "$work/out/pack/$name.tar.zst" -C "$work/out/pack"
+            record "$figure.curl" "$(since "$t")"
+            rm -rf "$work/out/pack"
+        done
     done
 fi
 

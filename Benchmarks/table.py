@@ -136,13 +136,17 @@ if delegate:
     p99 = sorted(delegate)[int(len(delegate) * 0.99) - 1 if len(delegate) >= 100 else -1]
     print(f"| completion → app delegate (file lands → delegate called) | bahost | {spread(delegate, 'ms', 2)}; p99 {p99:.2f} ms "
           f"| | median ≤ 2 ms |")
-pack_bahost = first("packs.bahost")
-if pack_bahost:
+for key, what, target in [
+    ("packs", f"essential pack of {pack_files} × 1 MiB installed (fetched, checked, unpacked)", "≥ 1.0× curl + tar"),
+    ("packs1", f"essential pack of one {pack_files} MiB file installed", "≥ 0.9× curl + tar"),
+]:
+    pack_bahost = first(f"{key}.bahost")
+    if not pack_bahost:
+        continue
     bahost_pack = median(pack_bahost)
     for tool, label in [("bahost", "bahost install"), ("curl", "curl + tar --zstd -x")]:
-        times = [t / 1e6 for t in first(f"packs.{tool}")]
+        times = [t / 1e6 for t in first(f"{key}.{tool}")]
         if not times:
             continue
         ratio = f"{median(times) / (bahost_pack / 1e6):.2f}× bahost/curl+tar" if tool == "curl" else ""
-        print(f"| essential pack of {pack_files} × 1 MiB installed (fetched, checked, unpacked) | {label} | "
-              f"{spread(times, 's', 2)} | {ratio} | |")
+        print(f"| {what} | {label} | {spread(times, 's', 2)} | {ratio} | {target if tool == 'curl' else ''} |")
