@@ -306,27 +306,25 @@ fi
 if want packs; then
 echo "== managed asset pack: an essential pack of $pack_files files of 1 MiB, and one of a single $pack_files MiB file,"
 echo "   installed by the service, against curl fetching the same archive and tar unpacking it"
-    mkdir -p "$work/pack/files"
-    for i in $(seq 1 "$pack_files"); do head -c 1048576 /dev/urandom > "$work/pack/files/$i.bin"; done
-    echo '{"assetPackID": "world", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
-           "fileSelectors": [{"directory": "files"}]}' > "$work/pack/Manifest.json"
-    "$bin/bahost" pack package "$work/pack/Manifest.json" -o "$work/www/world" >/dev/null
-    rm -rf "$work/pack/files"
-    "$bin/bahost" pack download-manifest create "$work/www/world" --download-base-url "$base" \
-        --output-path "$work/www/download-manifest.json" >/dev/null
-    sed -e "s|$base/manifest|$base/download-manifest.json|" \
-        -e "s|<key>BAManifestURL</key>|<key>BAHasManagedAssetPacks</key><true/><key>BAManifestURL</key>|" \
-        "$work/Info.plist" > "$work/packs.plist"
+    # FIGURE ID: the files in $work/FIGURE/files as the essential pack ID, its download manifest, and an Info.plist of a
+    # managed app for it ($work/FIGURE.plist).
+    essential_pack() {
+        echo "{\"assetPackID\": \"$2\", \"downloadPolicy\": {\"essential\": {\"installationEventTypes\": [\"firstInstallation\"]}},
+               \"fileSelectors\": [{\"directory\": \"files\"}]}" > "$work/$1/Manifest.json"
+        "$bin/bahost" pack package "$work/$1/Manifest.json" -o "$work/www/$2" >/dev/null
+        rm -rf "$work/$1/files"
+        "$bin/bahost" pack download-manifest create "$work/www/$2" --download-base-url "$base" \
+            --output-path "$work/www/$1.json" >/dev/null
+        sed -e "s|$base/manifest|$base/$1.json|" \
+            -e "s|<key>BAManifestURL</key>|<key>BAHasManagedAssetPacks</key><true/><key>BAManifestURL</key>|" \
+            "$work/Info.plist" > "$work/$1.plist"
+    }
+    mkdir -p "$work/packs/files" "$work/packs1/files"
+    for i in $(seq 1 "$pack_files"); do head -c 1048576 /dev/urandom > "$work/packs/files/$i.bin"; done
+    essential_pack packs world
     # The same bytes as one file: an essential pack whose single file is as large as the other pack.
-    mkdir -p "$work/pack1/files"
-    head -c $((pack_files << 20)) /dev/urandom > "$work/pack1/files/whole.bin"
-    echo '{"assetPackID": "whole", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
-           "fileSelectors": [{"directory": "files"}]}' > "$work/pack1/Manifest.json"
-    "$bin/bahost" pack package "$work/pack1/Manifest.json" -o "$work/www/whole" >/dev/null
-    rm -rf "$work/pack1/files"
-    "$bin/bahost" pack download-manifest create "$work/www/whole" --download-base-url "$base" \
-        --output-path "$work/www/download-manifest-one.json" >/dev/null
-    sed -e "s|download-manifest.json|download-manifest-one.json|" "$work/packs.plist" > "$work/packs1.plist"
+    head -c $((pack_files << 20)) /dev/urandom > "$work/packs1/files/whole.bin"
+    essential_pack packs1 whole
     for _ in $(seq "$runs"); do
         # Validated, downloaded, checked file by file, unpacked, synced and swapped in when `bahost install` returns.
         for pack in packs:world packs1:whole; do

@@ -3,26 +3,21 @@ import Foundation
 import Queue
 import Vocabulary
 
-/// An installed app as the engine reports it: who it is, its group, its extension and what it may do; never the
-/// queue's row.
+/// An installed app as the engine reports it: who it is, its group, and how it is managed; never the queue's row.
 public struct InstalledApp: Sendable, Hashable {
     public var appIdentifier: String
     public var appGroupIdentifier: String
-    /// The extension's shared object.
-    public var extensionPath: String
     /// `BAHasManagedAssetPacks`: the host manages the app's asset packs.
     public var hasManagedAssetPacks: Bool
     /// Its initial restrictions were lifted by its first launch.
     public var launched: Bool
-    /// The manifest URL in force (`bahost debug url-override`, else `BAManifestURL`).
-    public var manifestURL: String
 }
 
 extension AppRecord {
     var installed: InstalledApp {
         InstalledApp(
-            appIdentifier: appIdentifier, appGroupIdentifier: appGroupIdentifier, extensionPath: pluginPath,
-            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched, manifestURL: effectiveManifestURL)
+            appIdentifier: appIdentifier, appGroupIdentifier: appGroupIdentifier,
+            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched)
     }
 
     /// An app as its Info.plist declares it, with its extension at `extensionPath`.

@@ -161,11 +161,16 @@ struct ManagedPacks {
     /// Installs a finished archive, or the files of an update; nil when installed, else why not.
     private func install(_ rows: [QueuedDownload], entry: DownloadManifest.Entry?, app: AppRecord) -> HostError? {
         func failure(_ message: String) -> HostError { HostError.bahost(message) }
-        guard let entry else { return failure("the pack '\(rows[0].identifier)' changed on the server while it downloaded") }
+        // What was unpacked while the archive arrived is used below or goes now, whatever happens to the pack.
+        let streamed = rows.count == 1 ? context.streamedUnpacks.take(rows[0].uniqueIdentifier) : nil
+        guard let entry else {
+            streamed?.abandon()
+            return failure("the pack '\(rows[0].identifier)' changed on the server while it downloaded")
+        }
         let packs = store(for: app)
         do {
             if rows.count == 1, rows[0].download.sha256 == entry.sha256, let archive = rows[0].filePath {
-                if let staged = context.streamedUnpacks.take(rows[0].uniqueIdentifier)?.staged() {
+                if let staged = streamed?.staged() {
                     try packs.install(staged, entry: entry)
                 } else {
                     try packs.install(archive: archive, entry: entry)
