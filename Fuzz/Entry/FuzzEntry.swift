@@ -51,7 +51,7 @@ enum Replay {
                 let folder = root.appendingPathComponent(target.rawValue)
                 try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 for (name, data) in target.seeds {
-                    FileManager.default.createFile(atPath: folder.appendingPathComponent("seed-\(name)").path, contents: data)
+                    _ = FileManager.default.createFile(atPath: folder.appendingPathComponent("seed-\(name)").path, contents: data)
                 }
                 print("\(target.rawValue): \(target.seeds.count) seeds")
             }

@@ -197,7 +197,7 @@ struct WindowProtocol {
 
     private mutating func call(_ call: HostCall, id: UInt32, at now: ContinuousClock.Instant) -> [Action] {
         switch call {
-        case .schedule(let download):
+        case .schedule:
             if let index = currentEventIndex, case .contentRequest = events[index] {
                 return performed(id: id, call, .failure(HostError(
                     BA_ERROR_CALL_FROM_EXTENSION_NOT_ALLOWED,
