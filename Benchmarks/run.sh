@@ -34,10 +34,14 @@ fi
 
 scripts/install-dependencies.sh
 need=()
-# zstd: the packs figure unpacks the archive with `tar --zstd`.
-for tool in curl aria2c python3 zstd; do command -v "$tool" >/dev/null || need+=("$tool"); done
+# zstd: the packs figure unpacks the archive with `tar --zstd`. time: the small files' CPU per file. libcurl's
+# headers: the durable floor program (Benchmarks/durable_floor.c).
+for tool in curl aria2c python3 zstd /usr/bin/time; do command -v "$tool" >/dev/null || need+=("$tool"); done
+dpkg-query -W -f='${Status}' libcurl4-openssl-dev 2>/dev/null | grep -q "install ok installed" \
+    || need+=(libcurl4-openssl-dev)
 if [ ${#need[@]} -gt 0 ]; then
     packages=("${need[@]/aria2c/aria2}")
+    packages=("${packages[@]/\/usr\/bin\/time/time}")
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}"
@@ -61,6 +65,7 @@ cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/extension.so" Plugins/C/ex
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_entry.so" Plugins/C/misbehaving/hang_in_entry.c
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_will_terminate.so" Plugins/C/misbehaving/hang_in_will_terminate.c
 cc -O2 -Wall -o "$work/spawn_floor" Benchmarks/spawn_floor.c
+cc -O2 -Wall -o "$work/durable_floor" Benchmarks/durable_floor.c -lcurl -lsqlite3 -lpthread
 # The queue figure's C app, linked with the app library under its installed name.
 mkdir -p "$work/lib" && ln -s "$bin/libbackgroundassets.so" "$work/lib/libbackgroundassets.so.1"
 cc -O2 -Wall -I SDK/C/include -o "$work/bench_app_c" Benchmarks/bench_app.c -L "$bin" -lbackgroundassets \
@@ -115,6 +120,7 @@ echo "huge $huge optional $base/huge.bin" > "$work/huge.manifest"
 for i in $(seq 1 "$small_count"); do echo "s$i 65536 optional $base/small/$i.bin"; done > "$work/small.manifest"
 for i in $(seq 1 "$small_count"); do echo "url = $base/small/$i.bin"; echo "output = $work/out/$i.bin"; done > "$work/curl-small.cfg"
 for i in $(seq 1 "$small_count"); do echo "$base/small/$i.bin"; done > "$work/aria2-small.txt"
+cp "$work/aria2-small.txt" "$work/floor-small.txt"
 echo "# nothing" > "$work/empty.manifest"
 cp "$work/empty.manifest" "$work/www/manifest"
 if want scale; then
@@ -143,9 +149,14 @@ empty_trash() { rm -rf "$work/trash"; }
 durable() { (cd "$1" && find . -type f -print0 | xargs -0 -P 16 -n 125 sync); }
 bahost_run() {  # MANIFEST [extra options]: the whole life cycle, as `bahost run` does it
     local manifest=$1; shift
-    ${BENCH_WRAPPER:-} "$bin/bahost" run --plugin "$work/extension.so" --event install --info-plist "$work/Info.plist" \
-        --manifest "$manifest" --data-root "$work/data" --allow-insecure-loopback "$@" >/dev/null
+    ${BENCH_WRAPPER:-} ${timed:-} "$bin/bahost" run --plugin "$work/extension.so" --event install \
+        --info-plist "$work/Info.plist" --manifest "$manifest" --data-root "$work/data" --allow-insecure-loopback "$@" \
+        >/dev/null
 }
+# A command run under $timer leaves its CPU time (user and system, its children's included) in cpu.txt;
+# cpu_per_file gives it per small file, in ms.
+timer="/usr/bin/time -f %U+%S -o $work/cpu.txt"
+cpu_per_file() { awk -F+ -v n="$small_count" '{printf "%.4f", ($1 + $2) * 1000 / n}' "$work/cpu.txt"; }
 
 if want big; then
 echo "== one large file ($((big >> 20)) MiB), $runs run(s) each"
@@ -164,11 +175,13 @@ fi
 if want small; then
 echo "== $small_count files of 64 KiB, $runs run(s) each"
 for _ in $(seq "$runs"); do
-    fresh; t=$(now); bahost_run "$work/small.manifest" --max-concurrent 16 --max-per-host 16
-    record small.bahost "$(since "$t")"
+    fresh; t=$(now); timed=$timer bahost_run "$work/small.manifest" --max-concurrent 16 --max-per-host 16
+    record small.bahost "$(since "$t")"; record small-cpu.bahost "$(cpu_per_file)"
     fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; record small.curl "$(since "$t")"
     fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; durable "$work/out"
     record small.curl-fsync "$(since "$t")"
+    fresh; t=$(now); $timer "$work/durable_floor" "$work/floor-small.txt" "$work/out" "$work/out/queue.db" 16
+    record small.floor "$(since "$t")"; record small-cpu.floor "$(cpu_per_file)"
     fresh; t=$(now); aria2c -q -j16 --file-allocation=none -d "$work/out" -i "$work/aria2-small.txt"
     record small.aria2-j16 "$(since "$t")"
 done
@@ -329,18 +342,19 @@ echo "   installed by the service, against curl fetching the same archive and ta
         # Validated, downloaded, checked file by file, unpacked, synced and swapped in when `bahost install` returns.
         for pack in packs:world packs1:whole; do
             figure=${pack%%:*} name=${pack#*:}
-            start_daemon "$work/$figure.plist"
+            # What the run before installed or unpacked is set aside, not deleted (as `fresh` does, and why).
+            fresh; start_daemon "$work/$figure.plist"
             record "$figure.bahost" "$install_microseconds"
             stop_daemon
-            rm -rf "$work/service"
-            rm -rf "$work/out/pack"; mkdir -p "$work/out/pack"
+            mkdir -p "$work/trash"; mv "$work/service" "$(mktemp -d "$work/trash/XXXXXX")/"
+            fresh; mkdir -p "$work/out/pack"
             t=$(now)
             curl -s -o "$work/out/pack/$name.tar.zst" "$base/$name"
             tar --zstd -xf "$work/out/pack/$name.tar.zst" -C "$work/out/pack"
             record "$figure.curl" "$(since "$t")"
-            rm -rf "$work/out/pack"
         done
     done
+    empty_trash
 fi
 
 python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count" "${pack_files:-0}"

@@ -195,14 +195,17 @@ struct ManagedPacks {
         }
     }
 
-    /// Starts unpacking a pack's archive while `row` downloads it (its body has begun), when it is the whole archive
-    /// of the version the catalogue lists (an update's single files are not archives).
-    func startStreamedUnpack(for row: QueuedDownload, app: AppRecord) {
-        guard row.download.kind == .assetPack,
-            let entry = catalogue(for: app)?.assetPacks.first(where: {
-                $0.id == row.identifier && $0.version == Self.version(of: row) && $0.sha256 == row.download.sha256
-            })
-        else { return }
+    /// The catalogue's entry whose whole archive `row` downloads; nil for any other row (an update's single files
+    /// are not archives).
+    func wholeArchiveEntry(of row: QueuedDownload, app: AppRecord) -> DownloadManifest.Entry? {
+        guard row.download.kind == .assetPack else { return nil }
+        return catalogue(for: app)?.assetPacks.first {
+            $0.id == row.identifier && $0.version == Self.version(of: row) && $0.sha256 == row.download.sha256
+        }
+    }
+
+    /// Starts unpacking the archive of `entry` while `row` downloads it (its body has begun).
+    func startStreamedUnpack(for row: QueuedDownload, entry: DownloadManifest.Entry, app: AppRecord) {
         let partial = context.dataRoot.partialPath(for: row.uniqueIdentifier)
         guard let unpack = try? StreamedUnpack(partialPath: partial, entry: entry, store: store(for: app)) else { return }
         context.streamedUnpacks.start(row.uniqueIdentifier, unpack)

@@ -1,6 +1,7 @@
 import Delivery
 import ExtensionRuntime
 import Foundation
+import Packs
 import Policy
 import Queue
 import Synchronization
@@ -30,11 +31,16 @@ struct TransferJob {
             let policy = app.policy
             let download = queued.download
             let limit = Self.byteLimit(download, policy.allowance)
-            let recorder = ProgressRecorder(context: context, download: queued)
+            // A pack's whole archive is unpacked as it arrives, and every file it holds is checked against the
+            // download manifest's index (its size and SHA-256; no file missing, none extra), which installs nothing
+            // else: the archive's own SHA-256 would check the same bytes a second time (docs/ASSET-PACKS.md).
+            let archiveEntry = ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)
+            let recorder = ProgressRecorder(context: context, download: queued, archiveEntry: archiveEntry)
             let request = TransferRequest(
                 url: download.url ?? "", headers: download.httpHeaders,
                 expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
-                sha256: download.sha256, partialPath: context.dataRoot.partialPath(for: uniqueIdentifier),
+                sha256: archiveEntry == nil ? download.sha256 : nil,
+                partialPath: context.dataRoot.partialPath(for: uniqueIdentifier),
                 validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
                 credential: credentials.credential(for: uniqueIdentifier),
                 checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
@@ -208,6 +214,8 @@ final class Credentials: Sendable {
 /// Makes a transfer's progress durable at bounded intervals and reports it.
 private final class ProgressRecorder: TransferObserver {
     private let context: EngineContext
+    /// The pack whose whole archive this is, unpacked as it arrives.
+    private let archiveEntry: DownloadManifest.Entry?
     private let lock: Mutex<State>
     private struct State {
         var download: QueuedDownload
@@ -218,8 +226,9 @@ private final class ProgressRecorder: TransferObserver {
         var validatorSaved = false
     }
 
-    init(context: EngineContext, download: QueuedDownload) {
+    init(context: EngineContext, download: QueuedDownload, archiveEntry: DownloadManifest.Entry?) {
         self.context = context
+        self.archiveEntry = archiveEntry
         lock = Mutex(State(download: download))
     }
 
@@ -244,8 +253,8 @@ private final class ProgressRecorder: TransferObserver {
         }
         if save { try? context.store.save(download) }
         // The body starts: the file holds `offset` bytes of this body's archive, and the rest follow.
-        if download.download.kind == .assetPack, let app = try? context.store.app(download.appIdentifier) {
-            ManagedPacks(context: context).startStreamedUnpack(for: download, app: app)
+        if let archiveEntry, let app = try? context.store.app(download.appIdentifier) {
+            ManagedPacks(context: context).startStreamedUnpack(for: download, entry: archiveEntry, app: app)
         }
         context.observe(.began(download.status, resumingAt: offset))
     }

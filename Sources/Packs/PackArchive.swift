@@ -306,6 +306,9 @@ public enum PackArchive {
 
     /// Reads an archive entry by entry.
     final class Reader {
+        /// How much of a file is written before it is handed to the disk.
+        static let writebackStep: Int64 = 8 << 20
+
         private let archive: OpaquePointer
         private var indexRead = false
 
@@ -421,16 +424,24 @@ public enum PackArchive {
             defer { close(fd) }
             var hasher = SHA256()
             var failure: PackError?
+            // Handed to the disk as it is written (a large file in steps, as a download is), while the rest unpacks:
+            // the sync before the swap then waits for little.
+            var written: Int64 = 0
+            var writtenBack: Int64 = 0
             try read(upTo: file.size) { chunk in
                 guard failure == nil else { return }
                 hasher.update(bufferPointer: chunk)
                 if Glibc.write(fd, chunk.baseAddress, chunk.count) != chunk.count {
                     failure = .io("cannot write \(target): \(String(cString: strerror(errno)))")
                 }
+                written += Int64(chunk.count)
+                if written - writtenBack >= Self.writebackStep {
+                    _ = bahost_start_writeback(fd, writtenBack, written - writtenBack)
+                    writtenBack = written
+                }
             }
             if let failure { throw failure }
-            // Handed to the disk now, while the next entries unpack: the sync before the swap then waits for little.
-            _ = bahost_start_writeback(fd, 0, file.size)
+            if written > writtenBack { _ = bahost_start_writeback(fd, writtenBack, written - writtenBack) }
             let actual = hasher.finalize().lowercaseHex
             guard actual == file.sha256.lowercased() else {
                 throw .hostileArchive("\(PackError.quoted(path.description)) has SHA-256 \(actual), not the declared \(file.sha256)")

@@ -4,7 +4,7 @@ import Foundation
 
 /// The file a transfer writes, opened for appending. Errors come back as permanent transfer errors; a full disk
 /// says so.
-struct PartialFile {
+struct PartialFile: Sendable {
     let path: String
     private var descriptor: Int32
     private(set) var length: Int64

@@ -88,13 +88,14 @@ public struct TransferRequest: Sendable {
     }
 }
 
-/// What a transfer reports while it runs. Called on the transfer's task, in order.
+/// What a transfer reports while it runs. Called on the transfer's task, in order, but for `bodyEnded`.
 public protocol TransferObserver: Sendable {
     /// The server answered; `validator` identifies the bytes about to be written (store it before they are).
     func began(validator: Validator, resumingAt offset: Int64)
     /// `received` bytes of the file are now in the partial file.
     func progress(received: Int64, expected: Int64)
-    /// The body ended and the connection is free; the file is still to be synced and verified.
+    /// The body ended and the connection is free; the file is still to be synced and verified. Called on the HTTP
+    /// client's event loop, the moment it happens: it must not block.
     func bodyEnded()
 }
 
@@ -161,15 +162,20 @@ public final class TransferClient: Sendable {
         while true {
             if let refusal = request.checkURL(url) { return .failure(refusal) }
             let offset = file.length
-            let response: HTTPClientResponse
+            let writer = BodyWriter { observer.bodyEnded() }
+            let task: HTTPClient.Task<Void>
             do {
-                response = try await client.execute(request.httpRequest(url: url, offset: offset), deadline: .distantFuture)
+                task = client.execute(request: try request.httpRequest(url: url, offset: offset), delegate: writer)
             } catch {
                 return .failure(Self.classify(error))
             }
-            switch ResponseVerdict.of(
-                status: Int(response.status.code), headers: response.headers, url: url, offset: offset, request: request)
-            {
+            let outcome = await withTaskCancellationHandler {
+                await respond(
+                    to: request, url: url, offset: offset, writer: writer, task: task, file: &file, observer: observer)
+            } onCancel: {
+                task.cancel()
+            }
+            switch outcome {
             case .redirect(let next):
                 redirects += 1
                 guard redirects <= configuration.maximumRedirects else {
@@ -185,56 +191,66 @@ public final class TransferClient: Sendable {
                 if let error = file.truncate() { return .failure(error) }
             case .fail(let error):
                 return .failure(error)
-            case .body(let start, let validator):
-                if start == 0 && file.length > 0, let error = file.truncate() { return .failure(error) }
-                if request.sha256 != nil, let error = file.startHashing() { return .failure(error) }
-                observer.began(validator: validator, resumingAt: start)
-                // Progress counts against the promised size, else what the server says the file is, else the hint.
-                let expected = request.expectedSize > 0
-                    ? request.expectedSize
-                    : ResponseVerdict.announcedSize(headers: response.headers, start: start) ?? request.sizeHint
-                if let failure = await receive(
-                    response, into: &file, request: request, expected: expected, observer: observer)
-                {
-                    return .failure(failure)
-                }
+            case .body:
                 return verify(request, file: &file)
             }
         }
     }
 
-    /// Streams the body to the end of the partial file, bounded by the expected size and the byte limit; progress
-    /// reports `expected` as the file's size.
-    private func receive(
-        _ response: HTTPClientResponse, into file: inout PartialFile, request: TransferRequest, expected: Int64,
-        observer: TransferObserver
-    ) async -> TransferError? {
-        var lastReport = ContinuousClock.now
-        do {
-            for try await chunk in response.body {
-                let after = file.length + Int64(chunk.readableBytes)
-                if request.expectedSize > 0 && after > request.expectedSize {
-                    return .permanent(
-                        TransferError.sizeMismatch, "the server sent more than the declared \(request.expectedSize) bytes")
-                }
-                if let limit = request.byteLimit, after > limit {
-                    return .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
-                }
-                if let error = chunk.withUnsafeReadableBytes({ file.append($0) }) { return error }
-                let now = ContinuousClock.now
-                if now - lastReport >= .milliseconds(100) {
-                    lastReport = now
-                    observer.progress(received: file.length, expected: expected)
-                }
-            }
-        } catch {
-            if let error = file.sync() { return error }
-            return Self.classify(error)
+    /// One request's response: its head judged by `ResponseVerdict`, then, for a body, the body written by the
+    /// event loop (`BodyWriter`) while this task waits for its end, reporting progress as the writer does. Returns
+    /// the verdict; `.body` once the body is whole and synced, `.fail` when it was not.
+    private func respond(
+        to request: TransferRequest, url: String, offset: Int64, writer: BodyWriter, task: HTTPClient.Task<Void>,
+        file: inout PartialFile, observer: TransferObserver
+    ) async -> ResponseVerdict {
+        var events = writer.events.makeAsyncIterator()
+        let first = await events.next()
+        guard case .head(let status, let headers)? = first else {
+            if case .ended(let failure?)? = first { return .fail(failure) }
+            return .fail(Self.classify(CancellationError()))
         }
-        observer.bodyEnded()
-        if let error = file.sync() { return error }
+        let verdict = ResponseVerdict.of(status: status, headers: headers, url: url, offset: offset, request: request)
+        guard case .body(let start, let validator) = verdict else {
+            writer.discard(task)
+            return verdict
+        }
+        if start == 0 && file.length > 0, let error = file.truncate() {
+            writer.discard(task)
+            return .fail(error)
+        }
+        if request.sha256 != nil, let error = file.startHashing() {
+            writer.discard(task)
+            return .fail(error)
+        }
+        observer.began(validator: validator, resumingAt: start)
+        // Progress counts against the promised size, else what the server says the file is, else the hint.
+        let expected = request.expectedSize > 0
+            ? request.expectedSize
+            : ResponseVerdict.announcedSize(headers: headers, start: start) ?? request.sizeHint
+        var failure = writer.writeBody(
+            into: file, bounds: .init(expectedSize: request.expectedSize, byteLimit: request.byteLimit))
+        if failure != nil { writer.discard(task) }
+        var ended = false
+        while let event = await events.next() {
+            switch event {
+            case .head:
+                break
+            case .progress(let received):
+                observer.progress(received: received, expected: expected)
+            case .ended(let ending):
+                ended = true
+                failure = failure ?? ending
+            }
+        }
+        // The stream also stops when this task is cancelled (the request is cancelled with it).
+        if !ended { failure = failure ?? Self.classify(CancellationError()) }
+        if let lent = writer.returnFile() { file = lent }
+        // What arrived is made durable either way: a failed body is resumed from it.
+        if let error = file.sync() { return .fail(error) }
+        if let failure { return .fail(failure) }
         observer.progress(received: file.length, expected: max(expected, file.length))
-        return nil
+        return .body(start: start, validator: validator)
     }
 
     /// Size and checksum of a complete partial file; a mismatch is permanent.

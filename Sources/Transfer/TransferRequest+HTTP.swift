@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOHTTP1
 import Vocabulary
 
 extension TransferRequest {
@@ -10,10 +11,10 @@ extension TransferRequest {
     /// Admission refuses a header the host keeps for itself (`RequestHeader.reservedNames`: `Host`, the framing,
     /// the range); one that reaches this far anyway (a row queued by an older release) is left out, never sent.
     /// `Authorization` and `Cookie` go to the download's own origin only, as URLSession does across redirects.
-    func httpRequest(url: String, offset: Int64) -> HTTPClientRequest {
-        var http = HTTPClientRequest(url: url)
-        http.headers.add(name: "User-Agent", value: "bahost/\(BahostVersion.release)")
-        http.headers.add(name: "Accept-Encoding", value: "identity")
+    func httpRequest(url: String, offset: Int64) throws -> HTTPClient.Request {
+        var http = HTTPHeaders()
+        http.add(name: "User-Agent", value: "bahost/\(BahostVersion.release)")
+        http.add(name: "Accept-Encoding", value: "identity")
         let sameOrigin = Self.origin(of: url) == Self.origin(of: self.url)
         for line in headers {
             guard case .success(let header) = RequestHeader.parse(line), sameOrigin || !header.isOriginBound else {
@@ -21,20 +22,20 @@ extension TransferRequest {
             }
             // An app may name its own User-Agent, as URLSession lets it.
             if header.name.lowercased() == "user-agent" {
-                http.headers.replaceOrAdd(name: header.name, value: header.value)
+                http.replaceOrAdd(name: header.name, value: header.value)
             } else {
-                http.headers.add(name: header.name, value: header.value)
+                http.add(name: header.name, value: header.value)
             }
         }
         if let credential, URLComponents(string: url)?.host == credential.host {
             let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
-            http.headers.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
+            http.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
         }
         if offset > 0, let ifRange = validator?.ifRange {
-            http.headers.add(name: "Range", value: "bytes=\(offset)-")
-            http.headers.add(name: "If-Range", value: ifRange)
+            http.add(name: "Range", value: "bytes=\(offset)-")
+            http.add(name: "If-Range", value: ifRange)
         }
-        return http
+        return try HTTPClient.Request(url: url, method: .GET, headers: http)
     }
 
     /// Scheme, host and port, as a same-origin check compares them.

@@ -85,12 +85,14 @@ import Vocabulary
         func queued(_ identifier: String) -> QueuedDownload {
             QueuedDownload(appIdentifier: "app", sequence: 0, download: download(identifier, "http://127.0.0.1/\(identifier)"))
         }
-        running.add("a", host: "127.0.0.1") { Task {} }
+        running.add("a", host: "127.0.0.1")
+        running.attach("a", Task {})
         #expect(!running.couldStart(queued("b"), settings))
         #expect(running.releaseSlot("a", limit: settings.maximumConcurrentTransfers))
         #expect(running.couldStart(queued("b"), settings))
         #expect(running.current().0 == ["a"] && running.current().1.isEmpty)
-        running.add("b", host: "127.0.0.1") { Task {} }
+        running.add("b", host: "127.0.0.1")
+        running.attach("b", Task {})
         // One finishes already: the second keeps its slot through its sync.
         #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
         #expect(!running.couldStart(queued("c"), settings))
@@ -98,6 +100,22 @@ import Vocabulary
         #expect(running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
         #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
         #expect(running.couldStart(queued("c"), settings) && !running.isEmpty)
+    }
+
+    /// A transfer is recorded before its task exists: a cancel in between reaches the task when it is attached, and
+    /// a task attached after its transfer ended is left alone.
+    @Test func aCancelBeforeTheTaskIsAttachedStillCancelsIt() async throws {
+        let running = RunningTransfers()
+        running.add("a", host: "127.0.0.1")
+        running.cancel("a")
+        let task = Task { while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) } }
+        running.attach("a", task)
+        await task.value
+        #expect(task.isCancelled)
+        running.remove("a")
+        let ended = Task {}
+        running.attach("a", ended)
+        #expect(running.isEmpty && !ended.isCancelled)
     }
 
     // MARK: One transfer

@@ -96,6 +96,34 @@ import TestSupport
         }
     }
 
+    /// A transfer cancelled mid-body (a cancel, an uninstall, the service stopping) ends at once as cancelled
+    /// (-999, transient), with what arrived kept in the partial file to resume from.
+    @Test func aCancelledTransferStopsAtOnceAndKeepsItsBytes() async throws {
+        let body = data(200_000)
+        let name = "cancelled-\(UUID().uuidString)"
+        Self.faults.serve(body, at: name, faults: [.trickle(chunk: 10_000, every: .milliseconds(100))])
+        let path = partial()
+        try await withClient { client in
+            let transfer = Task {
+                await client.perform(
+                    request(Self.faults.url(name), size: body.count, path: path), observer: Recorder())
+            }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while contents(path).isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            let cancelledAt = ContinuousClock.now
+            transfer.cancel()
+            let result = await transfer.value
+            #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+            guard case .failure(let error) = result else {
+                Issue.record("a cancelled transfer finished: \(result)")
+                return
+            }
+            #expect(error.code == -999 && error.kind == .transient, "\(error)")
+            let kept = contents(path)
+            #expect(kept.count > 0 && kept.count < body.count && kept == body.prefix(kept.count))
+        }
+    }
+
     /// The checksum is computed as the body arrives; a resumed transfer hashes the bytes kept from before first, so
     /// the whole file is what is checked, and a wrong checksum still fails it.
     @Test func aResumedDownloadIsVerifiedWhole() async throws {

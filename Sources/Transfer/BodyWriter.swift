@@ -1,0 +1,194 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// One response of a transfer attempt, read on the HTTP client's event loop: the body goes into the partial file on
+/// the thread that read it from the socket, and the transfer's task hears only of the head, of progress every
+/// `progressInterval`, and of the end.
+///
+/// Why on the event loop: a body handed to the transfer's task chunk by chunk cost a thread wake-up per chunk on top
+/// of its write. A `write` of what is already in memory does not wait for the disk (the sync, which does, stays on
+/// the transfer's thread), so the loop is held no longer than by a copy.
+///
+/// Sequence: `.head` first; the task judges it and either lends the file (`writeBody`) or refuses the body
+/// (`discard`); `.ended` comes last, once, after which `returnFile` gives the file back. What arrives before the
+/// task has judged the head is kept in memory (up to `heldBytesLimit`, then the socket waits): a connection that
+/// breaks meanwhile still leaves those bytes to write and resume from.
+final class BodyWriter: HTTPClientResponseDelegate {
+    typealias Response = Void
+
+    enum Event: Sendable {
+        case head(status: Int, headers: HTTPHeaders)
+        /// The file now holds this many bytes.
+        case progress(Int64)
+        /// The response ended: whole (nil), or with this failure (the request's error, or the file's).
+        case ended(TransferError?)
+    }
+
+    /// Limits the body must keep, checked before each part is written.
+    struct Bounds: Sendable {
+        /// Exact bytes the file may reach (a promised size), or 0.
+        var expectedSize: Int64
+        var byteLimit: Int64?
+    }
+
+    /// The most body bytes held in memory while the task judges the head.
+    static let heldBytesLimit = 1 << 20
+
+    private struct State {
+        var file: PartialFile?
+        var bounds = Bounds(expectedSize: 0, byteLimit: nil)
+        /// Whether the task has lent the file (or refused the body).
+        var judged = false
+        /// Parts that arrived before the head was judged, and the socket's wait when they reached the limit.
+        var held: [ByteBuffer] = []
+        var heldBytes = 0
+        var resumeReading: EventLoopPromise<Void>?
+        /// The body ended whole before the head was judged.
+        var finishedEarly = false
+        var lastReport = ContinuousClock.now
+        /// Why the body was refused while it arrived (a bound passed, a failed write): reported as the end.
+        var refusal: TransferError?
+        var ended = false
+
+        /// Writes one part within the bounds; false (with `refusal` set) when it cannot.
+        mutating func write(_ buffer: ByteBuffer) -> Bool {
+            guard refusal == nil else { return false }
+            let after = file!.length + Int64(buffer.readableBytes)
+            if bounds.expectedSize > 0 && after > bounds.expectedSize {
+                refusal = .permanent(
+                    TransferError.sizeMismatch, "the server sent more than the declared \(bounds.expectedSize) bytes")
+            } else if let limit = bounds.byteLimit, after > limit {
+                refusal = .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
+            } else if let error = buffer.withUnsafeReadableBytes({ file!.append($0) }) {
+                refusal = error
+            }
+            return refusal == nil
+        }
+    }
+
+    let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let state = Mutex(State())
+    private let progressInterval: Duration
+    /// Called the moment the body has ended whole, before the task hears of it.
+    private let bodyEnded: @Sendable () -> Void
+
+    init(progressInterval: Duration = .milliseconds(100), bodyEnded: @escaping @Sendable () -> Void) {
+        (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        self.progressInterval = progressInterval
+        self.bodyEnded = bodyEnded
+    }
+
+    /// Lends the file to the event loop: what arrived meanwhile is written now, the rest as it comes. Returns why
+    /// the body was refused, when what had arrived already passed a bound or could not be written.
+    func writeBody(into file: PartialFile, bounds: Bounds) -> TransferError? {
+        let (refusal, resume, finished) = state.withLock { state in
+            state.file = file
+            state.bounds = bounds
+            state.judged = true
+            state.lastReport = .now
+            for part in state.held where !state.write(part) { break }
+            state.held = []
+            state.heldBytes = 0
+            defer { state.resumeReading = nil }
+            return (state.refusal, state.resumeReading, state.finishedEarly)
+        }
+        if let refusal {
+            resume?.fail(refusal)
+            return refusal
+        }
+        resume?.succeed()
+        if finished { bodyEnded() }
+        return nil
+    }
+
+    /// Refuses the body: the request is cancelled (its connection closed), and `.ended` follows.
+    func discard(_ task: HTTPClient.Task<Void>) {
+        let resume = state.withLock { state in
+            state.judged = true
+            state.held = []
+            defer { state.resumeReading = nil }
+            return state.resumeReading
+        }
+        task.cancel()
+        resume?.fail(HTTPClientError.cancelled)
+    }
+
+    /// The file lent by `writeBody`, once `.ended` was reported.
+    func returnFile() -> PartialFile? {
+        state.withLock { state in
+            defer { state.file = nil }
+            return state.file
+        }
+    }
+
+    // MARK: HTTPClientResponseDelegate, on the event loop
+
+    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        continuation.yield(.head(status: Int(head.status.code), headers: head.headers))
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        enum Next {
+            case read, wait(EventLoopPromise<Void>), refuse(TransferError), report(Int64)
+        }
+        let next = state.withLock { state -> Next in
+            guard state.judged else {
+                state.held.append(buffer)
+                state.heldBytes += buffer.readableBytes
+                guard state.heldBytes >= Self.heldBytesLimit else { return .read }
+                let promise = task.eventLoop.makePromise(of: Void.self)
+                state.resumeReading = promise
+                return .wait(promise)
+            }
+            guard state.file != nil else { return .read }  // refused by `discard`: the request is being cancelled
+            guard state.write(buffer) else { return .refuse(state.refusal!) }
+            let now = ContinuousClock.now
+            guard now - state.lastReport >= progressInterval else { return .read }
+            state.lastReport = now
+            return .report(state.file!.length)
+        }
+        switch next {
+        case .read:
+            return task.eventLoop.makeSucceededVoidFuture()
+        case .wait(let promise):
+            return promise.futureResult
+        case .refuse(let refusal):
+            return task.eventLoop.makeFailedFuture(refusal)
+        case .report(let length):
+            continuation.yield(.progress(length))
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Void>, _ error: Error) {
+        let (resume, refusal) = state.withLock { state in
+            defer { state.resumeReading = nil }
+            return (state.resumeReading, state.refusal)
+        }
+        resume?.fail(error)
+        end(refusal ?? TransferClient.classify(error))
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+        let lent = state.withLock { state in
+            if !state.judged { state.finishedEarly = true }
+            return state.file != nil
+        }
+        if lent { bodyEnded() }
+        end(nil)
+    }
+
+    private func end(_ failure: TransferError?) {
+        let first = state.withLock { state in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        guard first else { return }
+        continuation.yield(.ended(failure))
+        continuation.finish()
+    }
+}
