@@ -4,7 +4,7 @@
 #
 #   Benchmarks/run.sh                  the full suite (a release build; 1 GiB and 2 GiB files; a few minutes)
 #   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
-#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale
+#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
@@ -13,9 +13,11 @@
 # before it, from one checkout. BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000); BENCH_SCALE_COUNT how many one
 # content request returns in the scale figure (100,000).
 #
-# Figures: a large file's wall time to a verified file on disk; many small files per second; the host's peak RSS
-# during a large download (and whether it grows with the file); extension activation against the floor of a bare
-# spawn; the lateness of extensionWillTerminate and of the kill. Timings are never asserted: this prints them.
+# Figures: a large file's wall time to a verified file on disk; many small files per second and the CPU each costs,
+# against curl, curl + fsync and the durable floor program (durable_floor.c); the host's peak RSS during a large
+# download (and whether it grows with the file); extension activation against the floor of a bare spawn; the
+# lateness of extensionWillTerminate and of the kill; the service's queue, delegate latency and scale; essential
+# packs against curl + tar. Timings are never asserted: this prints them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -102,6 +102,11 @@ class Service:
         self.socket = os.path.join(folder, "service.sock")
         self.data_root = os.path.join(folder, "data")
         self.log = os.path.join(folder, "daemon.log")
+        # A runtime folder of its own, empty as on a fresh login: what the service and its apps keep there (the
+        # exclusive-control locks) must be made by whoever needs it first, and no other test's daemon shares it.
+        runtime = os.path.join(folder, "runtime")
+        os.makedirs(runtime, mode=0o700)
+        self.env = {**os.environ, "XDG_RUNTIME_DIR": runtime}
         self.app = "com.example.levels"
         self.group = "group.com.example.levels"
         self.dir = f"py-{uuid.uuid4().hex[:8]}"
@@ -129,7 +134,8 @@ class Service:
             self.process = subprocess.Popen(
                 [BAHOST, "daemon", "--socket", self.socket, "--data-root", self.data_root, "--development",
                  "--allow-insecure-loopback", "--retry-delay", "0.05", "--scheduler-interval", "3600",
-                 "--apps-folder", os.path.join(self.folder, "apps"), *self.extra], stdout=log, stderr=log)
+                 "--apps-folder", os.path.join(self.folder, "apps"), *self.extra], stdout=log, stderr=log,
+                env=self.env)
         for _ in range(400):
             if os.path.exists(self.socket) and self.bahost("debug", "status").returncode == 0:
                 return
@@ -148,7 +154,8 @@ class Service:
         self.process.wait()
 
     def bahost(self, *arguments):
-        return subprocess.run([BAHOST, *arguments, "--socket", self.socket], capture_output=True, text=True)
+        return subprocess.run([BAHOST, *arguments, "--socket", self.socket], capture_output=True, text=True,
+                              env=self.env)
 
     def log_text(self):
         with open(self.log) as file:
@@ -167,12 +174,12 @@ class Service:
     def run_app(self, *arguments, program=LEVELS_APP, timeout=90):
         """Runs the app to its end as the launched app; returns its status and its JSON lines."""
         result = subprocess.run(self.launch_command(program, *arguments, "--json"), capture_output=True, text=True,
-                                timeout=timeout)
+                                env=self.env, timeout=timeout)
         return result.returncode, events(result.stdout), result.stdout + result.stderr
 
     def start_app(self, *arguments, program=LEVELS_APP):
         return subprocess.Popen(self.launch_command(program, *arguments, "--json"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, env=self.env)
 
     def container(self):
         return os.path.join(self.data_root, "containers", self.group)

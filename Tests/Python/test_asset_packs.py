@@ -12,7 +12,8 @@ def test_the_app_lists_ensures_reads_and_removes_packs(managed_service, nginx, t
     publish(managed_service, nginx, tmp_path, [("bonus", {"onDemand": {}}, {"bonus/readme.txt": b"bonus level"})])
     managed_service.install()
     probe = os.path.join(os.path.dirname(__file__), "apps", "packs_probe.py")
-    result = subprocess.run(managed_service.launch_command(probe), capture_output=True, text=True, timeout=90)
+    result = subprocess.run(managed_service.launch_command(probe), capture_output=True, text=True, timeout=90,
+                            env=managed_service.env)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = {key: line[key] for line in events(result.stdout) for key in line}
     assert lines["packs"] == [["bonus", 1]]

@@ -61,7 +61,7 @@ def test_the_game_reads_its_essential_pack_and_shows_a_bar_while_the_next_one_do
     ], folder="slow/packs")
     managed_service.install()
     screenshot = str(tmp_path / "during-download.png")
-    environment = dict(os.environ, BAHOST_GAME_SCREENSHOT=screenshot)
+    environment = dict(managed_service.env, BAHOST_GAME_SCREENSHOT=screenshot)
     command = managed_service.launch_command("xvfb-run", "-a", "-s", "-screen 0 640x360x24", "love", GAME)
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment)
     assert result.returncode == 0, result.stdout + result.stderr

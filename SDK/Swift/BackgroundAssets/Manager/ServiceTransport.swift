@@ -122,6 +122,9 @@ final class ServiceTransport: HostTransport, Sendable {
         guard let path = try connection().hello.exclusiveControlLockPath else {
             throw Self.invalid("the service named no exclusive-control lock")
         }
+        // Its folder may not exist yet: a fresh runtime folder, before any extension window has taken the lock.
+        // (If it cannot be made, the open below says why.)
+        mkdir((path as NSString).deletingLastPathComponent, 0o700)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw NSError(
