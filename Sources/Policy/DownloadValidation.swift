@@ -164,13 +164,16 @@ public enum DownloadValidation {
         return nil
     }
 
-    /// Why `text` may not be fetched: not an absolute URL, credentials in it, or not https (plain http only to
-    /// loopback hosts, and only when the rules allow it). Applies to every redirect hop too.
+    /// Why `text` may not be fetched: not an absolute URL, a port no TCP port can be, credentials in it, or not
+    /// https (plain http only to loopback hosts, and only when the rules allow it). Applies to every redirect hop too.
     public static func checkURL(_ text: String, rules: DownloadRules) -> HostError? {
         func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
         guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
             let host = url.host, !host.isEmpty
         else { return invalid("'\(text.printableURL(limit: 200))' is not an absolute URL") }
+        if let port = url.port, !(1...65535).contains(port) {
+            return invalid("the URL of \(host.printable(limit: 100)) names port \(port); a port is 1 to 65535")
+        }
         guard url.user == nil && url.password == nil else {
             return invalid(
                 "the URL of \(host.printable(limit: 100)) holds credentials (user:password@): they are never sent or "

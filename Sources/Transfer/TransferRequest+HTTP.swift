@@ -11,7 +11,15 @@ extension TransferRequest {
     /// Admission refuses a header the host keeps for itself (`RequestHeader.reservedNames`: `Host`, the framing,
     /// the range); one that reaches this far anyway (a row queued by an older release) is left out, never sent.
     /// `Authorization` and `Cookie` go to the download's own origin only, as URLSession does across redirects.
+    ///
+    /// Throws for a URL the HTTP client cannot request, before the client sees it: AsyncHTTPClient traps on a port
+    /// beyond 65535 (an IP address's port is made a `UInt16`), and a URL is another party's text.
     func httpRequest(url: String, offset: Int64) throws -> HTTPClient.Request {
+        if let port = URLComponents(string: url)?.port, !(1...65535).contains(port) {
+            throw TransferError(
+                .permanent, code: -1000, domain: TransferError.urlDomain,
+                message: "the URL names port \(port); a port is 1 to 65535")  // NSURLErrorBadURL
+        }
         var http = HTTPHeaders()
         http.add(name: "User-Agent", value: "bahost/\(BahostVersion.release)")
         http.add(name: "Accept-Encoding", value: "identity")

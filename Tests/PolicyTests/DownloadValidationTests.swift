@@ -134,6 +134,18 @@ import Vocabulary
         #expect("not a url u:p@x".printableURL() == "not a url u:p@x")
     }
 
+    /// A port no TCP port can be is refused at admission and at every redirect hop (the HTTP client traps on one:
+    /// found by the download-request fuzz target, kept in Fuzz/Findings).
+    @Test func aURLWhosePortIsNoTCPPortIsRefused() {
+        for url in ["https://203.0.113.5:70000/a", "https://assets.example.com:8078079/a", "https://[::1]:65536/a",
+                    "https://assets.example.com:0/a"] {
+            let error = DownloadValidation.check(download(url: url), for: .install, rules: rules)
+            #expect(error?.code == 0, "\(url)")
+            #expect(error?.message.contains("a port is 1 to 65535") == true, "\(url): \(String(describing: error))")
+        }
+        #expect(DownloadValidation.check(download(url: "https://assets.example.com:65535/a"), for: .install, rules: rules) == nil)
+    }
+
     /// A URL is admitted as it will be fetched: encoded as Foundation's URL parsing encodes it, without a fragment,
     /// so that what is reported is what is requested.
     @Test func aURLIsNormalisedOnceAtAdmission() {

@@ -96,6 +96,19 @@ import TestSupport
         }
     }
 
+    /// A URL whose port no TCP port can be fails as a bad URL, whoever vetted it (the HTTP client would trap).
+    @Test func aPortBeyond65535IsABadURLNotACrash() async throws {
+        try await withClient { client in
+            let result = await client.perform(
+                request("http://127.0.0.1:8078079/level.pack", size: 10, path: partial()), observer: Recorder())
+            guard case .failure(let error) = result else {
+                Issue.record("a request to port 8078079 did not fail: \(result)")
+                return
+            }
+            #expect(error.code == -1000 && error.kind == .permanent, "\(error)")
+        }
+    }
+
     /// A transfer cancelled mid-body (a cancel, an uninstall, the service stopping) ends at once as cancelled
     /// (-999, transient), with what arrived kept in the partial file to resume from.
     @Test func aCancelledTransferStopsAtOnceAndKeepsItsBytes() async throws {
