@@ -175,7 +175,10 @@ int main(int argc, char **argv) {
             queue_tail = file;
             pthread_cond_signal(&queue_ready);
             pthread_mutex_unlock(&queue_lock);
-            if (next < url_count) start(multi, next++), running++;
+            if (next < url_count) {
+                start(multi, next++);
+                running++;
+            }
         }
         if (running) curl_multi_poll(multi, NULL, 0, 1000, NULL);
     } while (running || next < url_count);

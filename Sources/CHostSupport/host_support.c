@@ -256,8 +256,11 @@ int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
     return 0;
 }
 
-int bahost_start_writeback(int fd, int64_t offset, int64_t length) {
-    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE) == 0 ? 0 : errno;
+void bahost_write_behind(int fd, int64_t *written_back, int64_t length, bool finished) {
+    int64_t pending = length - *written_back;
+    if (pending <= 0 || (pending < BAHOST_WRITEBACK_STEP && !finished)) return;
+    (void)sync_file_range(fd, *written_back, pending, SYNC_FILE_RANGE_WRITE);
+    *written_back = length;
 }
 
 void bahost_release_free_memory(void) { malloc_trim(0); }

@@ -306,8 +306,6 @@ public enum PackArchive {
 
     /// Reads an archive entry by entry.
     final class Reader {
-        /// How much of a file is written before it is handed to the disk.
-        static let writebackStep: Int64 = 8 << 20
 
         private let archive: OpaquePointer
         private var indexRead = false
@@ -435,13 +433,10 @@ public enum PackArchive {
                     failure = .io("cannot write \(target): \(String(cString: strerror(errno)))")
                 }
                 written += Int64(chunk.count)
-                if written - writtenBack >= Self.writebackStep {
-                    _ = bahost_start_writeback(fd, writtenBack, written - writtenBack)
-                    writtenBack = written
-                }
+                bahost_write_behind(fd, &writtenBack, written, false)
             }
             if let failure { throw failure }
-            if written > writtenBack { _ = bahost_start_writeback(fd, writtenBack, written - writtenBack) }
+            bahost_write_behind(fd, &writtenBack, written, true)
             let actual = hasher.finalize().lowercaseHex
             guard actual == file.sha256.lowercased() else {
                 throw .hostileArchive("\(PackError.quoted(path.description)) has SHA-256 \(actual), not the declared \(file.sha256)")

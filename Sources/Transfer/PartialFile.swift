@@ -14,11 +14,6 @@ struct PartialFile: Sendable {
     /// finished file is then verified without reading it again.
     private var hasher: SHA256?
 
-    /// Written bytes are handed to the disk in steps of this size as they arrive, as RocksDB's `bytes_per_sync`
-    /// does: the sync that ends a transfer then waits for the last step only, not for the whole file, and the
-    /// kernel's dirty pages do not pile up behind a fast download.
-    static let writebackStep: Int64 = 8 << 20
-
     init(path: String) throws(TransferError) {
         self.path = path
         descriptor = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
@@ -63,11 +58,7 @@ struct PartialFile: Sendable {
         }
         length += Int64(bytes.count)
         hasher?.update(bufferPointer: bytes)
-        if length - writtenBack >= Self.writebackStep {
-            // Only a hint: a failure here shows up, if it matters, in the sync that ends the transfer.
-            _ = bahost_start_writeback(descriptor, writtenBack, length - writtenBack)
-            writtenBack = length
-        }
+        bahost_write_behind(descriptor, &writtenBack, length, false)
         return nil
     }
 

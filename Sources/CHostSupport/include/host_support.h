@@ -4,6 +4,7 @@
 #define BAHOST_HOST_SUPPORT_H
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -54,9 +55,13 @@ int bahost_become_subreaper(void);
 /* The process and user at the other end of a connected Unix socket (SO_PEERCRED). Returns 0, or an errno value. */
 int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid);
 
-/* Starts writing a file's byte range to disk without waiting (sync_file_range with SYNC_FILE_RANGE_WRITE, which
- * Swift cannot import). Returns 0, or an errno value. */
-int bahost_start_writeback(int fd, int64_t offset, int64_t length);
+/* Write-behind, as RocksDB's bytes_per_sync: once a file written up to `length` holds BAHOST_WRITEBACK_STEP bytes
+ * more than `*written_back`, or at all when `finished`, starts writing them to disk without waiting
+ * (sync_file_range with SYNC_FILE_RANGE_WRITE, which Swift cannot import) and advances `*written_back`. The sync
+ * that ends the file then waits for the last step only, and dirty pages do not pile up behind a fast writer. Only
+ * a hint: a failure shows up, if it matters, in that sync. */
+#define BAHOST_WRITEBACK_STEP ((int64_t)8 << 20)
+void bahost_write_behind(int fd, int64_t *written_back, int64_t length, bool finished);
 
 /* The status macros, which Swift cannot import. */
 int bahost_exited(int status);
