@@ -91,8 +91,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
 
     public func currentDownloads() -> Result<[Download], HostError> {
         do {
-            // A managed app's pack downloads are the host's own, not the app's.
-            return .success(try store.activeDownloads(for: appIdentifier).filter { $0.download.kind != .assetPack }.map(\.described))
+            return .success(try store.currentDownloads(for: appIdentifier))
         } catch {
             return .failure(Self.storeFailure(error))
         }

@@ -223,6 +223,31 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// What the app's `fetchCurrentDownloads` returns: its scheduled and in-flight downloads in queue order, as the
+    /// ABI describes them, without its asset packs (a managed app's pack downloads are the host's own). Read column
+    /// by column straight into `Download`, not through `QueuedDownload`: an app waits for this reply, and a queue of
+    /// 10,000 spent half its time building and dropping rows it did not need (docs/PERFORMANCE.md).
+    public func currentDownloads(for appIdentifier: String) throws -> [Download] {
+        try database.read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT kind, identifier, uniqueIdentifier, url, applicationGroupIdentifier, fileSize, priority,
+                    isEssential, sha256, httpHeaders, state
+                FROM download WHERE \(Self.activeCondition) AND kind != ? ORDER BY sequence
+                """)
+            let rows = try Row.fetchCursor(statement, arguments: [appIdentifier, Download.Kind.assetPack.rawValue])
+            var downloads: [Download] = []
+            while let row = try rows.next() {
+                let kind: Int32 = row[0]
+                downloads.append(Download(
+                    kind: Download.Kind(rawValue: kind) ?? .url, identifier: row[1], uniqueIdentifier: row[2],
+                    url: row[3], applicationGroupIdentifier: row[4], fileSize: row[5], priority: row[6],
+                    state: (TransferState(rawValue: row[10]) ?? .queued).publicState, isEssential: row[7],
+                    sha256: row[8], httpHeaders: QueuedDownload.headers(row[9])))
+            }
+            return downloads
+        }
+    }
+
     /// How many scheduled and in-flight downloads an app has.
     public func activeDownloadCount(for appIdentifier: String) throws -> Int {
         try database.read { db in

@@ -59,6 +59,33 @@ import Vocabulary
         #expect(try long.runnable(now: Date(), backgroundLimit: 1).map(\.identifier) == ["front1"])
     }
 
+    /// What fetchCurrentDownloads returns, read straight from the columns: the same downloads, fields and public
+    /// states as the queue's rows describe, in queue order, without asset packs or what has finished.
+    @Test func currentDownloadsAreTheActiveRowsAsTheABIDescribesThem() throws {
+        let (store, _) = try store()
+        var described = download("headers", priority: 70, essential: true)
+        described.sha256 = String(repeating: "a", count: 64)
+        described.httpHeaders = ["Authorization: Bearer t", "X-Line: two\nlines"]
+        var pack = download("pack")
+        pack.kind = .assetPack
+        let results = try store.enqueue([download("first"), described, pack, download("done")], for: "app") { _, _ in nil }
+        #expect(try results[2].result.get().download.kind == .assetPack)
+        var done = try results[3].result.get()
+        done.state = .finished
+        done.filePath = "/somewhere"
+        try store.save(done)
+        _ = try store.startTransfers([try results[0].result.get()])
+
+        let current = try store.currentDownloads(for: "app")
+        #expect(current.map(\.identifier) == ["first", "headers"])
+        #expect(current.map(\.state) == [TransferState.downloading.publicState, TransferState.queued.publicState])
+        let expected = try store.activeDownloads(for: "app").filter { $0.download.kind != .assetPack }.map(\.described)
+        #expect(current == expected)
+        #expect(current[1].httpHeaders == described.httpHeaders && current[1].sha256 == described.sha256)
+        #expect(current[1].uniqueIdentifier != nil && current[1].isEssential && current[1].priority == 70)
+        #expect(try store.currentDownloads(for: "other").isEmpty)
+    }
+
     @Test func everythingSurvivesReopening() throws {
         let (store, path) = try store()
         let results = try store.enqueue([download("a"), download("b")], for: "app") { app, d in

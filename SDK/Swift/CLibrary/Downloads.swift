@@ -1,6 +1,7 @@
 @_spi(Bindings) import BackgroundAssets
 import CBAApp
 import CBAExtension
+import Vocabulary
 
 // ba/app.h: Apple's BADownloadManager calls.
 
@@ -60,9 +61,9 @@ public func ba_app_fetch_current_downloads(
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let visit else { return ErrorOut.misuse(error, EINVAL, "ba_app_fetch_current_downloads: visit is NULL") }
-    var downloads: [BADownload] = []
-    guard withConnection(app, error, { _ in downloads = try BADownloadManager.shared.fetchCurrentDownloads() })
+    var downloads: [Download] = []
+    guard withConnection(app, error, { _ in downloads = try BADownloadManager.shared.fetchCurrentDownloadValues() })
     else { return false }
-    for download in downloads { ABIDownload.with(download) { visit(context, $0) } }
+    for download in downloads { download.withABI { visit(context, $0) } }
     return true
 }

@@ -1,4 +1,5 @@
 import CBAExtension
+import Vocabulary
 
 /// How `BADownloadManager` reaches the host. Inside an extension window it is the C ABI's host table
 /// (`ExtensionChannel`); in an app it is the service's socket (`ServiceTransport`). Errors are `NSError`s in Apple's domains.
@@ -9,6 +10,8 @@ protocol HostTransport: Sendable {
     func startForeground(_ download: BADownload) throws
     func cancel(_ download: BADownload) throws
     func currentDownloads() throws -> [BADownload]
+    /// The same downloads as values, for the language bindings, which hand each to C at once.
+    func currentDownloadValues() throws -> [Download]
     /// Blocks until the lock is held, or throws. `timeoutMilliseconds`: < 0 waits, 0 tries once.
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws
     func releaseExclusiveControl()
@@ -54,6 +57,8 @@ struct ExtensionChannel: HostTransport, @unchecked Sendable {  // safe: the tabl
         }
         return collected.downloads
     }
+
+    func currentDownloadValues() throws -> [Download] { try currentDownloads().map(Download.init) }
 
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws {
         try call { error in host.pointee.acquire_exclusive_control(host, timeoutMilliseconds, error) }

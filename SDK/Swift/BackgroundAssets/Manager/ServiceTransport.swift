@@ -83,11 +83,13 @@ final class ServiceTransport: HostTransport, Sendable {
 
     func cancel(_ download: BADownload) throws { try expectOK(.cancel(Download(download))) }
 
-    func currentDownloads() throws -> [BADownload] {
+    func currentDownloads() throws -> [BADownload] { try currentDownloadValues().map(\.object) }
+
+    func currentDownloadValues() throws -> [Download] {
         guard case .downloads(let downloads) = try connection().request(.currentDownloads) else {
             throw Self.invalid("the service answered fetchCurrentDownloads with something else")
         }
-        return downloads.map(\.object)
+        return downloads
     }
 
     func delegateChanged(isSet: Bool) {
