@@ -72,9 +72,16 @@ let package = Package(
 
         // The window's child process and the messages it exchanges with the host.
         .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
+        // The runner is C, so it links without the Swift runtime: swiftc would add its start-up object, which needs
+        // libswiftCore, whose loading was a quarter of a window's activation (docs/PERFORMANCE.md). -static-stdlib
+        // then brings nothing (no object asks for the runtime); --no-export-dynamic undoes that flag's exporting of
+        // the runner's own functions, which an extension's same-named symbols would otherwise resolve to.
         .executableTarget(
             name: "ExtensionRunner", dependencies: ["ExtensionWire"],
-            linkerSettings: [.linkedLibrary("ffi")]),
+            linkerSettings: [
+                .linkedLibrary("ffi"),
+                .unsafeFlags(["-nostartfiles", "-static-stdlib", "-Xlinker", "--no-export-dynamic"]),
+            ]),
 
         // The host, by concept.
         .target(name: "CHostSupport"),
