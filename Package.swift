@@ -72,10 +72,11 @@ let package = Package(
 
         // The window's child process and the messages it exchanges with the host.
         .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
-        // The runner is C, so it links without the Swift runtime: swiftc would add its start-up object, which needs
-        // libswiftCore, whose loading was a quarter of a window's activation (docs/PERFORMANCE.md). -static-stdlib
-        // then brings nothing (no object asks for the runtime); --no-export-dynamic undoes that flag's exporting of
-        // the runner's own functions, which an extension's same-named symbols would otherwise resolve to.
+        // The runner is C, so it links without the Swift runtime, whose loading was a quarter of a window's
+        // activation (docs/PERFORMANCE.md): -nostartfiles leaves out swiftc's start-up object, the only part that
+        // needs the runtime; -static-stdlib makes the runtime swiftc names anyway a static archive, of which nothing
+        // is then taken; --no-export-dynamic undoes that flag's exporting of the runner's own functions, to which an
+        // extension's functions of the same names would otherwise resolve.
         .executableTarget(
             name: "ExtensionRunner", dependencies: ["ExtensionWire"],
             linkerSettings: [

@@ -68,7 +68,8 @@ public final class FramedSocket: Sendable {
                     var sent = 0
                     let total = 4 + body.count
                     while sent < total {
-                        var parts = [iovec](), headerSent = min(sent, 4)
+                        let headerSent = min(sent, 4)
+                        var parts: [iovec] = []
                         if headerSent < 4 {
                             parts.append(iovec(
                                 iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress! + headerSent),
