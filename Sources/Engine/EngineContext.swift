@@ -22,6 +22,8 @@ final class EngineContext: Sendable {
     let transferEnded = Signal()
     let launchGate = LaunchGate()
     let running = RunningTransfers()
+    /// Transfers' outcomes waiting for the engine's next turn to record them.
+    let outcomes = TransferOutcomes()
     let credentials = Credentials()
     /// Managed packs' archives unpacked while they download.
     let streamedUnpacks = StreamedUnpacks()

@@ -5,7 +5,8 @@ import Synchronization
 /// Decides what runs next and starts it: best first (foreground, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
 /// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start and marks
-/// them started in one transaction, so a turn costs the same whatever the queue's length.
+/// them started in one transaction, so a turn costs the same whatever the queue's length; the outcomes of the
+/// transfers that ended since the last turn are recorded in the same transaction (`TransferOutcomes`).
 final class Scheduler: Sendable {
     private let context: EngineContext
     private let executor: TransferExecutor
@@ -23,9 +24,16 @@ final class Scheduler: Sendable {
 
     var isIdle: Bool { running.isEmpty }
 
-    /// Starts what may start for `apps`; returns the queue as it was read (before what this started).
+    /// Records the outcomes that came since the last turn and starts what may start for `apps`; returns the queue as
+    /// it was read (before what this recorded and started).
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         let settings = context.settings
+        var recordedAny = false
+        defer {
+            // Read before they were recorded, the snapshot may still count them as moving. Transfers still running
+            // wake the engine again when they end; with none, the engine looks again now rather than sleep on it.
+            if recordedAny && running.isEmpty { context.signal.fire() }
+        }
         while true {
             let (runningNow, perHost) = running.current()
             var count = running.slotsTaken
@@ -50,7 +58,10 @@ final class Scheduler: Sendable {
                 hosts[download.host, default: 0] += 1
                 chosen.append(download)
             }
-            let started = try context.store.startTransfers(chosen)
+            let outcomes = context.outcomes.take()
+            let (started, gone) = try record(outcomes, start: chosen)
+            recordedAny = recordedAny || !outcomes.isEmpty
+            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
             for download in started {
                 guard let app = try context.store.app(download.appIdentifier) else { continue }
                 start(TransferJob(context: context, queued: download, app: app))
@@ -65,12 +76,30 @@ final class Scheduler: Sendable {
         // lock, since making it wakes a transfer thread.
         running.add(uniqueIdentifier, host: job.queued.host)
         running.attach(uniqueIdentifier, Task(executorPreference: executor) {
+            // An outcome is told once the next turn recorded it; none to record (requeued after a challenge) has
+            // changed its row already.
             let outcome = await job.run()
+            if let outcome { self.context.outcomes.add(outcome) }
             self.running.remove(uniqueIdentifier)
-            if case .completed = outcome { self.completed(job.queued.appIdentifier) }
             self.context.signal.fire()
-            self.context.transferEnded.fire()
+            if outcome == nil { self.context.transferEnded.fire() }
         })
+    }
+
+    /// Writes outcomes and starts in one transaction; a failure is the queue's (the outcomes' rows stay marked
+    /// moving, and are queued again once nothing runs: `HostEngine`'s loop).
+    private func record(_ outcomes: [TransferOutcome], start chosen: [QueuedDownload]) throws
+        -> (started: [QueuedDownload], gone: Set<String>)
+    {
+        do {
+            return try context.store.record(outcomes.map(\.row), start: chosen)
+        } catch {
+            if !outcomes.isEmpty {
+                context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
+                context.transferEnded.fire()
+            }
+            throw error
+        }
     }
 
     /// When the loop should look again at the latest: a waiting download's retry time, or a second from now.
@@ -79,11 +108,16 @@ final class Scheduler: Sendable {
         return min(.seconds(1), .milliseconds(max(0, Int64(retry.timeIntervalSinceNow * 1000))))
     }
 
-    /// Stops every running transfer and waits for each to record where it stopped (its partial file stays).
+    /// Stops every running transfer and waits for each to end, then records where each stopped (its partial file
+    /// stays).
     func shutdown() async {
         let tasks = running.tasks
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
+        let outcomes = context.outcomes.take()
+        if let (_, gone) = try? record(outcomes, start: []) {
+            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
+        }
         await executor.shutdown()
     }
 }

@@ -8,24 +8,20 @@ import Synchronization
 import Transfer
 import Vocabulary
 
-/// One attempt at one download, from the moment the scheduler marked it moving to its outcome made durable (AOSP's
-/// DownloadThread): build the request from the row, run the transfer, then record what happened: finished (the
-/// file renamed into the app group's container), failed for good, waiting to retry or for the network, or queued
-/// again after the app's delegate gave credentials for a challenge.
+/// One attempt at one download, from the moment the scheduler marked it moving to its outcome (AOSP's
+/// DownloadThread): build the request from the row, run the transfer, then say what happened: finished (the file
+/// synced and renamed into the app group's container), failed for good, or waiting to retry or for the network. The
+/// outcome is recorded by the engine's next turn (`TransferOutcomes`), in the transaction that starts the next
+/// transfers. A download queued again after the app's delegate gave credentials for a challenge is saved here.
 struct TransferJob {
     let context: EngineContext
     let queued: QueuedDownload
     let app: AppRecord
 
-    /// How the attempt ended, as far as the scheduler cares: whether a completion now waits to be delivered.
-    enum Outcome {
-        case completed
-        case notCompleted
-    }
-
     private var credentials: Credentials { context.credentials }
 
-    func run() async -> Outcome {
+    /// The outcome to record; nil when nothing is left to record (requeued after a challenge, or the queue failed).
+    func run() async -> TransferOutcome? {
         let uniqueIdentifier = queued.uniqueIdentifier
         do {
             let policy = app.policy
@@ -56,35 +52,31 @@ struct TransferJob {
             var current = queued
             current.etag = recorder.validator?.etag ?? current.etag
             current.lastModified = recorder.validator?.lastModified ?? current.lastModified
-            let outcome: Outcome
             switch result {
             case .success(let size):
                 credentials.forget(uniqueIdentifier)
-                outcome = try finish(&current, size: size, partialPath: request.partialPath)
+                return try finish(&current, size: size, partialPath: request.partialPath)
             case .failure(let error):
                 if let challenge = error.challenge, await credentials.ask(context, challenge, for: current) {
                     current.state = .queued
                     try context.store.save(current)
-                    return .notCompleted
+                    return nil
                 }
                 credentials.forget(uniqueIdentifier)
-                outcome = try fail(&current, error: error, byteLimit: limit)
+                return fail(&current, error: error, byteLimit: limit)
             }
-            try context.announceLaunchIfReady(current.appIdentifier)
-            return outcome
         } catch QueueError.unknownDownload {
             // Cancelled while it ran: the row is gone, and so must the bytes be, wherever the outcome had put them.
-            unlink(context.dataRoot.partialPath(for: uniqueIdentifier))
-            unlink(finishedPath)
-            return .notCompleted
+            TransferOutcome.discardFiles(of: uniqueIdentifier, finishedPath: finishedPath, dataRoot: context.dataRoot)
+            return nil
         } catch {
             // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
             context.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
-            return .notCompleted
+            return nil
         }
     }
 
-    private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String) throws -> Outcome {
+    private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String) throws -> TransferOutcome {
         // Into the container in one rename: a finished file never appears half-written. The folder is made for the
         // first file (or again, if something removed it), not looked for at every file.
         let path = finishedPath
@@ -95,7 +87,7 @@ struct TransferJob {
             moved = rename(partialPath, path) == 0
         }
         guard moved else {
-            return try fail(
+            return fail(
                 &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
         }
         if size != queued.download.fileSize && !queued.download.sizeIsExact {
@@ -112,9 +104,7 @@ struct TransferJob {
         queued.bytesReceived = size
         queued.filePath = path
         queued.error = nil
-        try context.store.save(queued)
-        context.observe(.finished(queued.status))
-        return .completed
+        return TransferOutcome(row: queued, event: .finished(queued.status), completes: true, finishedPath: path)
     }
 
     /// The most bytes a transfer whose size is not promised may receive while the app's allowance restricts it:
@@ -132,7 +122,7 @@ struct TransferJob {
         context.dataRoot.finishedPath(for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
     }
 
-    private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) throws -> Outcome {
+    private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) -> TransferOutcome {
         // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
         let waits = !(queued.foreground && error.kind == .network)
         let retry = context.settings.retry
@@ -142,18 +132,16 @@ struct TransferJob {
             queued.retryAt = until
             queued.error = error.error
             queued.bytesReceived = fileLength(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
-            try context.store.save(queued)
-            context.observe(.paused(queued.status, waitingForNetwork: error.kind == .network, until: until, error: error.error))
-            return .notCompleted
+            let event = LifecycleEvent.paused(
+                queued.status, waitingForNetwork: error.kind == .network, until: until, error: error.error)
+            return TransferOutcome(row: queued, event: event, completes: false, finishedPath: finishedPath)
         }
         let reason = error.code == TransferError.byteLimitExceeded
             ? Allowance.exceeded("'\(queued.identifier)'", limit: byteLimit ?? 0) : error.error
         unlink(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
         queued.state = .failed
         queued.error = reason
-        try context.store.save(queued)
-        context.observe(.failed(queued.status, reason))
-        return .completed
+        return TransferOutcome(row: queued, event: .failed(queued.status, reason), completes: true, finishedPath: finishedPath)
     }
 
     private func fileLength(_ path: String) -> Int64 {

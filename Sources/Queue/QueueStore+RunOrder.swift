@@ -21,9 +21,10 @@ extension QueueStore {
         /// engine anyway, and counting it would have the engine turn without pause until then.
         public var nextRetry: Date?
 
-        /// Pending completions are counted up to this many: the engine only compares the count with a batch's size,
-        /// and a count that went further would cost a turn time in proportion to the queue.
-        public static let countLimit = 1024
+        /// Pending completions are counted up to this many: the engine only compares the count with a batch's size
+        /// (at most `BatchPace.maximum`, which a test holds to this), and a count that went further would cost every
+        /// turn time in proportion to what is pending.
+        public static let countLimit = 256
 
         public func hasWork(_ appIdentifier: String) -> Bool {
             appsWithActiveDownloads.contains(appIdentifier) || pendingCompletions[appIdentifier, default: 0] > 0

@@ -197,8 +197,27 @@ public final class QueueStore: Sendable {
     /// Marks downloads as moving, in one transaction, and returns them so; one that is no longer waiting (cancelled,
     /// or already moving) is left out.
     public func startTransfers(_ downloads: [QueuedDownload]) throws -> [QueuedDownload] {
-        guard !downloads.isEmpty else { return [] }
+        try record([], start: downloads).started
+    }
+
+    /// Records transfers' outcomes (each row's state, as `save`) and marks `downloads` as moving, in one
+    /// transaction: what the engine's turn writes. Returns the downloads marked moving (as `startTransfers`), and the
+    /// unique identifiers of the outcomes whose row is gone (cancelled while it ran).
+    public func record(_ outcomes: [QueuedDownload], start downloads: [QueuedDownload]) throws
+        -> (started: [QueuedDownload], gone: Set<String>)
+    {
+        guard !outcomes.isEmpty || !downloads.isEmpty else { return ([], []) }
         return try database.write { db in
+            // Outcomes first: a row queued again while its outcome waited (`recoverInterruptedTransfers`) is then not
+            // started again.
+            var gone = Set<String>()
+            for outcome in outcomes {
+                do {
+                    try Self.saveState(outcome, db: db)
+                } catch QueueError.unknownDownload(let uniqueIdentifier) {
+                    gone.insert(uniqueIdentifier)
+                }
+            }
             let statement = try db.cachedStatement(sql: """
                 UPDATE download SET state = 'downloading', attempts = attempts + 1, retryAt = NULL
                 WHERE uniqueIdentifier = ? AND state IN ('queued', 'waitingToRetry', 'waitingForNetwork')
@@ -212,7 +231,7 @@ public final class QueueStore: Sendable {
                 download.retryAt = nil
                 started.append(download)
             }
-            return started
+            return (started, gone)
         }
     }
 

@@ -143,7 +143,9 @@ import Vocabulary
                 return error
             }
             let row = try queued[0].result.get()
-            _ = await TransferJob(context: context, queued: row, app: try #require(try context.store.app("app"))).run()
+            let job = TransferJob(context: context, queued: row, app: try #require(try context.store.app("app")))
+            let outcome = try #require(await job.run())
+            _ = try context.store.record([outcome.row], start: [])
             return try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier })
         }
         let larger = try await run("larger", hint: 2000)
@@ -412,6 +414,12 @@ final class Delegates: AppDelegateRouter {
         let outOfTime = StopReason.budgetExceeded(willTerminateReturned: false)
         for _ in 0..<10 { pace.record(outOfTime, elapsed: .seconds(9), completed: 0, limits: limits) }
         #expect(pace.size == 1)
+    }
+
+    /// The engine compares an app's pending completions with its batch, so the queue must count at least as far as
+    /// the largest batch: a count stopped short would never call a full batch due.
+    @Test func theQueueCountsPendingCompletionsAsFarAsTheLargestBatch() {
+        #expect(QueueStore.Snapshot.countLimit >= BatchPace.maximum)
     }
 }
 
