@@ -17,6 +17,19 @@ struct TransferJob {
     let context: EngineContext
     let queued: QueuedDownload
     let app: AppRecord
+    /// Where the bytes arrive, and where the finished file goes (the app group's deliveries folder): made once, since
+    /// each is an identifier percent-encoded into a path.
+    private let partialPath: String
+    private let finishedPath: String
+
+    init(context: EngineContext, queued: QueuedDownload, app: AppRecord) {
+        self.context = context
+        self.queued = queued
+        self.app = app
+        partialPath = context.dataRoot.partialPath(for: queued.uniqueIdentifier)
+        finishedPath = context.dataRoot.finishedPath(
+            for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
+    }
 
     private var credentials: Credentials { context.credentials }
 
@@ -36,7 +49,7 @@ struct TransferJob {
                 url: download.url ?? "", headers: download.httpHeaders,
                 expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
                 sha256: archiveEntry == nil ? download.sha256 : nil,
-                partialPath: context.dataRoot.partialPath(for: uniqueIdentifier),
+                partialPath: partialPath,
                 validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
                 credential: credentials.credential(for: uniqueIdentifier),
                 checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
@@ -55,7 +68,7 @@ struct TransferJob {
             switch result {
             case .success(let size):
                 credentials.forget(uniqueIdentifier)
-                return try finish(&current, size: size, partialPath: request.partialPath)
+                return try finish(&current, size: size)
             case .failure(let error):
                 if let challenge = error.challenge, await credentials.ask(context, challenge, for: current) {
                     current.state = .queued
@@ -67,7 +80,7 @@ struct TransferJob {
             }
         } catch QueueError.unknownDownload {
             // Cancelled while it ran: the row is gone, and so must the bytes be, wherever the outcome had put them.
-            TransferOutcome.discardFiles(of: uniqueIdentifier, finishedPath: finishedPath, dataRoot: context.dataRoot)
+            TransferOutcome.discardFiles(partialPath: partialPath, finishedPath: finishedPath)
             return nil
         } catch {
             // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
@@ -76,15 +89,14 @@ struct TransferJob {
         }
     }
 
-    private func finish(_ queued: inout QueuedDownload, size: Int64, partialPath: String) throws -> TransferOutcome {
+    private func finish(_ queued: inout QueuedDownload, size: Int64) throws -> TransferOutcome {
         // Into the container in one rename: a finished file never appears half-written. The folder is made for the
         // first file (or again, if something removed it), not looked for at every file.
-        let path = finishedPath
-        var moved = rename(partialPath, path) == 0
+        var moved = rename(partialPath, finishedPath) == 0
         if !moved && errno == ENOENT {
             try FileManager.default.createDirectory(
                 at: context.dataRoot.deliveries(for: app.appGroupIdentifier), withIntermediateDirectories: true)
-            moved = rename(partialPath, path) == 0
+            moved = rename(partialPath, finishedPath) == 0
         }
         guard moved else {
             return fail(
@@ -102,9 +114,9 @@ struct TransferJob {
         }
         queued.state = .finished
         queued.bytesReceived = size
-        queued.filePath = path
+        queued.filePath = finishedPath
         queued.error = nil
-        return TransferOutcome(row: queued, event: .finished(queued.status), completes: true, finishedPath: path)
+        return outcome(queued, .finished(queued.status), completes: true)
     }
 
     /// The most bytes a transfer whose size is not promised may receive while the app's allowance restricts it:
@@ -117,11 +129,6 @@ struct TransferJob {
         return download.fileSize + max(0, left)
     }
 
-    /// Where the finished file goes: the app group's deliveries folder.
-    private var finishedPath: String {
-        context.dataRoot.finishedPath(for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
-    }
-
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) -> TransferOutcome {
         // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
         let waits = !(queued.foreground && error.kind == .network)
@@ -131,17 +138,22 @@ struct TransferJob {
             queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
             queued.retryAt = until
             queued.error = error.error
-            queued.bytesReceived = fileLength(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
+            queued.bytesReceived = fileLength(partialPath)
             let event = LifecycleEvent.paused(
                 queued.status, waitingForNetwork: error.kind == .network, until: until, error: error.error)
-            return TransferOutcome(row: queued, event: event, completes: false, finishedPath: finishedPath)
+            return outcome(queued, event, completes: false)
         }
         let reason = error.code == TransferError.byteLimitExceeded
             ? Allowance.exceeded("'\(queued.identifier)'", limit: byteLimit ?? 0) : error.error
-        unlink(context.dataRoot.partialPath(for: queued.uniqueIdentifier))
+        unlink(partialPath)
         queued.state = .failed
         queued.error = reason
-        return TransferOutcome(row: queued, event: .failed(queued.status, reason), completes: true, finishedPath: finishedPath)
+        return outcome(queued, .failed(queued.status, reason), completes: true)
+    }
+
+    private func outcome(_ row: QueuedDownload, _ event: LifecycleEvent, completes: Bool) -> TransferOutcome {
+        TransferOutcome(
+            row: row, event: event, completes: completes, partialPath: partialPath, finishedPath: finishedPath)
     }
 
     private func fileLength(_ path: String) -> Int64 {

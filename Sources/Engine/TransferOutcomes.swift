@@ -11,12 +11,13 @@ struct TransferOutcome: Sendable {
     var event: LifecycleEvent
     /// Whether a completion then waits to be delivered (finished or failed for good).
     var completes: Bool
-    /// Where a finished file lies: deleted, with the partial file, when the row turns out to be gone.
+    /// Where the bytes arrived, and where a finished file lies: both deleted when the row turns out to be gone.
+    var partialPath: String
     var finishedPath: String
 
     /// Deletes what a transfer of a cancelled download left, wherever its outcome had put the bytes.
-    static func discardFiles(of uniqueIdentifier: String, finishedPath: String, dataRoot: DataRoot) {
-        unlink(dataRoot.partialPath(for: uniqueIdentifier))
+    static func discardFiles(partialPath: String, finishedPath: String) {
+        unlink(partialPath)
         unlink(finishedPath)
     }
 }
@@ -56,8 +57,7 @@ final class TransferOutcomes: Sendable {
         for outcome in outcomes {
             let row = outcome.row
             if gone.contains(row.uniqueIdentifier) {
-                TransferOutcome.discardFiles(
-                    of: row.uniqueIdentifier, finishedPath: outcome.finishedPath, dataRoot: context.dataRoot)
+                TransferOutcome.discardFiles(partialPath: outcome.partialPath, finishedPath: outcome.finishedPath)
                 continue
             }
             context.observe(outcome.event)
