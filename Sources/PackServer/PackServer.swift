@@ -244,8 +244,10 @@ final class RequestHandler: ChannelInboundHandler {
 
     private func finish(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
         let keepAlive = request.isKeepAlive
+        // The write completes on the context's event loop, where the context may be used.
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-            if !keepAlive { context.close(promise: nil) }
+            if !keepAlive { bound.value.close(promise: nil) }
         }
     }
 

@@ -94,7 +94,7 @@ import Vocabulary
             chmod(folder.path, 0o755)
             let copy = folder.appendingPathComponent("extension.so").path, manifest = folder.appendingPathComponent("manifest").path
             try FileManager.default.copyItem(atPath: plugin, toPath: copy)
-            FileManager.default.createFile(atPath: manifest, contents: Data())
+            _ = FileManager.default.createFile(atPath: manifest, contents: Data())
             for file in [copy, manifest] { chmod(file, 0o644) }
             let run = try Bahost.run(
                 ["--reuid=65534", "--regid=65534", "--clear-groups", TestPlugins.bahost, "run", "--plugin", copy,
