@@ -39,6 +39,32 @@ import Vocabulary
         #expect(snapshot.runnable.isEmpty && snapshot.appsWithActiveDownloads == ["app"] && snapshot.hasWork("app"))
     }
 
+    /// The engine's turn records the outcomes that came since the last one and starts the next transfers in one
+    /// transaction: an outcome whose row was cancelled meanwhile is reported gone without failing the others, and an
+    /// outcome is written before the starts, so a row queued again while its outcome waited (the engine recovers rows
+    /// marked moving when nothing runs) is not started a second time.
+    @Test func aTurnRecordsOutcomesBeforeItStartsAndReportsTheCancelledOnesGone() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue((1...4).map { download("d\($0)") }, for: "app") { _, _ in nil }
+        var moving = try store.startTransfers(try store.runnable(now: Date(), backgroundLimit: 3))
+        #expect(moving.map(\.identifier) == ["d1", "d2", "d3"])
+        _ = try store.cancel(appIdentifier: "app", uniqueIdentifier: moving[1].uniqueIdentifier, identifier: "d2")
+        // d3's transfer ended but its outcome has not been recorded yet when the engine requeues moving rows.
+        try store.recoverInterruptedTransfers()
+        for index in moving.indices {
+            moving[index].state = .finished
+            moving[index].filePath = "/container/\(moving[index].identifier)"
+        }
+        let candidates = try store.runnable(now: Date(), backgroundLimit: 4)
+        #expect(Set(candidates.map(\.identifier)) == ["d1", "d3", "d4"])
+        let (started, gone) = try store.record(moving, start: candidates)
+        #expect(started.map(\.identifier) == ["d4"])
+        #expect(gone == [moving[1].uniqueIdentifier])
+        let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0) })
+        #expect(rows["d1"]?.state == .finished && rows["d3"]?.state == .finished && rows["d4"]?.state == .downloading)
+        #expect(rows["d3"]?.attempts == 1 && rows["d2"] == nil)
+    }
+
     /// The turn's walk of the run order: downloads already starting and other apps' are passed over, and a front
     /// of 4,096 all for a host at its cap ends the walk rather than read the whole queue.
     @Test func runnablePassesOverWhatItMayNotStartWithinItsWalk() throws {
