@@ -58,10 +58,8 @@ final class Scheduler: Sendable {
                 hosts[download.host, default: 0] += 1
                 chosen.append(download)
             }
-            let outcomes = context.outcomes.take()
-            let (started, gone) = try record(outcomes, start: chosen)
-            recordedAny = recordedAny || !outcomes.isEmpty
-            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
+            let (started, recorded) = try recordOutcomes(starting: chosen)
+            recordedAny = recordedAny || recorded
             for download in started {
                 guard let app = try context.store.app(download.appIdentifier) else { continue }
                 start(TransferJob(context: context, queued: download, app: app))
@@ -86,13 +84,17 @@ final class Scheduler: Sendable {
         })
     }
 
-    /// Writes outcomes and starts in one transaction; a failure is the queue's (the outcomes' rows stay marked
-    /// moving, and are queued again once nothing runs: `HostEngine`'s loop).
-    private func record(_ outcomes: [TransferOutcome], start chosen: [QueuedDownload]) throws
-        -> (started: [QueuedDownload], gone: Set<String>)
+    /// Takes the outcomes waiting, writes them and marks `chosen` moving in one transaction, then tells the outcomes;
+    /// returns the downloads marked moving and whether any outcome was recorded. A failure is the queue's: the
+    /// outcomes' rows stay marked moving, and are queued again once nothing runs (`HostEngine`'s loop).
+    private func recordOutcomes(starting chosen: [QueuedDownload]) throws
+        -> (started: [QueuedDownload], recorded: Bool)
     {
+        let outcomes = context.outcomes.take()
+        let started: [QueuedDownload]
+        let gone: Set<String>
         do {
-            return try context.store.record(outcomes.map(\.row), start: chosen)
+            (started, gone) = try context.store.record(outcomes.map(\.row), start: chosen)
         } catch {
             if !outcomes.isEmpty {
                 context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
@@ -100,6 +102,8 @@ final class Scheduler: Sendable {
             }
             throw error
         }
+        TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
+        return (started, !outcomes.isEmpty)
     }
 
     /// When the loop should look again at the latest: a waiting download's retry time, or a second from now.
@@ -114,10 +118,7 @@ final class Scheduler: Sendable {
         let tasks = running.tasks
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        let outcomes = context.outcomes.take()
-        if let (_, gone) = try? record(outcomes, start: []) {
-            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
-        }
+        _ = try? recordOutcomes(starting: [])
         await executor.shutdown()
     }
 }
