@@ -77,9 +77,11 @@ import TestSupport
     @Test(arguments: LevelsApp.all) func cancelAndPromote(levelsApp: LevelsApp) throws {
         let (daemon, app) = try installed(manifest: #"{"assets": []}"#, plugin: TestPlugins.swiftExample)
         let dir = "slow/cp-\(UUID().uuidString.prefix(8))"
-        try nginx.serve(Data(count: 6_000_000), at: "\(dir)/big.pack")
+        // At /slow/'s 1 MB/s, big takes 24 s: well past the cancel below (about 7 s in). At 6 MB it sometimes
+        // finished first, and the cancel found nothing to cancel.
+        try nginx.serve(Data(count: 24_000_000), at: "\(dir)/big.pack")
         try nginx.serve(Data(count: 3_000_000), at: "\(dir)/other.pack")
-        let big = "big=\(nginx.https("\(dir)/big.pack"))@6000000"
+        let big = "big=\(nginx.https("\(dir)/big.pack"))@24000000"
         let scheduled = try levelsApp.run(["--delegate", "none", "--schedule", big, "--list"], app: app.identifier, daemon: daemon)
         #expect(scheduled.events().first { $0["event"] as? String == "currentDownloads" }?["identifiers"] as? [String] == ["big"])
 
