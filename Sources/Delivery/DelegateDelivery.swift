@@ -39,19 +39,19 @@ public struct DelegateDelivery: Sendable {
         for var row in pending {
             let completion = row.completion(deliveries: deliveries)
             row.claim = DeliveryClaim.app(process).text
-            try store.save(row)
+            try store.saveDelivery([row])
             let result = await send(completion)
             if result == .handled || !CompletionTicket.exists(completion.ticket) {
                 // Delivered; a file the delegate left where it was is deleted, as Apple does.
                 unlink(completion.ticket)
                 row.markDelivered()
-                try store.save(row)
+                try store.saveDelivery([row])
                 delivered(row)
             } else if result == .noAnswer && process.isAlive {
                 return .waiting
             } else {
                 row.claim = nil
-                try store.save(row)
+                try store.saveDelivery([row])
                 if result == .declined { declined = true } else { return .done }
             }
         }

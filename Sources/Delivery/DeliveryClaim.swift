@@ -111,7 +111,7 @@ public struct ClaimSettlement: Sendable {
             }
             changed.append(completion)
         }
-        try store.save(changed)
+        try store.saveDelivery(changed)
         return settlement
     }
 }

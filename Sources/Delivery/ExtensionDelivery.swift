@@ -50,7 +50,7 @@ public struct ExtensionDelivery: Sendable {
             batch[index].deliveryAttempts += 1
             batch[index].claim = DeliveryClaim.window.text
         }
-        try store.save(batch)
+        try store.saveDelivery(batch)
         return Batch(rows: batch, events: batch.map { .completion($0.completion(deliveries: deliveries)) })
     }
 
@@ -75,7 +75,7 @@ public struct ExtensionDelivery: Sendable {
                 released.append(completion)
             }
         }
-        try store.save(delivered + abandoned + released)
+        try store.saveDelivery(delivered + abandoned + released)
         return Report(outcome: outcome, delivered: delivered, abandoned: abandoned)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Policy
 import Queue
 import Synchronization
 
@@ -60,9 +61,14 @@ final class Scheduler: Sendable {
             }
             let (started, recorded) = try recordOutcomes(starting: chosen)
             recordedAny = recordedAny || recorded
+            // Each app read once a pass: its policy (its allow list canonicalized) serves every transfer it starts.
+            var apps: [String: (AppRecord, AppPolicy)?] = [:]
             for download in started {
-                guard let app = try context.store.app(download.appIdentifier) else { continue }
-                start(TransferJob(context: context, queued: download, app: app))
+                if apps[download.appIdentifier] == nil {
+                    apps[download.appIdentifier] = try context.store.app(download.appIdentifier).map { ($0, $0.policy) }
+                }
+                guard let (app, policy) = apps[download.appIdentifier] ?? nil else { continue }
+                start(TransferJob(context: context, queued: download, app: app, policy: policy))
             }
             if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty { return snapshot }
         }

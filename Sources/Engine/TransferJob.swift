@@ -17,15 +17,18 @@ struct TransferJob {
     let context: EngineContext
     let queued: QueuedDownload
     let app: AppRecord
+    /// `app.policy`, made once for all of the app's transfers that a turn starts.
+    let policy: AppPolicy
     /// Where the bytes arrive, and where the finished file goes (the app group's deliveries folder): made once, since
     /// each is an identifier percent-encoded into a path.
     private let partialPath: String
     private let finishedPath: String
 
-    init(context: EngineContext, queued: QueuedDownload, app: AppRecord) {
+    init(context: EngineContext, queued: QueuedDownload, app: AppRecord, policy: AppPolicy) {
         self.context = context
         self.queued = queued
         self.app = app
+        self.policy = policy
         partialPath = context.dataRoot.partialPath(for: queued.uniqueIdentifier)
         finishedPath = context.dataRoot.finishedPath(
             for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
@@ -37,7 +40,6 @@ struct TransferJob {
     func run() async -> TransferOutcome? {
         let uniqueIdentifier = queued.uniqueIdentifier
         do {
-            let policy = app.policy
             let download = queued.download
             let limit = Self.byteLimit(download, policy.allowance)
             // A pack's whole archive is unpacked as it arrives, and every file it holds is checked against the

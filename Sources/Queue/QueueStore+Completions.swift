@@ -52,6 +52,30 @@ extension QueueStore {
     }
 
 
+    /// Saves what delivery changes in completions, in one transaction: the delivery attempts, the claim, whether
+    /// delivered (and since when), and the file path (cleared once delivered). Delivery changes nothing else of a
+    /// row, and naming only these columns leaves the run order's index alone: half the cost of `save`'s UPDATE of
+    /// every column (docs/PERFORMANCE.md). Throws `unknownDownload` for a row that is gone.
+    public func saveDelivery(_ completions: [QueuedDownload]) throws {
+        guard !completions.isEmpty else { return }
+        try database.write { db in
+            // deliveredAt is the moment a row was first saved as delivered: what pruneDelivered counts from.
+            let statement = try db.cachedStatement(sql: """
+                UPDATE download SET deliveryAttempts = ?, delivered = ?, claim = ?, filePath = ?,
+                    deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END
+                WHERE uniqueIdentifier = ?
+                """)
+            let now = Date().timeIntervalSince1970
+            for completion in completions {
+                try statement.execute(arguments: [
+                    completion.deliveryAttempts, completion.delivered, completion.claim, completion.filePath,
+                    completion.delivered, now, completion.uniqueIdentifier,
+                ])
+                guard db.changesCount == 1 else { throw QueueError.unknownDownload(completion.uniqueIdentifier) }
+            }
+        }
+    }
+
     /// Deletes the rows of downloads whose completion was delivered before `cutoff`, and returns how many went. Such
     /// a row serves nothing once delivered (no answer of the API lists it, and its file is the app's), so a
     /// long-lived service keeps a bounded queue: SQLite reuses the freed pages. Batches of 10,000 a transaction keep

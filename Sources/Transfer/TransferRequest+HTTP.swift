@@ -15,7 +15,8 @@ extension TransferRequest {
     /// Throws for a URL the HTTP client cannot request, before the client sees it: AsyncHTTPClient traps on a port
     /// beyond 65535 (an IP address's port is made a `UInt16`), and a URL is another party's text.
     func httpRequest(url: String, offset: Int64) throws -> HTTPClient.Request {
-        if let port = URLComponents(string: url)?.port, !(1...65535).contains(port) {
+        let components = URLComponents(string: url)
+        if let port = components?.port, !(1...65535).contains(port) {
             throw TransferError(
                 .permanent, code: -1000, domain: TransferError.urlDomain,
                 message: "the URL names port \(port); a port is 1 to 65535")  // NSURLErrorBadURL
@@ -23,7 +24,8 @@ extension TransferRequest {
         var http = HTTPHeaders()
         http.add(name: "User-Agent", value: "bahost/\(BahostVersion.release)")
         http.add(name: "Accept-Encoding", value: "identity")
-        let sameOrigin = Self.origin(of: url) == Self.origin(of: self.url)
+        // Parsed only for a download with headers of its own: most have none.
+        lazy var sameOrigin = components.flatMap(Self.origin) == URLComponents(string: self.url).flatMap(Self.origin)
         for line in headers {
             guard case .success(let header) = RequestHeader.parse(line), sameOrigin || !header.isOriginBound else {
                 continue
@@ -35,7 +37,7 @@ extension TransferRequest {
                 http.add(name: header.name, value: header.value)
             }
         }
-        if let credential, URLComponents(string: url)?.host == credential.host {
+        if let credential, components?.host == credential.host {
             let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
             http.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
         }
@@ -47,10 +49,8 @@ extension TransferRequest {
     }
 
     /// Scheme, host and port, as a same-origin check compares them.
-    static func origin(of url: String) -> String? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            let host = components.host?.lowercased()
-        else { return nil }
+    static func origin(_ components: URLComponents) -> String? {
+        guard let scheme = components.scheme?.lowercased(), let host = components.host?.lowercased() else { return nil }
         return "\(scheme)://\(host):\(components.port ?? (scheme == "http" ? 80 : 443))"
     }
 }

@@ -143,7 +143,8 @@ import Vocabulary
                 return error
             }
             let row = try queued[0].result.get()
-            let job = TransferJob(context: context, queued: row, app: try #require(try context.store.app("app")))
+            let app = try #require(try context.store.app("app"))
+            let job = TransferJob(context: context, queued: row, app: app, policy: app.policy)
             let outcome = try #require(await job.run())
             _ = try context.store.record([outcome.row], start: [])
             return try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier })

@@ -65,6 +65,53 @@ import Vocabulary
         #expect(rows["d3"]?.attempts == 1 && rows["d2"] == nil)
     }
 
+    /// Delivery saves what it changes and nothing else: a copy of the row taken before its outcome was recorded
+    /// does not undo the outcome, the delivered moment is the first one (what pruning counts from), and a row that is
+    /// gone is named, the rows before it in the batch rolled back with it.
+    @Test func deliverySavesOnlyItsOwnColumns() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue([download("d1"), download("d2")], for: "app") { _, _ in nil }
+        var done = try store.startTransfers(try store.runnable(now: Date(), backgroundLimit: 2))
+        let stale = done
+        for index in done.indices {
+            done[index].state = .finished
+            done[index].bytesReceived = 10
+            done[index].filePath = "/container/\(done[index].identifier)"
+        }
+        _ = try store.record(done, start: [])
+        var claimed = stale
+        for index in claimed.indices {
+            claimed[index].deliveryAttempts += 1
+            claimed[index].claim = "window"
+        }
+        try store.saveDelivery(claimed)
+        var rows = try store.downloads(for: "app")
+        #expect(rows.map(\.state) == [.finished, .finished] && rows.map(\.bytesReceived) == [10, 10])
+        #expect(rows.map(\.claim) == ["window", "window"] && rows.map(\.deliveryAttempts) == [1, 1])
+        #expect(try store.pendingCompletions(for: "app").isEmpty)
+
+        claimed[0].delivered = true
+        claimed[0].claim = nil
+        claimed[0].filePath = nil
+        try store.saveDelivery([claimed[0]])
+        #expect(try store.pruneDelivered(before: Date().addingTimeInterval(-60)) == 0)
+        Thread.sleep(forTimeInterval: 0.05)
+        let firstDelivered = Date()
+        try store.saveDelivery([claimed[0]])  // saved delivered again: it still counts from the first time
+        #expect(try store.pruneDelivered(before: firstDelivered) == 1)
+
+        // d1's row is gone (pruned): the batch fails naming it, and d2's release before it is rolled back.
+        claimed[1].claim = nil
+        do {
+            try store.saveDelivery([claimed[1], claimed[0]])
+            Issue.record("a delivery saved for a row that is gone")
+        } catch QueueError.unknownDownload(let uniqueIdentifier) {
+            #expect(uniqueIdentifier == claimed[0].uniqueIdentifier)
+        }
+        rows = try store.downloads(for: "app")
+        #expect(rows.map(\.identifier) == ["d2"] && rows.first?.claim == "window")
+    }
+
     /// The turn's walk of the run order: downloads already starting and other apps' are passed over, and a front
     /// of 4,096 all for a host at its cap ends the walk rather than read the whole queue.
     @Test func runnablePassesOverWhatItMayNotStartWithinItsWalk() throws {
