@@ -62,12 +62,11 @@ final class Scheduler: Sendable {
             let (started, recorded) = try recordOutcomes(starting: chosen)
             recordedAny = recordedAny || recorded
             // Each app read once a pass: its policy (its allow list canonicalized) serves every transfer it starts.
-            var apps: [String: (AppRecord, AppPolicy)?] = [:]
+            var apps: [String: (AppRecord, AppPolicy)] = [:]
             for download in started {
-                if apps[download.appIdentifier] == nil {
-                    apps[download.appIdentifier] = try context.store.app(download.appIdentifier).map { ($0, $0.policy) }
-                }
-                guard let (app, policy) = apps[download.appIdentifier] ?? nil else { continue }
+                let id = download.appIdentifier
+                if apps[id] == nil, let app = try context.store.app(id) { apps[id] = (app, app.policy) }
+                guard let (app, policy) = apps[id] else { continue }
                 start(TransferJob(context: context, queued: download, app: app, policy: policy))
             }
             if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty { return snapshot }

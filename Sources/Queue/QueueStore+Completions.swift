@@ -51,7 +51,6 @@ extension QueueStore {
         }
     }
 
-
     /// Saves what delivery changes in completions, in one transaction: the delivery attempts, the claim, whether
     /// delivered (and since when), and the file path (cleared once delivered). Delivery changes nothing else of a
     /// row, and naming only these columns leaves the run order's index alone: half the cost of `save`'s UPDATE of
@@ -59,10 +58,9 @@ extension QueueStore {
     public func saveDelivery(_ completions: [QueuedDownload]) throws {
         guard !completions.isEmpty else { return }
         try database.write { db in
-            // deliveredAt is the moment a row was first saved as delivered: what pruneDelivered counts from.
             let statement = try db.cachedStatement(sql: """
                 UPDATE download SET deliveryAttempts = ?, delivered = ?, claim = ?, filePath = ?,
-                    deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END
+                    \(Self.deliveredAtAssignment)
                 WHERE uniqueIdentifier = ?
                 """)
             let now = Date().timeIntervalSince1970

@@ -177,12 +177,15 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// Sets `deliveredAt` (two arguments: whether delivered, and now) to the moment a row was first saved as
+    /// delivered: what pruneDelivered counts from.
+    static let deliveredAtAssignment = "deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END"
+
     private static func saveState(_ download: QueuedDownload, db: Database) throws {
-        // deliveredAt is the moment a row was first saved as delivered: what pruneDelivered counts from.
         let statement = try db.cachedStatement(sql: """
             UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
                 errorCode = ?, errorDomain = ?, errorMessage = ?, filePath = ?, deliveryAttempts = ?, delivered = ?,
-                claim = ?, deliveredAt = CASE WHEN ? THEN COALESCE(deliveredAt, ?) END
+                claim = ?, \(deliveredAtAssignment)
             WHERE uniqueIdentifier = ?
             """)
         try statement.execute(arguments: [
