@@ -29,6 +29,8 @@ let package = Package(
         // The managed example app, which uses AssetPackManager.
         .executable(name: "packs-app", targets: ["ManagedApp"]),
         .executable(name: "bahost-bench-app", targets: ["BenchApp"]),
+        // The durable floor of many small files on bahost's own libraries (Benchmarks/run.sh).
+        .executable(name: "bahost-library-floor", targets: ["LibraryFloor"]),
         // Every parser of another party's bytes as a fuzz target (Fuzz/run.sh); built normally, a replay tool.
         .executable(name: "bahost-fuzz", targets: ["FuzzEntry"]),
     ],
@@ -166,6 +168,14 @@ let package = Package(
             name: "BenchApp",
             dependencies: ["BackgroundAssets", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Benchmarks/BenchApp"),
+        .executableTarget(
+            name: "LibraryFloor",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/LibraryFloor"),
 
         // Fuzzing: the targets (debug builds only: two parsers are reached with @testable) and the one program.
         .target(

@@ -14,7 +14,8 @@
 # content request returns in the scale figure (100,000).
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second and the CPU each costs,
-# against curl, curl + fsync and the durable floor program (durable_floor.c); the host's peak RSS during a large
+# against curl, curl + fsync, the durable floor program (durable_floor.c) and the same floor on bahost's own libraries
+# (Benchmarks/LibraryFloor: AsyncHTTPClient, NIO, GRDB); the host's peak RSS during a large
 # download (and whether it grows with the file); extension activation against the floor of a bare spawn; the
 # lateness of extensionWillTerminate and of the kill; the service's queue, delegate latency and scale; essential
 # packs against curl + tar. Timings are never asserted: this prints them.
@@ -56,6 +57,11 @@ else
     swift build -c "$configuration" --product bahost-bench-app >/dev/null
     swift build -c "$configuration" --product backgroundassets >/dev/null
     bin=$(swift build -c "$configuration" --show-bin-path)
+fi
+# A reference program like durable_floor.c, so built from this tree whatever BENCH_BIN says.
+if want small; then
+    swift build -c "$configuration" --product bahost-library-floor >/dev/null
+    library_floor="$(swift build -c "$configuration" --show-bin-path)/bahost-library-floor"
 fi
 
 work=$(mktemp -d /tmp/bahost-bench.XXXXXX)
@@ -184,6 +190,8 @@ for _ in $(seq "$runs"); do
     record small.curl-fsync "$(since "$t")"
     fresh; t=$(now); $timer "$work/durable_floor" "$work/floor-small.txt" "$work/out" "$work/out/queue.db" 16
     record small.floor "$(since "$t")"; record small-cpu.floor "$(cpu_per_file)"
+    fresh; t=$(now); $timer "$library_floor" "$work/floor-small.txt" "$work/out" "$work/out/queue.db" 16
+    record small.library-floor "$(since "$t")"; record small-cpu.library-floor "$(cpu_per_file)"
     fresh; t=$(now); aria2c -q -j16 --file-allocation=none -d "$work/out" -i "$work/aria2-small.txt"
     record small.aria2-j16 "$(since "$t")"
 done

@@ -30,6 +30,7 @@ def spread(xs, unit, digits=1):
 labels = {
     "curl-fsync": "curl, then fsync each file (the durable floor)",
     "floor": "durable_floor.c: fetch, write, fsync, one SQLite row a file",
+    "library-floor": "the same floor on bahost's libraries (AsyncHTTPClient, NIO, GRDB)",
 }
 
 
@@ -72,7 +73,7 @@ for tool in ["bahost", "curl", "curl-fsync", "aria2-x1", "aria2-x4"]:
 
 bahost_small = median(first("small.bahost"))
 small_targets = {"curl-fsync": "≥ 0.8×", "floor": "≥ 0.8×", "aria2-j16": "≥ 3×"}
-for tool in ["bahost", "curl", "curl-fsync", "floor", "aria2-j16"]:
+for tool in ["bahost", "curl", "curl-fsync", "floor", "library-floor", "aria2-j16"]:
     rates = [small_count / (t / 1e6) for t in first(f"small.{tool}")]
     if not rates:
         continue
@@ -80,7 +81,7 @@ for tool in ["bahost", "curl", "curl-fsync", "floor", "aria2-j16"]:
     label = labels.get(tool, tool)
     print(f"| {small_count} files of 64 KiB | {label} | {spread(rates, 'files/s', 0)} | {ratio} | "
           f"{small_targets.get(tool, '')} |")
-for tool in ["bahost", "floor"]:
+for tool in ["bahost", "floor", "library-floor"]:
     cpu_ms = first(f"small-cpu.{tool}")
     if cpu_ms:
         target = "≤ 0.25 ms" if tool == "bahost" else ""
