@@ -2,7 +2,7 @@
 # The benchmark suite: bahost against curl and aria2c on one nginx on loopback, and the runtime's own figures, in
 # one run, printed as one table (min / median / max over repeated runs, and ratios).
 #
-#   Benchmarks/run.sh                  the full suite (a release build; 1 GiB and 2 GiB files; a few minutes)
+#   Benchmarks/run.sh                  the full suite (release, built as installed; 1 GiB and 2 GiB files; minutes)
 #   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
 #   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs
 #
@@ -49,19 +49,28 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}"
 fi
+# The full suite measures the programs as they are installed (scripts/install.sh, the .deb): the Swift runtime
+# linked statically, with install.sh's flags, so that the two share one build. A program linked so starts sooner and
+# calls the runtime directly (docs/PERFORMANCE.md). The smoke pass keeps the debug build the tests use.
+executable_flags=() library_flags=()
+if [ "$configuration" = release ]; then
+    executable_flags=(--static-swift-stdlib)
+    static_libraries="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift_static/linux"
+    library_flags=(-Xswiftc -static-stdlib -Xlinker -L"$static_libraries")
+fi
+build() { swift build -c "$configuration" ${executable_flags[@]+"${executable_flags[@]}"} --product "$1" >/dev/null; }
+# A reference program like durable_floor.c, so built from this tree whatever BENCH_BIN says.
+if want small; then
+    build bahost-library-floor
+    library_floor="$(swift build -c "$configuration" --show-bin-path)/bahost-library-floor"
+fi
 if [ -n "${BENCH_BIN:-}" ]; then
     bin=$BENCH_BIN
 else
-    swift build -c "$configuration" --product bahost >/dev/null
-    swift build -c "$configuration" --product bahost-extension-runner >/dev/null
-    swift build -c "$configuration" --product bahost-bench-app >/dev/null
-    swift build -c "$configuration" --product backgroundassets >/dev/null
+    for product in bahost bahost-extension-runner bahost-bench-app; do build "$product"; done
+    # Last: the library's flags differ, and a build with other flags rebuilds what it shares.
+    swift build -c "$configuration" ${library_flags[@]+"${library_flags[@]}"} --product backgroundassets >/dev/null
     bin=$(swift build -c "$configuration" --show-bin-path)
-fi
-# A reference program like durable_floor.c, so built from this tree whatever BENCH_BIN says.
-if want small; then
-    swift build -c "$configuration" --product bahost-library-floor >/dev/null
-    library_floor="$(swift build -c "$configuration" --show-bin-path)/bahost-library-floor"
 fi
 
 work=$(mktemp -d /tmp/bahost-bench.XXXXXX)

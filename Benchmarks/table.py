@@ -47,8 +47,16 @@ def cpu():
 
 memory = int(open("/proc/meminfo").readline().split()[1]) // 1024 // 1024
 print()
+# run.sh builds a release as installed (the Swift runtime linked statically), a smoke pass the tests' debug build;
+# BENCH_BIN runs another build's programs.
+if os.environ.get("BENCH_BIN"):
+    build = f"programs of {os.environ['BENCH_BIN']}"
+elif configuration == "release":
+    build = "release build as installed (Swift runtime static)"
+else:
+    build = f"{configuration} build"
 print(f"Machine: {cpu()}, {os.cpu_count()} cores, {memory} GiB, {platform.system()} {platform.release()}; "
-      f"bahost {configuration} build; nginx on loopback (plain http, sendfile).")
+      f"bahost {build}; nginx on loopback (plain http, sendfile).")
 print()
 print("| figure | tool | min / median / max | ratio | target |")
 print("|---|---|---|---|---|")

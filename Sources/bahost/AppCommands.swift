@@ -5,6 +5,7 @@ import ServiceWire
 /// `bahost install APP_DIR`.
 struct Install: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "install",
         abstract: "Install an app with the service and run its install life cycle.",
         discussion: """
             APP_DIR holds the app's Info.plist and its extension (the .so named by BAHostExtension, or the one .so \
@@ -25,6 +26,7 @@ struct Install: ParsableCommand {
 /// `bahost update APP_DIR`.
 struct Update: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "update",
         abstract: "Update an installed app from its folder and run its update life cycle.",
         discussion: "As install, with the update content request; what the app used of its allowances is kept.")
 
@@ -39,6 +41,7 @@ struct Update: ParsableCommand {
 /// `bahost uninstall APP_ID`.
 struct Uninstall: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "uninstall",
         abstract: "Remove an app: its downloads, partial files and, unless another app shares it, its container.")
 
     @Argument(help: "The app's CFBundleIdentifier.") var appIdentifier: String
@@ -50,6 +53,7 @@ struct Uninstall: ParsableCommand {
 /// `bahost launch APP_ID [-- COMMAND…]`.
 struct Launch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "launch",
         abstract: "Launch an app: wait for its essential downloads, mark it launched, and run it.",
         discussion: """
             Blocks until the app's essential downloads have finished or failed (saying which failed and why), \

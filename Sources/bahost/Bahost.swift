@@ -1,9 +1,13 @@
 import ArgumentParser
 import Vocabulary
 
+/// Every command names itself (`commandName`): ArgumentParser derives a missing name from the type's name through
+/// reflection, for every command in the tree at every start, a large part of `bahost`'s start-up
+/// (docs/PERFORMANCE.md).
 @main
 struct Bahost: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "bahost",
         abstract: "Apple's Background Assets for Linux: runs asset-downloader extensions in time-boxed windows.",
         version: BahostVersion.release,
         subcommands: [

@@ -9,6 +9,7 @@ import Vocabulary
 /// budget, the same stop reasons.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Assert that an extension answers within a runtime budget (BackgroundAssetsTesting as a command).",
         discussion: """
             Sends one content request (or, with --asset-pack, asks shouldDownload about one pack) in a window of \

@@ -8,6 +8,7 @@ import ServiceWire
 /// `bahost daemon`: the per-user service.
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "daemon",
         abstract: "Run the per-user Background Assets service that apps and the bahost commands talk to.",
         discussion: """
             Owns the durable queue of every installed app: performs transfers, delivers completions to a running \

@@ -6,6 +6,7 @@ import Vocabulary
 /// `bahost debug`: Apple's `backgroundassets-debug`, against the running service.
 struct Debug: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "debug",
         abstract: "Simulate events, inspect downloads and the scheduler, and adjust budgets (backgroundassets-debug).",
         subcommands: [
             Simulate.self, Downloads.self, Packs.self, Status.self, ResetBudget.self, Budget.self,
@@ -14,6 +15,7 @@ struct Debug: ParsableCommand {
 
     struct Simulate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "simulate",
             abstract: "Send an app's extension a content request now, as the system would.")
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @Option(help: "install, update, periodic or language-change.") var event: String
@@ -22,7 +24,8 @@ struct Debug: ParsableCommand {
     }
 
     struct Downloads: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List an app's downloads with their state and progress.")
+        static let configuration = CommandConfiguration(
+            commandName: "downloads", abstract: "List an app's downloads with their state and progress.")
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.downloads(appIdentifier: app)) }
@@ -30,6 +33,7 @@ struct Debug: ParsableCommand {
 
     struct Packs: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "packs",
             abstract: "List a managed app's asset packs: policy, installed and available versions, size on disk.")
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @OptionGroup var service: ServiceOptions
@@ -60,13 +64,15 @@ struct Debug: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show the scheduler: each app's usage, cadence, next periodic request, runtime used; the machine's conditions.")
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.status) }
     }
 
     struct ResetBudget: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Give an app back today's extension runtime budget.")
+        static let configuration = CommandConfiguration(
+            commandName: "reset-budget", abstract: "Give an app back today's extension runtime budget.")
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.resetBudget(appIdentifier: app)) }
@@ -74,6 +80,7 @@ struct Debug: ParsableCommand {
 
     struct Budget: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "budget",
             abstract: "Lift (or restore) an app's daily runtime budget while developing its extension.")
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @Option(help: "on: no daily limit; off: the limit applies.") var unlimited: Toggle
@@ -83,6 +90,7 @@ struct Debug: ParsableCommand {
 
     struct BackgroundRefresh: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "background-refresh",
             abstract: "Turn an app's background refresh on or off: off, it gets no periodic content requests.")
         @Option(help: "The app's CFBundleIdentifier.") var app: String
         @Argument(help: "on or off.") var state: Toggle
@@ -92,6 +100,7 @@ struct Debug: ParsableCommand {
 
     struct Conditions: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "conditions",
             abstract: "Development: override the machine's power and network signals (needs daemon --development).")
         @Option(help: "on, off, or auto (read the machine).") var powerSaver: Tristate = .auto
         @Option(help: "on, off, or auto (read the machine).") var batteryLow: Tristate = .auto
@@ -105,6 +114,7 @@ struct Debug: ParsableCommand {
 
     struct Clock: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clock",
             abstract: "Development: move the service's clock forward and run the periodic scheduler (needs daemon --development).")
         @Option(help: "Seconds to move forward (0 just runs the scheduler).") var advance: Double
         @OptionGroup var service: ServiceOptions

@@ -40,6 +40,7 @@ struct LifecycleRun {
 /// `bahost resume`: what an interrupted run left, finished.
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "resume",
         abstract: "Finish what an interrupted host left: resume transfers and deliver completions.",
         discussion: """
             Partial files resume where they stopped, finished files are not fetched again, and completions not yet \\

@@ -5,6 +5,7 @@ import Vocabulary
 /// `bahost new`: starts projects the way Xcode's templates do.
 struct New: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "new",
         abstract: "Start a new project from a template.", subcommands: [ExtensionCommand.self])
 
     struct ExtensionCommand: ParsableCommand {

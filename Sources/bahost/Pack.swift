@@ -6,11 +6,13 @@ import Vocabulary
 /// `bahost pack`: Apple's `ba-package`, for managed asset packs.
 struct Pack: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "pack",
         abstract: "Describe, package and list managed asset packs (ba-package).",
         subcommands: [Template.self, Package.self, Evaluate.self, Convert.self, DownloadManifestCommand.self])
 
     struct Template: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "template",
             abstract: "Print a pack manifest to start from (or write it with -o).",
             discussion: """
                 Selectors besides file and directory (Apple's 27): {"filePattern": "sounds/**/*.ogg"}, \
@@ -48,6 +50,7 @@ struct Pack: ParsableCommand {
 
     struct Package: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "package",
             abstract: "Package the files a pack manifest selects (relative to its folder) into a pack archive.",
             discussion: """
                 downloadPolicy is one of {"essential":{"installationEventTypes":[...]}}, {"prefetch":{...}} or \
@@ -87,6 +90,7 @@ struct Pack: ParsableCommand {
 
     struct Evaluate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "evaluate",
             abstract: "Check a pack manifest and list the files it selects, without packaging them.",
             discussion: "Each file's path in the pack, its size and where it comes from; then the total.")
         @Argument(help: "The pack manifest (JSON).") var manifest: String
@@ -113,6 +117,7 @@ struct Pack: ParsableCommand {
 
     struct Convert: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "convert",
             abstract: "Make a pack manifest from a Steam depot build script (.vdf).",
             discussion: """
                 DepotID names the pack (depot-ID) unless --asset-pack-id does; ContentRoot, relative to the script, \
@@ -167,6 +172,7 @@ struct Pack: ParsableCommand {
 
         struct Create: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "create",
                 abstract: "List pack archives in a download manifest, each served at the base URL + its pack ID.",
                 discussion: """
                     When the output file already exists, a pack whose archive changed gets the next version and an \

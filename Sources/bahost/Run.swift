@@ -8,6 +8,7 @@ import Vocabulary
 /// `bahost run`: Apple's life cycle for one app and one content request.
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run an extension's content request and, for an app, its downloads and their delivery.",
         discussion: """
             With --info-plist, the whole life cycle: fetch the manifest named by BAManifestURL (or take --manifest), \

@@ -5,6 +5,7 @@ import PackServer
 /// `bahost serve`: Apple's `ba-serve`, a local HTTPS server for managed asset packs.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve pack archives and their download manifest over HTTPS, for testing managed asset packs (ba-serve).",
         discussion: """
             The download manifest is at https://HOST:PORT/download-manifest.json and each pack at \
