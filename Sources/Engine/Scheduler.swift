@@ -5,9 +5,9 @@ import Synchronization
 
 /// Decides what runs next and starts it: best first (foreground, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
-/// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start and marks
-/// them started in one transaction, so a turn costs the same whatever the queue's length; the outcomes of the
-/// transfers that ended since the last turn are recorded in the same transaction (`TransferOutcomes`).
+/// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start, so a turn
+/// costs the same whatever the queue's length, and a turn is one transaction (`QueueStore.turn`): the outcomes of the
+/// transfers that ended since the last turn recorded (`TransferOutcomes`), the queue read, the chosen marked moving.
 final class Scheduler: Sendable {
     private let context: EngineContext
     private let executor: TransferExecutor
@@ -26,59 +26,57 @@ final class Scheduler: Sendable {
     var isIdle: Bool { running.isEmpty }
 
     /// Records the outcomes that came since the last turn and starts what may start for `apps`; returns the queue as
-    /// it was read (before what this recorded and started).
+    /// it was read (after what this recorded, before what it started).
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         let settings = context.settings
-        var recordedAny = false
-        defer {
-            // Read before they were recorded, the snapshot may still count them as moving. Transfers still running
-            // wake the engine again when they end; with none, the engine looks again now rather than sleep on it.
-            if recordedAny && running.isEmpty { context.signal.fire() }
-        }
         while true {
             let (runningNow, perHost) = running.current()
             var count = running.slotsTaken
             var hosts = perHost
-            let snapshot = try context.store.snapshot(
-                now: Date(), apps: apps, excluding: runningNow,
-                saturatedHosts: Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys),
-                backgroundLimit: settings.maximumConcurrentTransfers - count)
             // Candidates turned away because their host filled up during this pass: another pass, with that host
             // left out, may find others for the slots still free.
             var turnedAway = false
-            var chosen: [QueuedDownload] = []
-            for download in snapshot.runnable {
-                guard download.foreground
-                    || (count < settings.maximumConcurrentTransfers
-                        && hosts[download.host, default: 0] < settings.maximumTransfersPerHost)
-                else {
-                    turnedAway = true
-                    continue
+            let (snapshot, started) = try writeTurn(
+                apps: apps, excluding: runningNow,
+                saturatedHosts: Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys),
+                backgroundLimit: settings.maximumConcurrentTransfers - count
+            ) { runnable in
+                var chosen: [QueuedDownload] = []
+                for download in runnable {
+                    guard download.foreground
+                        || (count < settings.maximumConcurrentTransfers
+                            && hosts[download.host, default: 0] < settings.maximumTransfersPerHost)
+                    else {
+                        turnedAway = true
+                        continue
+                    }
+                    count += 1
+                    hosts[download.host, default: 0] += 1
+                    chosen.append(download)
                 }
-                count += 1
-                hosts[download.host, default: 0] += 1
-                chosen.append(download)
+                return chosen
             }
-            let (started, recorded) = try recordOutcomes(starting: chosen)
-            recordedAny = recordedAny || recorded
             // Each app read once a pass: its policy (its allow list canonicalized) serves every transfer it starts.
             var apps: [String: (AppRecord, AppPolicy)] = [:]
             for download in started {
                 let id = download.appIdentifier
                 if apps[id] == nil, let app = try context.store.app(id) { apps[id] = (app, app.policy) }
                 guard let (app, policy) = apps[id] else { continue }
-                start(TransferJob(context: context, queued: download, app: app, policy: policy))
+                start(download, app: app, policy: policy)
             }
             if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty { return snapshot }
         }
     }
 
-    private func start(_ job: TransferJob) {
-        let uniqueIdentifier = job.queued.uniqueIdentifier
+    private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy) {
+        let uniqueIdentifier = download.uniqueIdentifier
         // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
         // lock, since making it wakes a transfer thread.
-        running.add(uniqueIdentifier, host: job.queued.host)
-        running.attach(uniqueIdentifier, Task(executorPreference: executor) {
+        running.add(uniqueIdentifier, host: download.host)
+        running.attach(uniqueIdentifier, Task(executorPreference: executor) { [context] in
+            // The job (its paths percent-encoded) is made on the transfer's thread: the turn, which starts every
+            // transfer, is what the next one waits for.
+            let job = TransferJob(context: context, queued: download, app: app, policy: policy)
             // An outcome is told once the next turn recorded it; none to record (requeued after a challenge) has
             // changed its row already.
             let outcome = await job.run()
@@ -89,26 +87,31 @@ final class Scheduler: Sendable {
         })
     }
 
-    /// Takes the outcomes waiting, writes them and marks `chosen` moving in one transaction, then tells the outcomes;
-    /// returns the downloads marked moving and whether any outcome was recorded. A failure is the queue's: the
-    /// outcomes' rows stay marked moving, and are queued again once nothing runs (`HostEngine`'s loop).
-    private func recordOutcomes(starting chosen: [QueuedDownload]) throws
-        -> (started: [QueuedDownload], recorded: Bool)
-    {
+    /// Takes the outcomes waiting, and in one transaction writes them, reads the queue and marks what `choose`
+    /// picks moving (`QueueStore.turn`); then tells the outcomes. Returns the snapshot and the downloads marked
+    /// moving. A failure is the queue's: the outcomes' rows stay marked moving, and are queued again once nothing
+    /// runs (`HostEngine`'s loop).
+    private func writeTurn(
+        apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
+        choose: ([QueuedDownload]) -> [QueuedDownload]
+    ) throws -> (QueueStore.Snapshot, [QueuedDownload]) {
         let outcomes = context.outcomes.take()
-        let started: [QueuedDownload]
-        let gone: Set<String>
         do {
-            (started, gone) = try context.store.record(outcomes.map(\.row), start: chosen)
+            let (snapshot, started, gone) = try context.store.turn(
+                recording: outcomes.map(\.row), now: Date(), apps: apps, excluding: excluding,
+                saturatedHosts: saturatedHosts, backgroundLimit: backgroundLimit, choose: choose)
+            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
+            return (snapshot, started)
         } catch {
-            if !outcomes.isEmpty {
-                context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
-                context.transferEnded.fire()
-            }
+            reportUnrecorded(outcomes, error)
             throw error
         }
-        TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
-        return (started, !outcomes.isEmpty)
+    }
+
+    private func reportUnrecorded(_ outcomes: [TransferOutcome], _ error: Error) {
+        guard !outcomes.isEmpty else { return }
+        context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
+        context.transferEnded.fire()
     }
 
     /// When the loop should look again at the latest: a waiting download's retry time, or a second from now.
@@ -123,7 +126,13 @@ final class Scheduler: Sendable {
         let tasks = running.tasks
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        _ = try? recordOutcomes(starting: [])
+        let outcomes = context.outcomes.take()
+        do {
+            let gone = try context.store.record(outcomes.map(\.row), start: []).gone
+            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
+        } catch {
+            reportUnrecorded(outcomes, error)
+        }
         await executor.shutdown()
     }
 }

@@ -23,7 +23,7 @@ struct TransferOutcome: Sendable {
 }
 
 /// Outcomes of transfers that ended since the engine's last turn, recorded by the next turn in the transaction that
-/// starts the next transfers (`QueueStore.record(_:start:)`) and told only once committed.
+/// starts the next transfers (`QueueStore.turn`) and told only once committed.
 ///
 /// Why not a transaction each: a transaction's cost is mostly its own (begin, commit, a page of the row and of each
 /// index on its state to the WAL), and with many small files the transfers' own transactions were a tenth of the

@@ -38,25 +38,52 @@ extension QueueStore {
         backgroundLimit: Int? = nil
     ) throws -> Snapshot {
         try database.read { db in
-            var snapshot = Snapshot(
-                runnable: try Self.runnable(
-                    db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                    backgroundLimit: backgroundLimit),
-                pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db, after: now))
-            let pending = try db.cachedStatement(sql: """
-                SELECT COUNT(*) FROM (
-                    SELECT 1 FROM download WHERE \(Self.pendingCondition) AND claim IS NULL LIMIT \(Snapshot.countLimit))
-                """)
-            let claimed = try db.cachedStatement(
-                sql: "SELECT 1 FROM download WHERE \(Self.pendingCondition) AND claim IS NOT NULL LIMIT 1")
-            let active = try db.cachedStatement(sql: "SELECT 1 FROM download WHERE \(Self.activeCondition) LIMIT 1")
-            for app in apps {
-                snapshot.pendingCompletions[app] = try Int.fetchOne(pending, arguments: [app]) ?? 0
-                if try Bool.fetchOne(claimed, arguments: [app]) != nil { snapshot.appsWithClaimedCompletions.insert(app) }
-                if try Bool.fetchOne(active, arguments: [app]) != nil { snapshot.appsWithActiveDownloads.insert(app) }
-            }
-            return snapshot
+            try Self.snapshot(
+                db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
+                backgroundLimit: backgroundLimit)
         }
+    }
+
+    /// An engine's turn, in one transaction: records transfers' outcomes (as `record`), reads a `Snapshot` of what
+    /// is left (the other parameters are `runnable`'s), and marks moving what `choose` picks of its `runnable`.
+    /// Returns the snapshot, the downloads marked moving, and the unique identifiers of the outcomes whose row is
+    /// gone (cancelled while it ran).
+    ///
+    /// Why one transaction: every next transfer waits for the turn, and a read of its own cost a reader's connection
+    /// and a transaction besides the write's (docs/PERFORMANCE.md). The snapshot also sees the outcomes it
+    /// recorded. `choose` runs inside the transaction: it must only choose.
+    public func turn(
+        recording outcomes: [QueuedDownload], now: Date, apps: Set<String>, excluding: Set<String>,
+        saturatedHosts: Set<String>, backgroundLimit: Int?, choose: ([QueuedDownload]) -> [QueuedDownload]
+    ) throws -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) {
+        try database.write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
+            let gone = try Self.record(outcomes, db)
+            let snapshot = try Self.snapshot(
+                db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
+                backgroundLimit: backgroundLimit)
+            let started = try Self.markMoving(choose(snapshot.runnable), db)
+            return (snapshot, started, gone)
+        }
+    }
+
+    private static func snapshot(
+        _ db: Database, now: Date, apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>,
+        backgroundLimit: Int?
+    ) throws -> Snapshot {
+        var read = Snapshot(
+            runnable: try Self.runnable(
+                db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
+                backgroundLimit: backgroundLimit),
+            pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db, after: now))
+        let pending = try db.cachedStatement(sql: RunOrderSQL.pending)
+        let claimed = try db.cachedStatement(sql: RunOrderSQL.claimed)
+        let active = try db.cachedStatement(sql: RunOrderSQL.active)
+        for app in apps {
+            read.pendingCompletions[app] = try Int.fetchOne(pending, arguments: [app]) ?? 0
+            if try Bool.fetchOne(claimed, arguments: [app]) != nil { read.appsWithClaimedCompletions.insert(app) }
+            if try Bool.fetchOne(active, arguments: [app]) != nil { read.appsWithActiveDownloads.insert(app) }
+        }
+        return read
     }
 
     /// Downloads that may start now, best first: foreground, then essential before non-essential, then priority,
@@ -84,67 +111,82 @@ extension QueueStore {
     /// How far into the run order a turn looks for background downloads it may start.
     static let scanLimit = 4096
 
+    /// The run order's questions, written once: the engine asks them at every turn, and a text made anew is also
+    /// hashed anew to find its cached statement.
+    private enum RunOrderSQL {
+        static let order = "ORDER BY isEssential DESC, priority DESC, sequence"
+        // Queued rows come from the front of `download_runnable`, read in its order: `foreground` is compared with
+        // `=` so that the index answers the ORDER BY (`NOT foreground` made SQLite sort the whole queue at every
+        // turn). Rows waiting to retry are few.
+        static let queued = "state = 'queued'"
+        static let waiting = "state IN ('waitingToRetry', 'waitingForNetwork')"
+        static let due = "\(waiting) AND retryAt <= ?"
+        static let foregroundQueued = select("\(queued) AND foreground = 1 \(order)")
+        static let foregroundDue = select("\(due) AND foreground = 1 \(order)")
+        static let queuedFront = select("\(queued) AND foreground = 0 \(order)")
+        static let dueFront = select("\(due) AND foreground = 0 \(order)")
+        static let heldApps = """
+            SELECT DISTINCT appIdentifier FROM download
+            WHERE state IN \(TransferState.activeList) AND foreground IN (0, 1) AND isEssential = 1
+            """
+        static let pending = """
+            SELECT COUNT(*) FROM (
+                SELECT 1 FROM download WHERE \(QueueStore.pendingCondition) AND claim IS NULL
+                LIMIT \(Snapshot.countLimit))
+            """
+        static let claimed = """
+            SELECT 1 FROM download WHERE \(QueueStore.pendingCondition) AND claim IS NOT NULL LIMIT 1
+            """
+        static let active = "SELECT 1 FROM download WHERE \(QueueStore.activeCondition) LIMIT 1"
+        static let nextRetry = "SELECT MIN(retryAt) FROM download WHERE \(waiting) AND retryAt > ?"
+
+        static func select(_ condition: String) -> String {
+            "SELECT \(QueuedDownload.selection) FROM download WHERE \(condition)"
+        }
+    }
+
     private static func runnable(
         _ db: Database, now: Date, apps: Set<String>?, excluding: Set<String>, saturatedHosts: Set<String>,
         backgroundLimit: Int?
     ) throws -> [QueuedDownload] {
-        // Sets go in as JSON arrays read with json_each, so that each question is one cached statement whatever
-        // the sets hold (a statement text per set would grow the cache without bound).
-        func json(_ values: Set<String>?) -> String? {
-            values.map { String(decoding: try! JSONEncoder().encode(Array($0)), as: UTF8.self) }
+        // The few foreground rows are read whole and filtered here, as the background candidates are below: the
+        // sets stay out of SQL, so that each question is one cached statement whatever they hold.
+        func wanted(_ download: QueuedDownload) -> Bool {
+            (apps?.contains(download.appIdentifier) ?? true) && !excluding.contains(download.uniqueIdentifier)
         }
-        let appsJSON = json(apps)
-        let excludingJSON = json(excluding) ?? "[]"
-        let order = "ORDER BY isEssential DESC, priority DESC, sequence"
-        let wanted = """
-            (?1 IS NULL OR appIdentifier IN (SELECT value FROM json_each(?1)))
-            AND uniqueIdentifier NOT IN (SELECT value FROM json_each(?2))
-            """
-        // Queued rows come from the front of `download_runnable`, read in its order: `foreground` is compared with
-        // `=` so that the index answers the ORDER BY (`NOT foreground` made SQLite sort the whole queue at every
-        // turn). Rows waiting to retry are few.
-        let queued = "state = 'queued'"
-        let waiting = "state IN ('waitingToRetry', 'waitingForNetwork')"
-        let due = "\(waiting) AND retryAt <= ?3"
+        let timestamp = now.timeIntervalSince1970
         let foreground = Self.merged(
-            try fetch(db, where: "\(queued) AND foreground = 1 AND \(wanted) \(order)", [appsJSON, excludingJSON]),
-            try fetch(
-                db, where: "\(due) AND foreground = 1 AND \(wanted) \(order)",
-                [appsJSON, excludingJSON, now.timeIntervalSince1970]),
+            try QueuedDownload.fetchAll(db.cachedStatement(sql: RunOrderSQL.foregroundQueued)).filter(wanted),
+            try QueuedDownload.fetchAll(db.cachedStatement(sql: RunOrderSQL.foregroundDue), arguments: [timestamp])
+                .filter(wanted),
             limit: nil)
         if backgroundLimit.map({ $0 <= 0 }) == true { return foreground }
 
-        // Background candidates are read from the front of the run order's index, a few columns a row, and chosen
-        // here: the walk stops at the limit, so a turn costs what it starts, not the queue's length (a walk
-        // filtered and sorted inside SQLite read every queued row at every turn, 0.27 s of 2,000 small files).
-        let heldApps = try Set(String.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT appIdentifier FROM download
-            WHERE state IN \(TransferState.activeList)
-                AND foreground IN (0, 1) AND isEssential = 1
-            """)))
-        let row = try db.cachedStatement(sql: "SELECT \(QueuedDownload.selection) FROM download WHERE rowid = ?")
-        func background(_ condition: String, _ arguments: StatementArguments) throws -> [QueuedDownload] {
-            let front = try Row.fetchCursor(
-                db.cachedStatement(sql: """
-                    SELECT rowid, appIdentifier, uniqueIdentifier, host, isEssential FROM download
-                    WHERE \(condition) AND foreground = 0 \(order)
-                    """),
-                arguments: arguments)
+        // Background candidates are read from the front of the run order's index and chosen here: the walk stops at
+        // the limit, so a turn costs what it starts, not the queue's length (a walk filtered and sorted inside SQLite
+        // read every queued row at every turn, 0.27 s of 2,000 small files). A candidate is judged on the cursor's
+        // one row, and only a chosen one becomes a `QueuedDownload` (a row fetched on its own cost GRDB a table of
+        // the columns' names each time).
+        let heldApps = try Set(String.fetchAll(db.cachedStatement(sql: RunOrderSQL.heldApps)))
+        func background(_ sql: String, _ arguments: StatementArguments) throws -> [QueuedDownload] {
+            let front = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
             var chosen: [QueuedDownload] = []
             var scanned = 0
             while chosen.count < backgroundLimit ?? .max, scanned < scanLimit, let candidate = try front.next() {
                 scanned += 1
-                let app: String = candidate[1]
-                guard apps?.contains(app) ?? true, !excluding.contains(candidate[2]),
-                    !saturatedHosts.contains(candidate[3]), candidate[4] || !heldApps.contains(app),
-                    let download = try QueuedDownload.fetchOne(row, arguments: [candidate[0] as Int64])
+                let app: String = candidate[QueuedDownload.Index.appIdentifier]
+                let uniqueIdentifier: String = candidate[QueuedDownload.Index.uniqueIdentifier]
+                let host: String = candidate[QueuedDownload.Index.host]
+                let isEssential: Bool = candidate[QueuedDownload.Index.isEssential]
+                guard apps?.contains(app) ?? true, !excluding.contains(uniqueIdentifier),
+                    !saturatedHosts.contains(host), isEssential || !heldApps.contains(app)
                 else { continue }
-                chosen.append(download)
+                chosen.append(try QueuedDownload(row: candidate))
             }
             return chosen
         }
         return foreground + Self.merged(
-            try background(queued, []), try background("\(waiting) AND retryAt <= ?", [now.timeIntervalSince1970]),
+            try background(RunOrderSQL.queuedFront, []), try background(RunOrderSQL.dueFront, [timestamp]),
             limit: backgroundLimit)
     }
 
@@ -165,9 +207,7 @@ extension QueueStore {
     }
 
     private static func nextRetry(_ db: Database, after now: Date) throws -> Date? {
-        let statement = try db.cachedStatement(sql: """
-            SELECT MIN(retryAt) FROM download WHERE state IN ('waitingToRetry', 'waitingForNetwork') AND retryAt > ?
-            """)
+        let statement = try db.cachedStatement(sql: RunOrderSQL.nextRetry)
         return try Double.fetchOne(statement, arguments: [now.timeIntervalSince1970]).map { Date(timeIntervalSince1970: $0) }
     }
 }

@@ -204,38 +204,50 @@ public final class QueueStore: Sendable {
     }
 
     /// Records transfers' outcomes (each row's state, as `save`) and marks `downloads` as moving, in one
-    /// transaction: what the engine's turn writes. Returns the downloads marked moving (as `startTransfers`), and the
-    /// unique identifiers of the outcomes whose row is gone (cancelled while it ran).
+    /// transaction (what `turn` writes around its read). Returns the downloads marked moving (as `startTransfers`),
+    /// and the unique identifiers of the outcomes whose row is gone (cancelled while it ran).
     public func record(_ outcomes: [QueuedDownload], start downloads: [QueuedDownload]) throws
         -> (started: [QueuedDownload], gone: Set<String>)
     {
         guard !outcomes.isEmpty || !downloads.isEmpty else { return ([], []) }
         return try database.write { db in
-            // Outcomes first: a row queued again while its outcome waited (`recoverInterruptedTransfers`) is then not
-            // started again.
-            var gone = Set<String>()
-            for outcome in outcomes {
-                do {
-                    try Self.saveState(outcome, db: db)
-                } catch QueueError.unknownDownload(let uniqueIdentifier) {
-                    gone.insert(uniqueIdentifier)
-                }
-            }
-            let statement = try db.cachedStatement(sql: """
-                UPDATE download SET state = 'downloading', attempts = attempts + 1, retryAt = NULL
-                WHERE uniqueIdentifier = ? AND state IN ('queued', 'waitingToRetry', 'waitingForNetwork')
-                """)
-            var started: [QueuedDownload] = []
-            for var download in downloads {
-                try statement.execute(arguments: [download.uniqueIdentifier])
-                guard db.changesCount == 1 else { continue }
-                download.state = .downloading
-                download.attempts += 1
-                download.retryAt = nil
-                started.append(download)
-            }
-            return (started, gone)
+            let gone = try Self.record(outcomes, db)
+            return (try Self.markMoving(downloads, db), gone)
         }
+    }
+
+    /// Saves outcomes (each row's state, as `save`); returns the unique identifiers of those whose row is gone.
+    /// Callers record outcomes before they mark anything moving: a row queued again while its outcome waited
+    /// (`recoverInterruptedTransfers`) is then not started again.
+    static func record(_ outcomes: [QueuedDownload], _ db: Database) throws -> Set<String> {
+        var gone = Set<String>()
+        for outcome in outcomes {
+            do {
+                try saveState(outcome, db: db)
+            } catch QueueError.unknownDownload(let uniqueIdentifier) {
+                gone.insert(uniqueIdentifier)
+            }
+        }
+        return gone
+    }
+
+    /// Marks downloads moving and returns them so; one that is no longer waiting (cancelled, or already moving) is
+    /// left out.
+    static func markMoving(_ downloads: [QueuedDownload], _ db: Database) throws -> [QueuedDownload] {
+        let statement = try db.cachedStatement(sql: """
+            UPDATE download SET state = 'downloading', attempts = attempts + 1, retryAt = NULL
+            WHERE uniqueIdentifier = ? AND state IN ('queued', 'waitingToRetry', 'waitingForNetwork')
+            """)
+        var started: [QueuedDownload] = []
+        for var download in downloads {
+            try statement.execute(arguments: [download.uniqueIdentifier])
+            guard db.changesCount == 1 else { continue }
+            download.state = .downloading
+            download.attempts += 1
+            download.retryAt = nil
+            started.append(download)
+        }
+        return started
     }
 
     /// An app's scheduled and in-flight downloads (Apple's fetchCurrentDownloads), in queue order.

@@ -80,24 +80,31 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         "etag", "lastModified", "attempts", "retryAt", "errorCode", "errorDomain", "errorMessage", "filePath",
         "deliveryAttempts", "delivered", "claim",
     ]
+    /// Where `init(row:)` finds the columns the run order judges a candidate by.
+    enum Index {
+        static let uniqueIdentifier = 0
+        static let appIdentifier = 1
+        static let isEssential = 9
+        static let host = 12
+    }
     /// `columns` for SQL: `SELECT \(selection) FROM download …`.
     static let selection = columns.joined(separator: ", ")
     public static var databaseSelection: [any SQLSelectable] { columns.map { Column($0) } }
 
     public init(row: Row) throws {
-        let uniqueIdentifier: String = row[0]
+        let uniqueIdentifier: String = row[Index.uniqueIdentifier]
         let kind: Int32 = row[3]
         download = Download(
             kind: Download.Kind(rawValue: kind) ?? .url, identifier: row[4], uniqueIdentifier: uniqueIdentifier,
-            url: row[5], applicationGroupIdentifier: row[6], fileSize: row[7], priority: row[8], isEssential: row[9],
-            sha256: row[10], httpHeaders: Self.headers(row[11]))
+            url: row[5], applicationGroupIdentifier: row[6], fileSize: row[7], priority: row[8],
+            isEssential: row[Index.isEssential], sha256: row[10], httpHeaders: Self.headers(row[11]))
         self.uniqueIdentifier = uniqueIdentifier
-        appIdentifier = row[1]
+        appIdentifier = row[Index.appIdentifier]
         sequence = row[2]
         identifier = download.identifier
         priority = download.priority
         isEssential = download.isEssential
-        host = row[12]
+        host = row[Index.host]
         foreground = row[13]
         state = TransferState(rawValue: row[14]) ?? .queued
         bytesReceived = row[15]

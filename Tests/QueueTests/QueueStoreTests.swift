@@ -65,6 +65,34 @@ import Vocabulary
         #expect(rows["d3"]?.attempts == 1 && rows["d2"] == nil)
     }
 
+    /// A turn is one transaction: the outcomes are recorded first, the queue is then read as they left it (a finished
+    /// row is a pending completion, no longer moving), and only what `choose` picks of the runnable is marked moving;
+    /// an outcome whose row was cancelled is reported gone.
+    @Test func aTurnReadsTheQueueAsItsOutcomesLeftIt() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue((1...4).map { download("d\($0)") }, for: "app") { _, _ in nil }
+        var moving = try store.startTransfers(try store.runnable(now: Date(), backgroundLimit: 2))
+        _ = try store.cancel(appIdentifier: "app", uniqueIdentifier: moving[1].uniqueIdentifier, identifier: "d2")
+        for index in moving.indices {
+            moving[index].state = .finished
+            moving[index].filePath = "/container/\(moving[index].identifier)"
+        }
+        var offered: [String] = []
+        let (snapshot, started, gone) = try store.turn(
+            recording: moving, now: Date(), apps: ["app"], excluding: [], saturatedHosts: [], backgroundLimit: 2
+        ) { runnable in
+            offered = runnable.map(\.identifier)
+            return Array(runnable.prefix(1))
+        }
+        #expect(offered == ["d3", "d4"])
+        #expect(started.map(\.identifier) == ["d3"] && started.map(\.state) == [.downloading])
+        #expect(gone == [moving[1].uniqueIdentifier])
+        #expect(snapshot.pendingCompletions["app"] == 1 && snapshot.appsWithActiveDownloads == ["app"])
+        let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0) })
+        #expect(rows["d1"]?.state == .finished && rows["d3"]?.state == .downloading && rows["d4"]?.state == .queued)
+        #expect(rows["d2"] == nil)
+    }
+
     /// Delivery saves what it changes and nothing else: a copy of the row taken before its outcome was recorded
     /// does not undo the outcome, the delivered moment is the first one (what pruning counts from), and a row that is
     /// gone is named, the rows before it in the batch rolled back with it.
