@@ -49,16 +49,17 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}"
 fi
-# The full suite measures the programs as they are installed (scripts/install.sh, the .deb): the Swift runtime
-# linked statically, with install.sh's flags, so that the two share one build. A program linked so starts sooner and
-# calls the runtime directly (docs/PERFORMANCE.md). The smoke pass keeps the debug build the tests use.
-executable_flags=() library_flags=()
-if [ "$configuration" = release ]; then
-    executable_flags=(--static-swift-stdlib)
-    static_libraries="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift_static/linux"
-    library_flags=(-Xswiftc -static-stdlib -Xlinker -L"$static_libraries")
-fi
-build() { swift build -c "$configuration" ${executable_flags[@]+"${executable_flags[@]}"} --product "$1" >/dev/null; }
+# The full suite measures the programs as they are installed (scripts/build-release.sh, as scripts/install.sh and
+# the .deb build them): the Swift runtime linked statically, so that the two share one build. A program linked so
+# starts sooner and calls the runtime directly (docs/PERFORMANCE.md). The smoke pass keeps the debug build the tests
+# use.
+build() {
+    if [ "$configuration" = release ]; then
+        scripts/build-release.sh "$@" >/dev/null
+    else
+        for product in "$@"; do swift build --product "$product" >/dev/null; done
+    fi
+}
 # A reference program like durable_floor.c, so built from this tree whatever BENCH_BIN says.
 if want small; then
     build bahost-library-floor
@@ -67,9 +68,7 @@ fi
 if [ -n "${BENCH_BIN:-}" ]; then
     bin=$BENCH_BIN
 else
-    for product in bahost bahost-extension-runner bahost-bench-app; do build "$product"; done
-    # Last: the library's flags differ, and a build with other flags rebuilds what it shares.
-    swift build -c "$configuration" ${library_flags[@]+"${library_flags[@]}"} --product backgroundassets >/dev/null
+    build bahost bahost-extension-runner bahost-bench-app backgroundassets
     bin=$(swift build -c "$configuration" --show-bin-path)
 fi
 

@@ -49,27 +49,7 @@ case "$prefix" in /*) ;; *) prefix="$start/$prefix" ;; esac
 prefix=${prefix%/}
 
 scripts/install-dependencies.sh
-if $build; then
-    log=$(mktemp /tmp/bahost-install-build.XXXXXX.log)
-    for product in bahost bahost-extension-runner generate-manual; do
-        echo "== building $product (swift build -c release --static-swift-stdlib; a first build takes minutes)"
-        if ! swift build -c release --static-swift-stdlib --product "$product" > "$log" 2>&1; then
-            grep -E "error:" "$log" | head -20 >&2 || tail -20 "$log" >&2
-            echo "install.sh: the build failed; its whole output is in $log" >&2
-            exit 1
-        fi
-    done
-    echo "== building libbackgroundassets (swift build -c release -static-stdlib)"
-    # The static Foundation's libraries live beside the static runtime, where a dynamic library's link does not look.
-    static_libraries="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift_static/linux"
-    if ! swift build -c release -Xswiftc -static-stdlib -Xlinker -L"$static_libraries" --product backgroundassets \
-        > "$log" 2>&1; then
-        grep -E "error:" "$log" | head -20 >&2 || tail -20 "$log" >&2
-        echo "install.sh: the build failed; its whole output is in $log" >&2
-        exit 1
-    fi
-    rm -f "$log"
-fi
+if $build; then scripts/build-release.sh bahost bahost-extension-runner generate-manual backgroundassets; fi
 bin=$(swift build -c release --show-bin-path)
 for tool in bahost bahost-extension-runner generate-manual libbackgroundassets.so; do
     [ -x "$bin/$tool" ] || { echo "install.sh: $bin/$tool is missing: build first (drop --skip-build)" >&2; exit 1; }

@@ -48,11 +48,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if ! $skip; then
-    log=$(mktemp /tmp/bahost-levels-app-build.XXXXXX.log)
-    echo "== building levels-app (swift build -c release --static-swift-stdlib)" >&2
-    swift build -c release --static-swift-stdlib --product levels-app > "$log" 2>&1 || {
-        grep -E "error:" "$log" >&2 || tail -20 "$log" >&2; exit 1; }
-    rm -f "$log"
+    scripts/build-release.sh levels-app >&2
 fi
 bin=$(swift build -c release --show-bin-path)
 [ -x "$bin/levels-app" ] || { echo "package-example-app.sh: no release levels-app in $bin (drop --skip-build)" >&2; exit 1; }

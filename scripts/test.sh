@@ -7,26 +7,42 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-dependencies.sh
-swift build --build-tests
-swift test --skip-build --no-parallel
+# Each stage's time, printed at the end (a failure included): CI must stay well inside its hour on two cores, and
+# this says where the hour goes.
+timings=()
+stage() {
+    local name=$1 start=$SECONDS
+    shift
+    "$@"
+    timings+=("$(printf '%6d s  %s' $((SECONDS - start)) "$name")")
+}
+report_timings() {
+    echo "== time by stage"
+    [ ${#timings[@]} -eq 0 ] || printf '%s\n' "${timings[@]}"
+    printf '%6d s  in all\n' "$SECONDS"
+}
+trap report_timings EXIT
+
+stage "dependencies" scripts/install-dependencies.sh
+stage "build (debug, with the tests)" swift build --build-tests
+stage "Swift tests" swift test --skip-build --no-parallel
 
 # The Python binding (SDK/Python) installed with pip into a virtual environment, tested with pytest against the
 # build's library and real daemons.
-Tests/Python/run.sh
+stage "Python binding (pytest)" Tests/Python/run.sh
 
 # The benchmark suite in its smoke mode (small sizes, one run), so that it cannot rot; it asserts no timing.
-Benchmarks/run.sh --smoke
+stage "benchmarks (smoke)" Benchmarks/run.sh --smoke
 
 # The fuzz targets, 5 seconds each, so that they cannot rot (the tests above replay their corpus).
-Fuzz/run.sh --smoke
+stage "fuzz (build with sanitizers, smoke)" Fuzz/run.sh --smoke
 
 # What a user gets, tested as a user gets it (Tests/Shipping): the SDK's documentation complete and building; code
 # written against bahost refused where Apple's SDK would refuse it; every README snippet building as written; a release installed with scripts/install.sh, projects from `bahost new
 # extension` built and run under it, and uninstalled; the .deb installed with apt into a clean Debian root (chroot:
 # root or sudo). The install test makes the release build the .deb test packages.
-scripts/docs.sh --check
-Tests/Shipping/apple-api.sh
-Tests/Shipping/readme-snippets.sh
-Tests/Shipping/install-and-scaffold.sh
-SKIP_BUILD=1 Tests/Shipping/deb.sh
+stage "documentation" scripts/docs.sh --check
+stage "shipping: Apple API" Tests/Shipping/apple-api.sh
+stage "shipping: README snippets" Tests/Shipping/readme-snippets.sh
+stage "shipping: install (release build) and scaffolds" Tests/Shipping/install-and-scaffold.sh
+stage "shipping: the .deb in a clean root" env SKIP_BUILD=1 Tests/Shipping/deb.sh

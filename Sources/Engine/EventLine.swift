@@ -5,9 +5,21 @@ import Vocabulary
 /// A life-cycle event as the command line shows it: a JSON object for scripts (`--json`, one per line) and a line
 /// of text for people (nil for events that only move a progress bar). `bahost run` prints them; the service sends
 /// them to the `bahost install` or `launch` that waits on the app.
-public struct EventLine: @unchecked Sendable {  // safe: a value made once and only read (its JSON holds plain values)
-    public var json: [String: Any]
-    public var text: String?
+///
+/// Each side is made when it is asked for, and each time: a reader shows one of them (`bahost run` prints either
+/// JSON or text), and a small file's several events were made both ways for nothing.
+public struct EventLine: @unchecked Sendable {  // safe: made once and only read; its makers hold copies of values
+    private let makeJSON: () -> [String: Any]
+    private let makeText: () -> String?
+
+    public init(json: @autoclosure @escaping () -> [String: Any], text: @autoclosure @escaping () -> String?) {
+        makeJSON = json
+        makeText = text
+    }
+
+    public var json: [String: Any] { makeJSON() }
+    /// Nil for events that only move a progress bar.
+    public var text: String? { makeText() }
 
     /// The JSON object as one line of text.
     public var jsonText: String { EventJSON.line(json) }
@@ -65,15 +77,12 @@ extension LifecycleEvent {
         case .promoted(let queued):
             return EventLine(json: Self.downloadJSON("promoted", queued), text: "\(queued.identifier) moved to the foreground")
         case .began(let queued, let offset):
-            var object = Self.downloadJSON("began", queued)
-            object["resumingAt"] = offset
             return EventLine(
-                json: object, text: offset > 0 ? "resumed \(queued.identifier) at \(Self.size(offset))" : "began \(queued.identifier)")
+                json: Self.downloadJSON("began", queued, ["resumingAt": offset]),
+                text: offset > 0 ? "resumed \(queued.identifier) at \(Self.size(offset))" : "began \(queued.identifier)")
         case .progress(let queued, let received, let expected):
-            var object = Self.downloadJSON("progress", queued)
-            object["received"] = received
-            object["expected"] = expected
-            return EventLine(json: object, text: nil)
+            return EventLine(
+                json: Self.downloadJSON("progress", queued, ["received": received, "expected": expected]), text: nil)
         case .paused(let queued, let network, let until, let error):
             var object = Self.downloadJSON("paused", queued)
             object["reason"] = network ? "waitingForNetwork" : "waitingToRetry"
@@ -84,14 +93,13 @@ extension LifecycleEvent {
                 json: object,
                 text: "paused \(queued.identifier), \(network ? "waiting for the network" : "waiting to retry") (\(wait)): \(error)")
         case .finished(let queued):
-            var object = Self.downloadJSON("finished", queued)
-            object["bytes"] = queued.bytesReceived
-            object["path"] = queued.filePath ?? ""
-            return EventLine(json: object, text: "finished \(queued.identifier) (\(Self.size(queued.bytesReceived)))")
+            return EventLine(
+                json: Self.downloadJSON("finished", queued, ["bytes": queued.bytesReceived, "path": queued.filePath ?? ""]),
+                text: "finished \(queued.identifier) (\(Self.size(queued.bytesReceived)))")
         case .failed(let queued, let error):
-            var object = Self.downloadJSON("failed", queued)
-            object["error"] = Self.json(error)
-            return EventLine(json: object, text: "failed \(queued.identifier): \(error)")
+            return EventLine(
+                json: Self.downloadJSON("failed", queued, ["error": Self.json(error)]),
+                text: "failed \(queued.identifier): \(error)")
         case .delivered(let queued):
             return EventLine(json: Self.downloadJSON("delivered", queued), text: "delivered \(queued.identifier) to the extension")
         case .deliveredToApp(let queued):
@@ -137,11 +145,16 @@ extension LifecycleEvent {
         ["code": error.code, "domain": error.domain, "message": error.message]
     }
 
-    public static func downloadJSON(_ event: String, _ queued: DownloadStatus) -> [String: Any] {
-        [
+    /// A download's event: what identifies the download, and what `adding` says of this event.
+    public static func downloadJSON(
+        _ event: String, _ queued: DownloadStatus, _ adding: [String: Any] = [:]
+    ) -> [String: Any] {
+        var object: [String: Any] = [
             "event": event, "identifier": queued.identifier, "uniqueIdentifier": queued.uniqueIdentifier,
             "url": queued.download.url ?? "", "essential": queued.isEssential, "fileSize": queued.download.fileSize,
         ]
+        object.merge(adding) { _, added in added }
+        return object
     }
 
     public static func windowJSON(_ outcome: WindowOutcome) -> [String: Any] {

@@ -95,23 +95,31 @@ final class Scheduler: Sendable {
         apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
         choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (QueueStore.Snapshot, [QueuedDownload]) {
-        let outcomes = context.outcomes.take()
-        do {
+        try recordingOutcomes { rows in
             let (snapshot, started, gone) = try context.store.turn(
-                recording: outcomes.map(\.row), now: Date(), apps: apps, excluding: excluding,
-                saturatedHosts: saturatedHosts, backgroundLimit: backgroundLimit, choose: choose)
-            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
-            return (snapshot, started)
-        } catch {
-            reportUnrecorded(outcomes, error)
-            throw error
+                recording: rows, now: Date(), apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
+                backgroundLimit: backgroundLimit, choose: choose)
+            return ((snapshot, started), gone)
         }
     }
 
-    private func reportUnrecorded(_ outcomes: [TransferOutcome], _ error: Error) {
-        guard !outcomes.isEmpty else { return }
-        context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
-        context.transferEnded.fire()
+    /// Takes the outcomes waiting and has `write` record them (it returns what else it did, and which rows were
+    /// gone); tells them once committed, or says they were not recorded.
+    private func recordingOutcomes<Written>(
+        _ write: ([QueuedDownload]) throws -> (Written, gone: Set<String>)
+    ) throws -> Written {
+        let outcomes = context.outcomes.take()
+        do {
+            let (written, gone) = try write(outcomes.map(\.row))
+            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
+            return written
+        } catch {
+            if !outcomes.isEmpty {
+                context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
+                context.transferEnded.fire()
+            }
+            throw error
+        }
     }
 
     /// When the loop should look again at the latest: a waiting download's retry time, or a second from now.
@@ -126,13 +134,7 @@ final class Scheduler: Sendable {
         let tasks = running.tasks
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        let outcomes = context.outcomes.take()
-        do {
-            let gone = try context.store.record(outcomes.map(\.row), start: []).gone
-            TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
-        } catch {
-            reportUnrecorded(outcomes, error)
-        }
+        try? recordingOutcomes { rows in ((), try context.store.record(rows, start: []).gone) }
         await executor.shutdown()
     }
 }

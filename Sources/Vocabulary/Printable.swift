@@ -3,6 +3,11 @@ extension String {
     /// characters escaped (`\u{a}`), backslashes doubled, and cut at `limit` characters with the count of the rest,
     /// so that it can neither forge a line of output nor flood it.
     public func printable(limit: Int = 1000) -> String {
+        // Most text is short printable ASCII, which stays as it is: looked over a byte at a time, not rebuilt.
+        let utf8 = utf8
+        if utf8.count <= limit, utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }) {
+            return self
+        }
         var out = ""
         var count = 0
         for scalar in unicodeScalars {

@@ -47,7 +47,7 @@ final class EventReporter: Sendable {
                 state.lastProgressLine = .now
                 return true
             }
-            if json && due { emit(line.json, nil) }
+            if json && due { emit(line) }
             if progressBar && due { drawBar() }
             return
         case .paused(let queued, _, _, _):
@@ -66,14 +66,14 @@ final class EventReporter: Sendable {
         case .appMayLaunch:
             let at = ContinuousClock.now - start
             state.withLock { $0.appMayLaunchAt = at }
-            var object = line.json
-            object["atSeconds"] = at.inSeconds
-            emit(object, String(format: "the app may launch now (%.3f s)", at.inSeconds))
+            emit(EventLine(
+                json: line.json.merging(["atSeconds": at.inSeconds]) { _, added in added },
+                text: String(format: "the app may launch now (%.3f s)", at.inSeconds)))
             return
         default:
             break
         }
-        emit(line.json, line.text)
+        emit(line)
     }
 
     /// Prints the summary; returns the exit status.
@@ -90,20 +90,21 @@ final class EventReporter: Sendable {
             "elapsedSeconds": elapsed, "exitCode": status,
         ]
         if let at = s.appMayLaunchAt { object["appMayLaunchAtSeconds"] = at.inSeconds }
-        emit(
-            object,
-            String(
+        emit(EventLine(
+            json: object,
+            text: String(
                 format: "done in %.2f s: %d finished (%.1f MiB), %d failed, %d rejected", elapsed, s.finished,
-                Double(s.bytes) / 1_048_576, s.failed, s.rejected))
+                Double(s.bytes) / 1_048_576, s.failed, s.rejected)))
         return status
     }
 
-    private func emit(_ object: [String: Any], _ text: String?) {
+    /// Prints the line as JSON with `--json`, else its text (if it has one).
+    private func emit(_ line: EventLine) {
         if json {
-            FileHandle.standardOutput.write(Data((EventJSON.line(object) + "\n").utf8))
+            FileHandle.standardOutput.write(Data((line.jsonText + "\n").utf8))
             return
         }
-        guard let text else { return }
+        guard let text = line.text else { return }
         if progressBar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
         if progressBar { drawBar() }

@@ -77,6 +77,17 @@ import Vocabulary
         #expect("a\nb\u{1b}[31m".printable() == "a\\u{a}b\\u{1b}[31m")
     }
 
+    /// Printable ASCII passes as it is; everything else is escaped or cut, on either side of the limit.
+    @Test func printableTextEscapesAndCutsWhatAnotherPartyWrote() {
+        #expect("level-1 (64 KiB)".printable() == "level-1 (64 KiB)")
+        #expect("a\\b".printable() == "a\\\\b")
+        #expect("a\u{7f}b\u{85}c".printable() == "a\\u{7f}b\\u{85}c")
+        #expect("café ☕".printable() == "café ☕")
+        #expect("abcdef".printable(limit: 6) == "abcdef")
+        #expect("abcdefg".printable(limit: 6) == "abcdef… (1 more characters)")
+        #expect("ééééééé".printable(limit: 6) == "éééééé… (1 more characters)")
+    }
+
     @Test func repeatedIdentifiersAreRefusedWith100() {
         let (accepted, rejected) = DownloadValidation.validate(
             [download("a"), download("b"), download("a"), download("c", url: "http://x.example.com")], for: .install,

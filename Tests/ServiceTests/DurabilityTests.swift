@@ -17,7 +17,7 @@ import TestSupport
         let daemon = try ServiceDaemon()
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
         #expect(try daemon.report(["launch", app.identifier]).status == 0)
-        let data = Data((0..<3_000_000).map { _ in UInt8.random(in: 0...255) })
+        let data = Data.random(count: 3_000_000)
         let path = try nginx.serve(data, at: "slow/\(dir)/big.pack")
         let waiting = try levelsApp.start(
             ["--schedule", "big=\(nginx.https(path))@3000000", "--wait-for", "1", "--timeout", "60"],

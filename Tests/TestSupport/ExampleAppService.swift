@@ -34,5 +34,5 @@ public struct ExampleAppService {
         return (data, Nginx.shared.https("\(dir)/\(name).pack"))
     }
 
-    public static func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+    public static func random(_ count: Int) -> Data { .random(count: count) }
 }

@@ -7,9 +7,7 @@ public enum TestPacks {
     /// archive is as large as the file), packaged in `folder`; returns the archive's path.
     public static func randomBlob(_ id: String, size: Int, in folder: URL) throws -> String {
         try FileManager.default.createDirectory(at: folder.appendingPathComponent(id), withIntermediateDirectories: true)
-        var generator = SystemRandomNumberGenerator()
-        try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            .write(to: folder.appendingPathComponent("\(id)/blob.bin"))
+        try Data.random(count: size).write(to: folder.appendingPathComponent("\(id)/blob.bin"))
         try Data("{\"assetPackID\":\"\(id)\",\"downloadPolicy\":{\"onDemand\":{}},\"fileSelectors\":[{\"directory\":\"\(id)\"}]}".utf8)
             .write(to: folder.appendingPathComponent("Manifest.json"))
         let archive = folder.appendingPathComponent("\(id).tar.zst").path
