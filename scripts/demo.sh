@@ -128,7 +128,9 @@ BACKGROUNDASSETS_LIBRARY="$bin/libbackgroundassets.so" PYTHONPATH=SDK/Python \
 echo
 echo "== bahost debug downloads and status"
 for _ in $(seq 200); do
-    "$bin/bahost" debug downloads --app com.example.levels --socket "$socket" --json | grep -q '"state":"downloading"\|"state":"queued"' || break
+    # Taken whole, then searched: a listing cut off by `grep -q` would fail under pipefail and end the wait early.
+    downloads=$("$bin/bahost" debug downloads --app com.example.levels --socket "$socket" --json) || break
+    grep -q '"state":"downloading"\|"state":"queued"' <<< "$downloads" || break
     sleep 0.1
 done
 "$bin/bahost" debug downloads --app com.example.levels --socket "$socket"

@@ -61,7 +61,11 @@ test_declared_app() {
     done
     local deb10 deb11
     deb10=$(tail -1 "$work/app-1.0.out") deb11=$(tail -1 "$work/app-1.1.out")
-    dpkg-deb --contents "$deb10" | grep -q "usr/share/bahost/apps/com.example.levels/Info.plist" || fail "no declaration"
+    # Listed whole before it is searched: `grep -q` leaves at the first match, and under pipefail the listing's
+    # writer, cut off by it, failed the check it had passed.
+    local contents
+    contents=$(dpkg-deb --contents "$deb10") || fail "dpkg-deb --contents $deb10"
+    grep -q "usr/share/bahost/apps/com.example.levels/Info.plist" <<< "$contents" || fail "no declaration"
     $sudo cp "$deb10" "$deb11" "$root/tmp/"
 
     step "the service, as a user of the root"

@@ -32,20 +32,23 @@ export PATH="$prefix/bin:$PATH" PKG_CONFIG_PATH="$prefix/share/pkgconfig"
 version=$(bahost --version)
 newest=$(sed -n 's/^## \([0-9][0-9.]*\) .*/\1/p' CHANGELOG.md | head -1)
 [ "$version" = "$newest" ] || fail "bahost --version says '$version', CHANGELOG.md's newest entry '$newest'"
-if ldd "$prefix/bin/bahost" "$prefix/libexec/bahost/bahost-extension-runner" | grep -q "libswift\|libFoundation\|libdispatch"; then
+# Each listing is taken whole before it is searched: under pipefail, a writer cut off by `grep -q`'s early exit
+# fails the pipeline, which turned a found match into none.
+libraries=$(ldd "$prefix/bin/bahost" "$prefix/libexec/bahost/bahost-extension-runner") || fail "ldd of the installed programs"
+if grep -q "libswift\|libFoundation\|libdispatch" <<< "$libraries"; then
     fail "an installed binary links the Swift runtime dynamically"
 fi
 [ "$(pkg-config --cflags bahost | xargs)" = "-I$prefix/include/bahost" ] || fail "pkg-config --cflags bahost: $(pkg-config --cflags bahost)"
 [ "$(pkg-config --modversion bahost)" = "$version" ] || fail "bahost.pc's version is not $version"
 [ "$(pkg-config --modversion backgroundassets)" = "$version" ] || fail "backgroundassets.pc's version is not $version"
-ldd "$prefix/lib/libbackgroundassets.so.1" | grep -q "libswift\|libFoundation\|libdispatch" \
-    && fail "libbackgroundassets links the Swift runtime dynamically"
+libraries=$(ldd "$prefix/lib/libbackgroundassets.so.1") || fail "ldd of libbackgroundassets"
+grep -q "libswift\|libFoundation\|libdispatch" <<< "$libraries" && fail "libbackgroundassets links the Swift runtime dynamically"
 # nm names a versioned symbol NAME@@VERSION: the names alone.
 exported=$(nm -D --defined-only "$prefix/lib/libbackgroundassets.so.1" | awk '$2 ~ /[TWDBRV]/ { sub(/@.*/, "", $3); print $3 }' | sort)
 [ -z "$(grep -v '^ba_app_' <<< "$exported")" ] || fail "libbackgroundassets exports more than ba/app.h: $(grep -v '^ba_app_' <<< "$exported" | head -3)"
 grep -q '^ba_app_connect$' <<< "$exported" || fail "libbackgroundassets does not export ba_app_connect"
-objdump -T "$prefix/lib/libbackgroundassets.so.1" | grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' \
-    || fail "ba_app_connect is not versioned BACKGROUNDASSETS_1.0"
+symbols=$(objdump -T "$prefix/lib/libbackgroundassets.so.1") || fail "objdump -T of libbackgroundassets"
+grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' <<< "$symbols" || fail "ba_app_connect is not versioned BACKGROUNDASSETS_1.0"
 grep -qx "ExecStart=$prefix/bin/bahost daemon" "$prefix/lib/systemd/user/bahost.service" || fail "the unit does not start the installed bahost"
 grep -q "_bahost" "$prefix/share/bash-completion/completions/bahost" || fail "no bash completion"
 grep -q "#compdef bahost" "$prefix/share/zsh/site-functions/_bahost" || fail "no zsh completion"
