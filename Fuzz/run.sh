@@ -5,20 +5,23 @@
 # kept in .build-fuzz/findings/TARGET/ and the run fails; reproduce it with `bahost-fuzz TARGET FILE`, fix it, and
 # copy the file to Fuzz/Findings/TARGET/, where the tests replay it for ever after.
 #
-# Usage: Fuzz/run.sh [--smoke] [--seconds N] [TARGET…]
-#   --seconds N  how long each target runs (default 60)
-#   --smoke      5 seconds each: scripts/test.sh runs it, so that the targets cannot rot
+# Usage: Fuzz/run.sh [--smoke] [--seconds N] [--build-only] [TARGET…]
+#   --seconds N   how long each target runs (default 60)
+#   --smoke       5 seconds each: scripts/test.sh runs it, so that the targets cannot rot
+#   --build-only  build the fuzzer and stop (scripts/test.sh builds it in the background while the tests run)
 # The fuzzer's own corpus grows in .build-fuzz/corpus/TARGET across runs; the seeds in Fuzz/Corpus/TARGET start it.
 set -euo pipefail
 self=$(readlink -f "$0")
 cd "$(dirname "$0")/.."
 
 seconds=60
+build_only=false
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) seconds=5; shift ;;
         --seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
+        --build-only) build_only=true; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "Fuzz/run.sh: unknown option '$1' (see --help)" >&2; exit 64 ;;
         *) targets+=("$1"); shift ;;
@@ -30,12 +33,16 @@ log=$(mktemp /tmp/bahost-fuzz-build.XXXXXX.log)
 echo "== building bahost-fuzz with libFuzzer and AddressSanitizer (a first build takes minutes)"
 if ! swift build --scratch-path "$scratch" --product bahost-fuzz -Xswiftc -sanitize=fuzzer,address \
     -Xswiftc -DFUZZING > "$log" 2>&1; then
-    grep -E "error:" "$log" | head -20 >&2 || tail -20 "$log" >&2
+    grep -m 20 -E "error:" "$log" >&2 || tail -20 "$log" >&2
     echo "Fuzz/run.sh: the build failed; its output is in $log" >&2
     exit 1
 fi
 rm -f "$log"
 fuzzer="$(swift build --scratch-path "$scratch" --show-bin-path)/bahost-fuzz"
+if $build_only; then
+    echo "built $fuzzer"
+    exit 0
+fi
 
 # The targets, as the program names them.
 all=$( (env -u BAHOST_FUZZ_TARGET "$fuzzer" -runs=0 2>&1 || true) | sed -n 's/.*one of: //p' | tr -d ',')

@@ -22,7 +22,7 @@ build() {
     shift
     echo "== building $product (swift build -c release $*; a first build takes minutes)"
     if ! swift build -c release "$@" --product "$product" > "$log" 2>&1; then
-        grep -E "error:" "$log" | head -20 >&2 || tail -20 "$log" >&2
+        grep -m 20 -E "error:" "$log" >&2 || tail -20 "$log" >&2
         echo "build-release.sh: the build of $product failed; its whole output is in $log" >&2
         exit 1
     fi

@@ -6,8 +6,9 @@ import Synchronization
 /// Decides what runs next and starts it: best first (foreground, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
 /// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start, so a turn
-/// costs the same whatever the queue's length, and a turn is one transaction (`QueueStore.turn`): the outcomes of the
-/// transfers that ended since the last turn recorded (`TransferOutcomes`), the queue read, the chosen marked moving.
+/// costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that
+/// ended since the last one (`TransferOutcomes`), reads the queue and marks the chosen moving, in one transaction
+/// when there are outcomes.
 final class Scheduler: Sendable {
     private let context: EngineContext
     private let executor: TransferExecutor
@@ -87,10 +88,10 @@ final class Scheduler: Sendable {
         })
     }
 
-    /// Takes the outcomes waiting, and in one transaction writes them, reads the queue and marks what `choose`
-    /// picks moving (`QueueStore.turn`); then tells the outcomes. Returns the snapshot and the downloads marked
-    /// moving. A failure is the queue's: the outcomes' rows stay marked moving, and are queued again once nothing
-    /// runs (`HostEngine`'s loop).
+    /// Takes the outcomes waiting, writes them, reads the queue and marks what `choose` picks moving
+    /// (`QueueStore.turn`); then tells the outcomes. Returns the snapshot and the downloads marked moving. A failure
+    /// is the queue's: the outcomes' rows stay marked moving, and are queued again once nothing runs (`HostEngine`'s
+    /// loop).
     private func writeTurn(
         apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
         choose: ([QueuedDownload]) -> [QueuedDownload]

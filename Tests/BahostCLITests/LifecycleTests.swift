@@ -37,8 +37,6 @@ import TestSupport
         }
     }
 
-    func random(_ count: Int) -> Data { .random(count: count) }
-
     func run(_ plugin: String, _ app: App, event: String = "install", _ extra: [String] = []) throws -> Bahost.Result {
         try Bahost.run(
             ["run", "--plugin", plugin, "--event", event, "--info-plist", app.infoPlist, "--data-root", app.dataRoot.path,
@@ -54,7 +52,7 @@ import TestSupport
 
     @Test func wholeLifeCycleOverTLSWithTheCAOption() throws {
         let dir = "life-\(UUID().uuidString)"
-        let (one, two) = (random(1_500_000), random(2_500_000))
+        let (one, two) = (Data.random(count: 1_500_000), Data.random(count: 2_500_000))
         try nginx.serve(one, at: "\(dir)/level-1.pack")
         try nginx.serve(two, at: "\(dir)/level-2.pack")
         let manifest = """
@@ -88,7 +86,7 @@ import TestSupport
 
     @Test func policyRefusalsHappenBeforeAByteAndReachTheExtension() throws {
         let dir = "policy-\(UUID().uuidString)"
-        try nginx.serve(random(1000), at: "\(dir)/ok.pack")
+        try nginx.serve(Data.random(count: 1000), at: "\(dir)/ok.pack")
         let manifest = """
             ok 1000 optional \(nginx.http("\(dir)/ok.pack"))
             elsewhere 1000 optional https://assets.elsewhere.example/x.pack
@@ -130,7 +128,7 @@ import TestSupport
     /// behind other tests that block the cooperative pool, and miss the transfer.
     @Test func killedWithSIGKILLMidTransferTheHostResumesAndLosesNothing() throws {
         let dir = "slow/crash-\(UUID().uuidString)"
-        let (one, two) = (random(1_600_000), random(1_200_000))
+        let (one, two) = (Data.random(count: 1_600_000), Data.random(count: 1_200_000))
         try nginx.serve(one, at: "\(dir)/level-1.pack")
         try nginx.serve(two, at: "\(dir)/level-2.pack")
         let manifest = """
@@ -181,7 +179,7 @@ import TestSupport
     /// Synchronous for the same reason as the test above.
     @Test func killedWithSIGKILLAmongManySmallFilesNothingIsLostOrFetchedTwice() throws {
         let dir = "many-\(UUID().uuidString)"
-        let files = (0..<300).map { _ in random(8192 + Int.random(in: 0..<8192)) }
+        let files = (0..<300).map { _ in Data.random(count: 8192 + Int.random(in: 0..<8192)) }
         for (index, data) in files.enumerated() { try nginx.serve(data, at: "\(dir)/f\(index)") }
         let manifest = files.enumerated().map { index, data in "f\(index) \(data.count) optional \(nginx.http("\(dir)/f\(index)"))" }
         try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
@@ -271,7 +269,7 @@ import TestSupport
             umount.waitUntilExit()
         }
         let dir = "disk-\(UUID().uuidString)"
-        try nginx.serve(random(40_000_000), at: "\(dir)/big.pack")
+        try nginx.serve(Data.random(count: 40_000_000), at: "\(dir)/big.pack")
         try nginx.serve(Data("big 0 optional \(nginx.http("\(dir)/big.pack"))\n".utf8), at: "\(dir)/manifest.txt")
         let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], dataRoot: mountPoint)
 
@@ -285,7 +283,7 @@ import TestSupport
 
     @Test func aCompletionWhoseCallbackCrashedIsDeliveredAgainThenNeverAgain() throws {
         let dir = "once-\(UUID().uuidString)"
-        let body = random(100_000)
+        let body = Data.random(count: 100_000)
         try nginx.serve(body, at: "\(dir)/asset.pack")
         try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
         let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
@@ -301,7 +299,7 @@ import TestSupport
 
     @Test func uniqueIdentifiersFromExtensionCodeNeverNameAPathOrCollide() throws {
         let dir = "hostile-\(UUID().uuidString)"
-        let body = random(10_000)
+        let body = Data.random(count: 10_000)
         try nginx.serve(body, at: "\(dir)/asset.pack")
         try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
         let root = TestPlugins.scratch.appendingPathComponent("deep-\(UUID().uuidString)/a/b/c/data")
@@ -343,7 +341,7 @@ import TestSupport
 
     @Test func pausesSayWhetherTheyWaitForTheNetworkOrToRetry() throws {
         let faults = try FaultServer()
-        let body = random(5000)
+        let body = Data.random(count: 5000)
         faults.serve(body, at: "busy.pack", faults: [.status(503, retryAfter: "1")])
         let unreachable = "http://127.0.0.1:\(try Nginx.freePort())/gone.pack"
         faults.serve(Data("busy 5000 optional \(faults.url("busy.pack"))\ngone 10 optional \(unreachable)\n".utf8), at: "manifest.txt")

@@ -65,9 +65,9 @@ import Vocabulary
         #expect(rows["d3"]?.attempts == 1 && rows["d2"] == nil)
     }
 
-    /// A turn is one transaction: the outcomes are recorded first, the queue is then read as they left it (a finished
-    /// row is a pending completion, no longer moving), and only what `choose` picks of the runnable is marked moving;
-    /// an outcome whose row was cancelled is reported gone.
+    /// A turn with outcomes is one transaction: they are recorded first, the queue is then read as they left it (a
+    /// finished row is a pending completion, no longer moving), and only what `choose` picks of the runnable is marked
+    /// moving; an outcome whose row was cancelled is reported gone.
     @Test func aTurnReadsTheQueueAsItsOutcomesLeftIt() throws {
         let (store, _) = try store()
         _ = try store.enqueue((1...4).map { download("d\($0)") }, for: "app") { _, _ in nil }
@@ -91,6 +91,46 @@ import Vocabulary
         let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0) })
         #expect(rows["d1"]?.state == .finished && rows["d3"]?.state == .downloading && rows["d4"]?.state == .queued)
         #expect(rows["d2"] == nil)
+    }
+
+    /// A turn with no outcomes to record reads the queue on a reader and takes the writer only for what it starts: it
+    /// returns while another writer holds the queue (a content request's commit of 100,000 rows held the engine's
+    /// turn 0.85 s), and what it picked is marked moving only if it still waits when the writer is its own.
+    @Test func aTurnWithNothingToRecordDoesNotWaitForAnotherWriter() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue((1...3).map { download("d\($0)") }, for: "app") { _, _ in nil }
+        nonisolated(unsafe) let staging = try store.beginStaging(for: "app")
+        let extra = download("staged")
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let staged = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            // The writer held from inside a transaction, as a long admission holds it.
+            try? staging.stage([extra], check: { _ in holding.signal(); release.wait(); return nil }) { _, _ in nil }
+            staged.signal()
+        }
+        holding.wait()
+        // The writer goes after 5 s at the latest, so that a turn that waits for it fails rather than hangs.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 5) { release.signal() }
+        let start = ContinuousClock.now
+        let held = try store.turn(
+            recording: [], now: Date(), apps: ["app"], excluding: [], saturatedHosts: [], backgroundLimit: 2
+        ) { _ in [] }
+        let waited = ContinuousClock.now - start
+        release.signal()
+        staged.wait()
+        #expect(waited < .seconds(2), "the turn waited \(waited) for another writer")
+        #expect(held.snapshot.runnable.map(\.identifier) == ["d1", "d2"] && held.started.isEmpty)
+        // d1 is cancelled after the turn read it and before it marks it moving: only d2 starts.
+        let turn = try store.turn(
+            recording: [], now: Date(), apps: ["app"], excluding: [], saturatedHosts: [], backgroundLimit: 2
+        ) { runnable in
+            let first = runnable[0]
+            _ = try? store.cancel(appIdentifier: "app", uniqueIdentifier: first.uniqueIdentifier, identifier: "d1")
+            return runnable
+        }
+        #expect(turn.started.map(\.identifier) == ["d2"] && turn.started.map(\.state) == [.downloading])
+        let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0) })
+        #expect(rows["d1"] == nil && rows["d2"]?.state == .downloading && rows["d3"]?.state == .queued)
     }
 
     /// Delivery saves what it changes and nothing else: a copy of the row taken before its outcome was recorded

@@ -94,7 +94,7 @@ import TestSupport
     @Test(arguments: [LevelsApp.c, LevelsApp.cOnLibraryThread])
     func aChallengeAnsweredLaterFromAnotherThreadIsHeard(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService()
-        let secret = ExampleAppService.random(80_000)
+        let secret = Data.random(count: 80_000)
         try Nginx.shared.serve(secret, at: "private/\(service.dir)/later.pack")
         let result = try levelsApp.run(
             ["--schedule", "later=\(Nginx.shared.https("private/\(service.dir)/later.pack"))@80000", "--credential",

@@ -7,8 +7,6 @@ import TestSupport
 @Suite struct DelegateRoutingTests {
     let nginx = Nginx.shared
 
-    func random(_ count: Int) -> Data { ExampleAppService.random(count) }
-
     /// A daemon with the Swift example app installed: one essential and one other asset in its manifest.
     func installed() throws -> (ServiceDaemon, TestApp, String) {
         let service = try ExampleAppService()
@@ -18,7 +16,7 @@ import TestSupport
     @Test(arguments: LevelsApp.everyMode) func aRunningAppWithADelegateGetsItsCompletionsInsteadOfTheExtension(levelsApp: LevelsApp) throws {
         let appPath = try levelsApp.path
         let (daemon, app, dir) = try installed()
-        let extra = random(150_000)
+        let extra = Data.random(count: 150_000)
         try nginx.serve(extra, at: "\(dir)/extra.pack")
         // `bahost launch` waits for the essentials, then runs the app as this app.
         let launched = try Bahost.run([
@@ -42,7 +40,7 @@ import TestSupport
 
     @Test(arguments: LevelsApp.all) func anAppWithoutTheCompletionMethodsLeavesThemToTheExtension(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
-        try nginx.serve(random(120_000), at: "\(dir)/extra.pack")
+        try nginx.serve(Data.random(count: 120_000), at: "\(dir)/extra.pack")
         _ = try daemon.bahost(["launch", app.identifier])
         // Runs with a delegate that has only downloadDidBegin: begin reaches it, the completion goes to the extension.
         let running = try levelsApp.start(
@@ -61,7 +59,7 @@ import TestSupport
 
     @Test(arguments: LevelsApp.all) func withNoAppRunningTheExtensionIsWoken(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
-        try nginx.serve(random(100_000), at: "\(dir)/extra.pack")
+        try nginx.serve(Data.random(count: 100_000), at: "\(dir)/extra.pack")
         let scheduled = try levelsApp.run(
             ["--delegate", "none", "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@100000"], app: app.identifier,
             daemon: daemon)
@@ -72,7 +70,7 @@ import TestSupport
 
     @Test(arguments: LevelsApp.everyMode) func aChallengeIsAnsweredByTheAppsDelegate(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
-        let secret = random(90_000)
+        let secret = Data.random(count: 90_000)
         try nginx.serve(secret, at: "private/\(dir)/secret.pack")
         _ = try daemon.bahost(["launch", app.identifier])
         let url = nginx.https("private/\(dir)/secret.pack")

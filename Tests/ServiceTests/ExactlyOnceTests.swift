@@ -112,8 +112,8 @@ import TestSupport
     @Test func aServiceKilledDuringAWindowDeliversWhatReturnedOnceAndTheRestAgain() throws {
         let nginx = Nginx.shared
         let dir = "once-\(UUID().uuidString.prefix(8))"
-        try nginx.serve(ExampleAppService.random(50_000), at: "\(dir)/first.pack")
-        try nginx.serve(ExampleAppService.random(60_000), at: "\(dir)/second.pack")
+        try nginx.serve(Data.random(count: 50_000), at: "\(dir)/first.pack")
+        try nginx.serve(Data.random(count: 60_000), at: "\(dir)/second.pack")
         try nginx.serve(Data("""
             first \(nginx.https("\(dir)/first.pack")) 50000
             second \(nginx.https("\(dir)/second.pack")) 60000

@@ -11,7 +11,7 @@ import TestSupport
     /// with `credential` from the group's container.
     func install(credential: String?) throws -> (ServiceDaemon, TestApp, Data) {
         let dir = "auth-\(UUID().uuidString.prefix(8))"
-        let secret = ExampleAppService.random(80_000)
+        let secret = Data.random(count: 80_000)
         try nginx.serve(secret, at: "private/\(dir)/secret.pack")
         try nginx.serve(Data("secret \(nginx.https("private/\(dir)/secret.pack")) 80000\n".utf8), at: "\(dir)/manifest.txt")
         let app = try TestApp(

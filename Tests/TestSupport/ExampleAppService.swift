@@ -11,8 +11,8 @@ public struct ExampleAppService {
     public init(extra: [String] = []) throws {
         let nginx = Nginx.shared
         dir = "svc-\(UUID().uuidString.prefix(8))"
-        try nginx.serve(Self.random(300_000), at: "\(dir)/level-1.pack")
-        try nginx.serve(Self.random(200_000), at: "\(dir)/level-2.pack")
+        try nginx.serve(Data.random(count: 300_000), at: "\(dir)/level-1.pack")
+        try nginx.serve(Data.random(count: 200_000), at: "\(dir)/level-2.pack")
         try nginx.serve(Data("""
             {"assets": [
               {"id": "level-1", "url": "\(nginx.https("\(dir)/level-1.pack"))", "size": 300000, "essential": true},
@@ -29,10 +29,8 @@ public struct ExampleAppService {
 
     /// Serves `count` random bytes as `NAME.pack` in this service's folder; returns them and their URL.
     public func serve(_ name: String, _ count: Int) throws -> (data: Data, url: String) {
-        let data = Self.random(count)
+        let data = Data.random(count: count)
         try Nginx.shared.serve(data, at: "\(dir)/\(name).pack")
         return (data, Nginx.shared.https("\(dir)/\(name).pack"))
     }
-
-    public static func random(_ count: Int) -> Data { .random(count: count) }
 }
