@@ -39,7 +39,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // 2.100: the HTTP decoder's limits on a response's head (CVE-2026-28980: before, a server could send headers
+        // without end and the host kept them all).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -103,7 +105,13 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .target(name: "Policy", dependencies: ["CBAExtension", "Vocabulary", "AppConfig"]),
-        .target(name: "Queue", dependencies: ["CBAExtension", "Vocabulary", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The durable queue, and the names of a queued download's files (a long one's SHA-256: swift-crypto).
+        .target(
+            name: "Queue",
+            dependencies: [
+                "CBAExtension", "Vocabulary", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .target(
             name: "Transfer",
             dependencies: [

@@ -32,15 +32,34 @@ public struct AppConfiguration: Sendable, Hashable {
         public var domainAllowList: [String]
     }
 
-    /// Reads and checks an Info.plist.
+    /// The largest Info.plist read: Apple's are a few KB, and the service reads the files of every app a package
+    /// declares.
+    public static let maximumBytes = 1 << 20
+
+    /// Reads and checks an Info.plist: a regular file of at most `maximumBytes` (one linked to `/dev/zero` or a FIFO
+    /// would have the reader wait, or fill its memory, forever).
     public init(contentsOf url: URL) throws(AppConfigurationError) {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw AppConfigurationError(file: url.path, problem: "cannot be read: \(error.localizedDescription)")
+        func fail(_ problem: String) -> AppConfigurationError { AppConfigurationError(file: url.path, problem: problem) }
+        let fd = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw fail("cannot be read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw fail("is not a regular file") }
+        guard info.st_size <= Self.maximumBytes else {
+            throw fail("is \(info.st_size) bytes; the largest Info.plist read is \(Self.maximumBytes)")
         }
-        try self.init(infoPlist: data, file: url.path)
+        // Read to the limit whatever the size said: a file may grow while it is read.
+        var data = Data(count: Self.maximumBytes + 1)
+        var length = 0
+        while length < data.count {
+            let got = data.withUnsafeMutableBytes { read(fd, $0.baseAddress! + length, $0.count - length) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw fail("cannot be read: \(String(cString: strerror(errno)))") }
+            if got == 0 { break }
+            length += got
+        }
+        guard length <= Self.maximumBytes else { throw fail("is larger than \(Self.maximumBytes) bytes, the largest Info.plist read") }
+        try self.init(infoPlist: data.prefix(length), file: url.path)
     }
 
     /// Checks Info.plist bytes; `file` names them in errors.
@@ -69,8 +88,12 @@ public struct AppConfiguration: Sendable, Hashable {
 
         // Both name folders on disk: reverse-DNS names only.
         for (key, value) in [("CFBundleIdentifier", plist.CFBundleIdentifier), ("BAAppGroupID", plist.BAAppGroupID)] {
+            guard value.utf8.count <= Self.longestName else {
+                throw fail("\(key) is \(value.utf8.count) bytes long; the longest accepted is \(Self.longestName)")
+            }
+            // Quoted with its control characters escaped: the file is the app's, and this line reaches a terminal.
             guard Self.isReverseDNS(value) else {
-                throw fail("\(key) must be a reverse-DNS name (letters, digits, '-', '.'), not '\(value)'")
+                throw fail("\(key) must be a reverse-DNS name (letters, digits, '-', '.'), not \(value.debugDescription)")
             }
         }
         guard let manifestURL = URL(string: plist.BAManifestURL), let scheme = manifestURL.scheme?.lowercased(),
@@ -109,8 +132,11 @@ public struct AppConfiguration: Sendable, Hashable {
         }
     }
 
+    /// The longest bundle or app group identifier accepted, in bytes: each names a folder.
+    static let longestName = 200
+
     static func isReverseDNS(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 200 && !name.hasPrefix(".") && !name.contains("..")
+        !name.isEmpty && name.utf8.count <= longestName && !name.hasPrefix(".") && !name.contains("..")
             && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == ".") }
     }
 

@@ -69,7 +69,7 @@ public enum CompletionTicket {
             guard !exists(path) else { continue }
             if !created { try FileManager.default.createDirectory(at: deliveries, withIntermediateDirectories: true) }
             let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+            guard fd >= 0 else { throw TicketError(path: path, errno: errno) }
             close(fd)
             created = true
         }
@@ -81,6 +81,16 @@ public enum CompletionTicket {
                 close(folder)
             }
         }
+    }
+}
+
+/// A failed completion's ticket could not be made (the disk, or the container's folder).
+public struct TicketError: Error, CustomStringConvertible {
+    public var path: String
+    public var errno: Int32
+
+    public var description: String {
+        "cannot make the ticket of a failed download at \(path): \(String(cString: strerror(errno)))"
     }
 }
 

@@ -11,6 +11,11 @@ import Vocabulary
 struct ManifestFetch {
     let context: EngineContext
 
+    /// The largest manifest fetched, whatever the allowance: a manifest lists assets, and once the app has launched
+    /// nothing else would stop a server from filling the disk with one. A managed app's download manifest is read
+    /// up to the same size (`DownloadManifest.maximumBytes`).
+    static let maximumBytes: Int64 = 64 << 20
+
     /// The path of the fetched manifest, or why it could not be fetched.
     func fetch(for app: AppRecord) async -> Result<String, HostError> {
         let policy = app.policy
@@ -19,7 +24,8 @@ struct ManifestFetch {
         let partial = context.dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
         let limit = policy.allowance.unreservedBytesLeft(essential: false)
         let request = TransferRequest(
-            url: app.effectiveManifestURL, expectedSize: 0, partialPath: partial, byteLimit: limit,
+            url: app.effectiveManifestURL, expectedSize: 0, partialPath: partial,
+            byteLimit: min(limit ?? Self.maximumBytes, Self.maximumBytes),
             checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
         var attempt = 0
         while true {
@@ -41,7 +47,11 @@ struct ManifestFetch {
                 }
             case .failure(let error):
                 if error.code == TransferError.byteLimitExceeded {
-                    return .failure(Allowance.exceeded("the manifest", limit: limit ?? 0))
+                    guard let limit, limit < Self.maximumBytes else {
+                        return .failure(HostError.bahost(
+                            "the manifest is larger than \(Self.maximumBytes) bytes, the most bahost fetches for one"))
+                    }
+                    return .failure(Allowance.exceeded("the manifest", limit: limit))
                 }
                 let delay = context.settings.retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
                 guard let delay else {

@@ -68,12 +68,15 @@ public final class ExtensionWindow {
         } ?? [:]
         // Beyond the container, the sandbox lets the extension read this window's manifests and handle the files it
         // is given (in the service they lie in the container already; the harness keeps them in a scratch folder).
-        var readable: [String] = [], writable: [String] = []
+        // Each folder is named once: a delivery's files share one, and a line for each of 256 files made a variable
+        // past the kernel's limit for one (128 KiB) once the folder's path was 512 bytes long, and execve failed.
+        var readable: [String] = [], writable: [String] = [], named: Set<String> = []
         for event in events {
             switch event {
             case .contentRequest(_, let manifestPath, _): readable.append(manifestPath)
             case .downloadFinished(_, let filePath), .downloadFailed(_, _, ticket: let filePath?):
-                writable.append((filePath as NSString).deletingLastPathComponent)
+                let folder = (filePath as NSString).deletingLastPathComponent
+                if named.insert(folder).inserted { writable.append(folder) }
             default: break
             }
         }

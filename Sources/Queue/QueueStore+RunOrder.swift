@@ -59,21 +59,19 @@ extension QueueStore {
         recording outcomes: [QueuedDownload], now: Date, apps: Set<String>, excluding: Set<String>,
         saturatedHosts: Set<String>, backgroundLimit: Int?, choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) {
-        guard outcomes.isEmpty else {
-            return try database.write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
-                let gone = try Self.record(outcomes, db)
-                let snapshot = try Self.snapshot(
-                    db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                    backgroundLimit: backgroundLimit)
-                let started = try Self.markMoving(choose(snapshot.runnable), db)
-                return (snapshot, started, gone)
-            }
-        }
-        let snapshot = try database.read { db in
+        func read(_ db: Database) throws -> Snapshot {
             try Self.snapshot(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
                 backgroundLimit: backgroundLimit)
         }
+        guard outcomes.isEmpty else {
+            return try database.write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
+                let gone = try Self.record(outcomes, db)
+                let snapshot = try read(db)
+                return (snapshot, try Self.markMoving(choose(snapshot.runnable), db), gone)
+            }
+        }
+        let snapshot = try database.read(read)
         let chosen = choose(snapshot.runnable)
         guard !chosen.isEmpty else { return (snapshot, [], []) }
         return (snapshot, try database.write { db in try Self.markMoving(chosen, db) }, [])

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -48,9 +49,33 @@ final class BodyWriter: HTTPClientResponseDelegate {
         /// The body ended whole before the head was judged.
         var finishedEarly = false
         var lastReport = ContinuousClock.now
+        /// Where the current stretch of `MinimumRate` began (at the head), and the bytes it has brought.
+        var stretchStart = ContinuousClock.now
+        var stretchBytes: Int64 = 0
         /// Why the body was refused while it arrived (a bound passed, a failed write): reported as the end.
         var refusal: TransferError?
         var ended = false
+
+        /// Counts a part that arrived `now` toward the minimum rate; false (with `refusal` set) when the stretch that
+        /// ends with it brought too little.
+        mutating func keepsUp(_ buffer: ByteBuffer, now: ContinuousClock.Instant, _ rate: MinimumRate) -> Bool {
+            stretchBytes += Int64(buffer.readableBytes)
+            guard now - stretchStart >= rate.window else { return true }
+            guard stretchBytes >= rate.bytes else {
+                refusal = TransferError(
+                    .transient, code: -1001, domain: TransferError.urlDomain,  // NSURLErrorTimedOut
+                    message: "the server sent \(stretchBytes) bytes in \(Self.seconds(now - stretchStart)) s; a transfer "
+                        + "must bring at least \(rate.bytes) bytes every \(Self.seconds(rate.window)) s")
+                return false
+            }
+            stretchStart = now
+            stretchBytes = 0
+            return true
+        }
+
+        private static func seconds(_ duration: Duration) -> String {
+            String(format: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        }
 
         /// Writes one part within the bounds; false (with `refusal` set) when it cannot.
         mutating func write(_ buffer: ByteBuffer) -> Bool {
@@ -72,12 +97,17 @@ final class BodyWriter: HTTPClientResponseDelegate {
     private let continuation: AsyncStream<Event>.Continuation
     private let state = Mutex(State())
     private let progressInterval: Duration
+    private let minimumRate: MinimumRate
     /// Called the moment the body has ended whole, before the task hears of it.
     private let bodyEnded: @Sendable () -> Void
 
-    init(progressInterval: Duration = .milliseconds(100), bodyEnded: @escaping @Sendable () -> Void) {
+    init(
+        progressInterval: Duration = .milliseconds(100), minimumRate: MinimumRate = .default,
+        bodyEnded: @escaping @Sendable () -> Void
+    ) {
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
         self.progressInterval = progressInterval
+        self.minimumRate = minimumRate
         self.bodyEnded = bodyEnded
     }
 
@@ -127,6 +157,9 @@ final class BodyWriter: HTTPClientResponseDelegate {
     // MARK: HTTPClientResponseDelegate, on the event loop
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        // The body's pace counts from its head: the connection and the server's wait before answering are the
+        // timeouts' business.
+        state.withLock { $0.stretchStart = .now }
         continuation.yield(.head(status: Int(head.status.code), headers: head.headers))
         return task.eventLoop.makeSucceededVoidFuture()
     }
@@ -135,7 +168,9 @@ final class BodyWriter: HTTPClientResponseDelegate {
         enum Next {
             case read, wait(EventLoopPromise<Void>), refuse(TransferError), report(Int64)
         }
+        let now = ContinuousClock.now
         let next = state.withLock { state -> Next in
+            guard state.keepsUp(buffer, now: now, minimumRate) else { return .refuse(state.refusal!) }
             guard state.judged else {
                 state.held.append(buffer)
                 state.heldBytes += buffer.readableBytes
@@ -146,7 +181,6 @@ final class BodyWriter: HTTPClientResponseDelegate {
             }
             guard state.file != nil else { return .read }  // refused by `discard`: the request is being cancelled
             guard state.write(buffer) else { return .refuse(state.refusal!) }
-            let now = ContinuousClock.now
             guard now - state.lastReport >= progressInterval else { return .read }
             state.lastReport = now
             return .report(state.file!.length)

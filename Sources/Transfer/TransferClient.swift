@@ -15,20 +15,40 @@ public struct TransferConfiguration: Sendable {
     /// AsyncHTTPClient measures it between reads from the socket, which also pause while the host writes what it
     /// read; a disk that stalls that long fails the attempt as a timeout, which is transient: the retry resumes.
     public var readTimeout: Duration
+    /// The least a body must bring in over a stretch of time (`MinimumRate`).
+    public var minimumRate: MinimumRate
     /// Connections kept per host.
     public var connectionsPerHost: Int
     public var maximumRedirects: Int
 
     public init(
         additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
-        connectionsPerHost: Int = 2, maximumRedirects: Int = 10
+        minimumRate: MinimumRate = .default, connectionsPerHost: Int = 2, maximumRedirects: Int = 10
     ) {
         self.additionalCAFile = additionalCAFile
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
+        self.minimumRate = minimumRate
         self.connectionsPerHost = connectionsPerHost
         self.maximumRedirects = maximumRedirects
     }
+}
+
+/// The slowest a body may arrive: at least `bytes` in every `window`, or the attempt is given up as timed out
+/// (transient: the retry resumes, after a backoff that frees the transfer's slot). The read timeout alone let a
+/// server that sends a byte just within it hold a slot for ever, and with the global limit every other app's
+/// downloads (curl's `--speed-limit` and `--speed-time` do the same).
+public struct MinimumRate: Sendable, Hashable {
+    public var bytes: Int64
+    public var window: Duration
+
+    public init(bytes: Int64, window: Duration) {
+        self.bytes = bytes
+        self.window = window
+    }
+
+    /// 64 KiB a minute: a link a thousand times slower than a poor mobile one still passes.
+    public static let `default` = MinimumRate(bytes: 64 << 10, window: .seconds(60))
 }
 
 /// What the bytes already in a partial file were: resumes send it in `If-Range`.
@@ -162,7 +182,7 @@ public final class TransferClient: Sendable {
         while true {
             if let refusal = request.checkURL(url) { return .failure(refusal) }
             let offset = file.length
-            let writer = BodyWriter { observer.bodyEnded() }
+            let writer = BodyWriter(minimumRate: configuration.minimumRate) { observer.bodyEnded() }
             let task: HTTPClient.Task<Void>
             do {
                 task = client.execute(request: try request.httpRequest(url: url, offset: offset), delegate: writer)

@@ -3,7 +3,7 @@ import Foundation
 /// Where the host keeps everything, under one folder on one file system (so that finishing a file is a rename):
 ///
 ///     queue.sqlite                                   the durable queue
-///     transfers/UNIQUE-ID.part                       bytes still arriving
+///     transfers/UNIQUE-ID.part                       bytes still arriving (names: Queue's `DataRoot.fileName`)
 ///     containers/APP-GROUP/Library/Caches/BackgroundAssets/UNIQUE-ID
 ///                                                    finished files, handed to the app or extension to move
 ///     containers/APP-GROUP/Library/Application Support/BackgroundAssets/AssetPacks/PACK-ID/…
@@ -31,43 +31,8 @@ public struct DataRoot: Sendable, Hashable {
 
     public var queuePath: String { url.appendingPathComponent("queue.sqlite", isDirectory: false).path }
     public var transfers: URL { URL(fileURLWithPath: transfersPath, isDirectory: true) }
-    private var transfersPath: String { "\(path)/transfers" }
-
-    public func partialPath(for uniqueIdentifier: String) -> String {
-        "\(transfersPath)/\(Self.fileName(uniqueIdentifier)).part"
-    }
-
-    /// Where a finished download's file waits in `deliveries(for:)`.
-    public func finishedPath(for uniqueIdentifier: String, appGroupIdentifier: String) -> String {
-        "\(deliveriesPath(for: appGroupIdentifier))/\(Self.fileName(uniqueIdentifier))"
-    }
-
-    /// The file name for a download's unique identifier, which extension code chose: every byte outside
-    /// `A-Z a-z 0-9 -` is percent-encoded, so the name never holds a `/` or is `..`, and two identifiers never
-    /// share a name.
-    public static func fileName(_ uniqueIdentifier: String) -> String {
-        // Written into the string's storage directly: appended a scalar at a time, it showed in a small file's profile.
-        let utf8 = uniqueIdentifier.utf8
-        return String(unsafeUninitializedCapacity: utf8.count * 3) { name in
-            var count = 0
-            for byte in utf8 {
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
-                    name[count] = byte
-                    count += 1
-                default:
-                    name[count] = UInt8(ascii: "%")
-                    name[count + 1] = hexDigits[Int(byte >> 4)]
-                    name[count + 2] = hexDigits[Int(byte & 0xF)]
-                    count += 3
-                }
-            }
-            return count
-        }
-    }
-
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+    /// `transfers`' path, made as text.
+    public var transfersPath: String { "\(path)/transfers" }
 
     /// The app group's container: the folder the app and its extension share.
     public func container(for appGroupIdentifier: String) -> URL {
@@ -81,7 +46,8 @@ public struct DataRoot: Sendable, Hashable {
         URL(fileURLWithPath: deliveriesPath(for: appGroupIdentifier), isDirectory: true)
     }
 
-    private func deliveriesPath(for appGroupIdentifier: String) -> String {
+    /// `deliveries(for:)`' path, made as text.
+    public func deliveriesPath(for appGroupIdentifier: String) -> String {
         "\(containerPath(for: appGroupIdentifier))/Library/Caches/BackgroundAssets"
     }
 

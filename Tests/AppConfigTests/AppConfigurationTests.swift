@@ -117,6 +117,12 @@ import Testing
         var values = Self.complete
         values["CFBundleIdentifier"] = "com.example/../x"
         #expect(try problem(values)?.hasPrefix("CFBundleIdentifier must be a reverse-DNS name") == true)
+        // The limit is named, and what the file holds is quoted with its control characters escaped.
+        values = Self.complete
+        values["BAAppGroupID"] = "group." + String(repeating: "a", count: 195)
+        #expect(try problem(values) == "BAAppGroupID is 201 bytes long; the longest accepted is 200")
+        values["BAAppGroupID"] = "group.\u{1B}[2J"
+        #expect(try problem(values) == #"BAAppGroupID must be a reverse-DNS name (letters, digits, '-', '.'), not "group.\u{1B}[2J""#)
     }
 
     @Test func notAPropertyListAndUnreadableFilesAreSaidSo() throws {
@@ -125,5 +131,29 @@ import Testing
         let error = #expect(throws: AppConfigurationError.self) { try AppConfiguration(contentsOf: missing) }
         #expect(error?.file == "/nonexistent/Info.plist")
         #expect(error?.problem.hasPrefix("cannot be read") == true)
+    }
+
+    /// An Info.plist is a regular file of at most 1 MiB: one linked to /dev/zero filled the reader's memory, and a
+    /// FIFO had it wait forever. A file of its own passes.
+    @Test func onlyARegularFileOfBoundedSizeIsRead() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("plist-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func problem(_ name: String) -> String? {
+            do {
+                _ = try AppConfiguration(contentsOf: folder.appendingPathComponent(name))
+                return nil
+            } catch {
+                return error.problem
+            }
+        }
+        try plist(Self.complete).write(to: folder.appendingPathComponent("Info.plist"))
+        #expect(problem("Info.plist") == nil)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("zero").path, withDestinationPath: "/dev/zero")
+        #expect(problem("zero") == "is not a regular file")
+        #expect(mkfifo(folder.appendingPathComponent("fifo").path, 0o600) == 0)
+        #expect(problem("fifo") == "is not a regular file")
+        try Data(count: (1 << 20) + 1).write(to: folder.appendingPathComponent("large"))
+        #expect(problem("large") == "is 1048577 bytes; the largest Info.plist read is 1048576")
     }
 }

@@ -43,6 +43,16 @@ import TestSupport
              "--retry-delay", "0.05", "--json"] + extra)
     }
 
+    /// An asset of `size` random bytes served in a folder of its own, and an app whose manifest is its one line
+    /// "URL SIZE" (the probes' format).
+    func appWithOneAsset(_ name: String, size: Int, dataRoot: URL? = nil) throws -> (App, Data) {
+        let dir = "\(name)-\(UUID().uuidString)"
+        let body = Data.random(count: size)
+        try nginx.serve(body, at: "\(dir)/asset.pack")
+        try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
+        return (try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], dataRoot: dataRoot), body)
+    }
+
     func names(_ result: Bahost.Result) -> [String] {
         result.events().map { event in
             let name = event["event"] as? String ?? "?"
@@ -122,6 +132,22 @@ import TestSupport
             #expect(logs.contains { $0.hasPrefix("BAManifestURL failed: BAErrorDomain \(code)") })
             #expect(!names(result).contains("window") || result.events("window").count == 1)
         }
+    }
+
+    /// Whatever the allowance, a manifest is fetched up to 64 MiB: once the app has launched nothing else limited it,
+    /// and a server could fill the disk with one. Nothing of it is left behind.
+    @Test func aManifestPastBahostsLimitIsRefusedWhateverTheAllowance() throws {
+        let dir = "manifest-\(UUID().uuidString)"
+        try nginx.serve(Data(count: (64 << 20) + 1), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], allowance: 1 << 40)
+        let result = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback"])
+        #expect(result.status == 9)
+        let error = result.events("manifestFailed").first?["error"] as? [String: Any]
+        #expect(error?["message"] as? String == "the manifest is larger than 67108864 bytes, the most bahost fetches for one")
+        let logs = result.events("window").flatMap { ($0["log"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String } }
+        #expect(logs.contains { $0.hasPrefix("BAManifestURL failed: BAHostErrorDomain") }, "\(logs)")
+        #expect(app.leftovers().isEmpty && (try? FileManager.default.contentsOfDirectory(
+            atPath: app.dataRoot.appendingPathComponent("transfers").path))?.isEmpty != false)
     }
 
     /// Synchronous on purpose: it polls with usleep on its own thread, where an async sleep could wait for seconds
@@ -282,11 +308,7 @@ import TestSupport
     }
 
     @Test func aCompletionWhoseCallbackCrashedIsDeliveredAgainThenNeverAgain() throws {
-        let dir = "once-\(UUID().uuidString)"
-        let body = Data.random(count: 100_000)
-        try nginx.serve(body, at: "\(dir)/asset.pack")
-        try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
-        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+        let (app, body) = try appWithOneAsset("once", size: 100_000)
 
         let result = try run(try TestPlugins.c("probes/crash_once_on_finish"), app, ["--allow-insecure-loopback"])
         #expect(result.status == 0)
@@ -297,24 +319,28 @@ import TestSupport
         #expect(app.leftovers().isEmpty)
     }
 
+    /// Unique identifiers that climb out of a folder, or repeat another's, never name a path outside the data root or
+    /// a file twice. Nor do the longest (1,024 bytes; Apple's own form holds the app group's identifier): once
+    /// percent-encoded such a name passed the file system's 255 bytes, every transfer failed (ENAMETOOLONG), and
+    /// delivery retried its ticket once a second without end.
     @Test func uniqueIdentifiersFromExtensionCodeNeverNameAPathOrCollide() throws {
-        let dir = "hostile-\(UUID().uuidString)"
-        let body = Data.random(count: 10_000)
-        try nginx.serve(body, at: "\(dir)/asset.pack")
-        try nginx.serve(Data("\(nginx.http("\(dir)/asset.pack")) \(body.count)\n".utf8), at: "\(dir)/manifest.txt")
         let root = TestPlugins.scratch.appendingPathComponent("deep-\(UUID().uuidString)/a/b/c/data")
-        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], dataRoot: root)
+        let (app, _) = try appWithOneAsset("hostile", size: 10_000, dataRoot: root)
 
         let result = try run(try TestPlugins.c("probes/hostile_unique_identifier"), app, ["--allow-insecure-loopback"])
         #expect(result.status == 0, "\(result.stdout)")
         let finished = result.events("finished")
-        #expect(Set(finished.compactMap { $0["identifier"] as? String }) == ["first", "second"])
+        #expect(Set(finished.compactMap { $0["identifier"] as? String }) == ["first", "second", "long-1", "long-2"])
         let unique = Set(finished.compactMap { $0["uniqueIdentifier"] as? String })
-        #expect(unique.count == 2)
-        // Everything stayed inside the data root.
-        for path in finished.compactMap({ $0["path"] as? String }) {
+        #expect(unique.count == 4)
+        // Everything stayed inside the data root, each in a file of its own whose name fits.
+        let paths = finished.compactMap { $0["path"] as? String }
+        #expect(Set(paths).count == 4)
+        for path in paths {
             #expect(URL(fileURLWithPath: path).standardizedFileURL.path.hasPrefix(root.path + "/"))
+            #expect(URL(fileURLWithPath: path).lastPathComponent.utf8.count <= 248, "\(path)")
         }
+        #expect(names(result).filter { $0.hasPrefix("delivered ") }.count == 4)
         var escaped = root
         for _ in 0..<4 { escaped.deleteLastPathComponent() }
         #expect(!FileManager.default.fileExists(atPath: escaped.appendingPathComponent("escaped").path))

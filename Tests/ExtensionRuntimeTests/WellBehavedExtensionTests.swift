@@ -149,6 +149,35 @@ import Vocabulary
         #expect(outcome.log.last?.message == "file-\(count) finished, but there is nowhere to keep it")
     }
 
+    /// A delivery's files lie in one folder, which the window's sandbox lets the extension write: named once, not
+    /// once a file. A line a file made the variable that carries them past the kernel's limit for one (128 KiB)
+    /// with a folder 600 bytes long, and the window never started (execve: E2BIG).
+    @Test func aBatchOfFilesFromAFolderWithALongPathReachesTheExtension() throws {
+        var folder = TestPlugins.scratch.appendingPathComponent("long-\(UUID().uuidString)")
+        for part in 0..<3 { folder.appendPathComponent(String(repeating: "\(part)", count: 200)) }
+        let container = TestPlugins.scratch.appendingPathComponent("container-\(UUID().uuidString)")
+        for made in [folder, container] { try FileManager.default.createDirectory(at: made, withIntermediateDirectories: true) }
+        #expect(folder.path.utf8.count > 600)
+        let count = 256
+        let events: [WindowEvent] = try (1...count).map { index in
+            let file = folder.appendingPathComponent("file-\(index)")
+            try Data("\(index)".utf8).write(to: file)
+            return .downloadFinished(
+                Download(identifier: "file-\(index)", url: "https://a.example.com/\(index)",
+                         applicationGroupIdentifier: "group.g", fileSize: 8),
+                filePath: file.path)
+        }
+        let appGroup = ExtensionWindow.AppGroup(identifier: "group.g", container: container.path)
+        let outcome = try ExtensionWindow(
+            pluginPath: try TestPlugins.c("example_extension"), limits: shortLimits, appGroup: appGroup
+        ).run(events, services: inMemoryServices())
+        #expect(outcome.stopReason == .returned)
+        #expect(outcome.completedEvents == count)
+        // The example extension keeps each file in its container: the sandbox let it take them from the folder.
+        let kept = try FileManager.default.contentsOfDirectory(atPath: container.appendingPathComponent("Assets").path)
+        #expect(Set(kept) == Set((1...count).map { "file-\($0)" }))
+    }
+
     /// The host's table names the host, its release (the one `bahost --version` prints) and its ABI.
     @Test func theHostTableSaysWhichHostItIs() throws {
         let outcome = try runContentRequest(try TestPlugins.c("probes/host_identity"))

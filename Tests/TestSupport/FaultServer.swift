@@ -24,6 +24,8 @@ public final class FaultServer: Sendable {
         case redirect(String)
         /// The normal response, `chunk` bytes at a time, `every` apart.
         case trickle(chunk: Int, every: Duration)
+        /// 200, then header lines of 1 KB to `bytes` in all, never the blank line that ends the head, then a close.
+        case headerFlood(bytes: Int)
     }
 
     public struct Request: Sendable {
@@ -124,6 +126,10 @@ private final class FaultHandler: ChannelInboundHandler, @unchecked Sendable {
             return send(context, head(code, extra), body: Data(), then: .close)
         case .redirect(let location)?:
             return send(context, head(302, ["Location": location, "Content-Length": "0"]), body: Data(), then: .close)
+        case .headerFlood(let bytes)?:
+            let line = "X-Flood: \(String(repeating: "a", count: 1014))\r\n"
+            let lines = String(repeating: line, count: max(1, bytes / line.utf8.count))
+            return send(context, Data("HTTP/1.1 200 Fault\r\n\(lines)".utf8), body: Data(), then: .close)
         case .wrongLength(let length)?:
             let body = Data(repeating: 0x61, count: length)
             return send(context, head(200, ["Content-Length": "\(length)", "ETag": entry.etag]), body: body, then: .close)

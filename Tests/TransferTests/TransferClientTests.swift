@@ -35,10 +35,11 @@ import TestSupport
     /// without it). The read timeout is long: tests share two cores, and a starved consumer is not a silent server.
     func withClient(
         readTimeout: Duration = .seconds(30), ca: String? = nil, connectTimeout: Duration = .seconds(10),
-        _ body: (TransferClient) async throws -> Void
+        minimumRate: MinimumRate = .default, _ body: (TransferClient) async throws -> Void
     ) async throws {
         let client = try TransferClient(
-            TransferConfiguration(additionalCAFile: ca, connectTimeout: connectTimeout, readTimeout: readTimeout))
+            TransferConfiguration(
+                additionalCAFile: ca, connectTimeout: connectTimeout, readTimeout: readTimeout, minimumRate: minimumRate))
         do {
             try await body(client)
         } catch {
@@ -302,6 +303,32 @@ import TestSupport
             let done = try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get()
             #expect(done == Int64(body.count))
             #expect(contents(path) == body)
+        }
+    }
+
+    /// A server that sends just often enough for the read timeout, but too little, gives the transfer up as timed
+    /// out once a stretch of the minimum rate has passed: the slot is freed, and the retry resumes what came.
+    @Test func aServerThatSendsTooSlowlyTimesOutAndTheTransferResumes() async throws {
+        let body = data(40_000)
+        let name = "slow-\(UUID().uuidString)"
+        // 1,000 bytes a second, against at least 20,000 in every second.
+        Self.faults.serve(body, at: name, faults: [.trickle(chunk: 100, every: .milliseconds(100))])
+        try await withClient(minimumRate: MinimumRate(bytes: 20_000, window: .seconds(1))) { client in
+            let path = partial()
+            let recorder = Recorder()
+            let start = ContinuousClock.now
+            guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
+            else { Issue.record("a server sending 1,000 bytes a second kept up with 20,000"); return }
+            #expect(error.kind == .transient && error.code == -1001, "\(error)")
+            #expect(error.error.message.contains("s; a transfer must bring at least 20000 bytes every 1.0 s"), "\(error)")
+            #expect(ContinuousClock.now - start < .seconds(10))
+            let kept = contents(path).count
+            #expect(kept > 0 && kept < body.count)
+            let validator = recorder.began.withLock { $0.first?.0 }
+            let done = try await client.perform(request(Self.faults.url(name), size: body.count, path: path, validator: validator), observer: recorder).get()
+            #expect(done == Int64(body.count))
+            #expect(contents(path) == body)
+            #expect(recorder.began.withLock { $0.last?.1 } == Int64(kept))
         }
     }
 

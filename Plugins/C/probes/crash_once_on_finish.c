@@ -13,14 +13,10 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
     (void)ext, (void)request, (void)info;
     char url[1024];
     long long size = 0;
-    FILE *manifest = fopen(manifest_path, "r");
-    if (!manifest) return;
-    if (fscanf(manifest, "%1023s %lld", url, &size) == 2) {
-        ba_download_t d = {.struct_size = sizeof d, .identifier = "asset", .url = url,
-                           .application_group_identifier = "group.com.example.levels", .file_size = size};
-        sink->add(sink, &d);
-    }
-    fclose(manifest);
+    if (!read_url_and_size(manifest_path, url, &size)) return;
+    ba_download_t d = {.struct_size = sizeof d, .identifier = "asset", .url = url,
+                       .application_group_identifier = "group.com.example.levels", .file_size = size};
+    sink->add(sink, &d);
 }
 
 static void download_finished(const ba_extension_t *ext, const ba_download_t *download, const char *file_path) {

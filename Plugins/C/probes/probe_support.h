@@ -1,4 +1,4 @@
-/* What several probes share: their manifest format, and keeping a finished file in the app group's container. */
+/* What several probes share: their manifest formats, and keeping a finished file in the app group's container. */
 #ifndef PROBES_PROBE_SUPPORT_H
 #define PROBES_PROBE_SUPPORT_H
 
@@ -18,6 +18,15 @@ static inline void add_manifest_lines(const char *manifest_path, const ba_downlo
         sink->add(sink, &d);
     }
     fclose(manifest);
+}
+
+/* Reads a manifest of one line, "URL SIZE", into `url` (1,024 bytes) and `size`; false when it does not hold one. */
+static inline int read_url_and_size(const char *manifest_path, char url[1024], long long *size) {
+    FILE *manifest = fopen(manifest_path, "r");
+    if (!manifest) return 0;
+    int fields = fscanf(manifest, "%1023s %lld", url, size);
+    fclose(manifest);
+    return fields == 2;
 }
 
 /* Moves the finished file into the app group's container, named after the download, and logs "kept ID". */
