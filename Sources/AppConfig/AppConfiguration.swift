@@ -49,17 +49,14 @@ public struct AppConfiguration: Sendable, Hashable {
             throw fail("is \(info.st_size) bytes; the largest Info.plist read is \(Self.maximumBytes)")
         }
         // Read to the limit whatever the size said: a file may grow while it is read.
-        var data = Data(count: Self.maximumBytes + 1)
-        var length = 0
-        while length < data.count {
-            let got = data.withUnsafeMutableBytes { read(fd, $0.baseAddress! + length, $0.count - length) }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { throw fail("cannot be read: \(String(cString: strerror(errno)))") }
-            if got == 0 { break }
-            length += got
+        let data: Data
+        do {
+            data = try FileHandle(fileDescriptor: fd, closeOnDealloc: false).read(upToCount: Self.maximumBytes + 1) ?? Data()
+        } catch {
+            throw fail("cannot be read: \(error.localizedDescription)")
         }
-        guard length <= Self.maximumBytes else { throw fail("is larger than \(Self.maximumBytes) bytes, the largest Info.plist read") }
-        try self.init(infoPlist: data.prefix(length), file: url.path)
+        guard data.count <= Self.maximumBytes else { throw fail("is larger than \(Self.maximumBytes) bytes, the largest Info.plist read") }
+        try self.init(infoPlist: data, file: url.path)
     }
 
     /// Checks Info.plist bytes; `file` names them in errors.

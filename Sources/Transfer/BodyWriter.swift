@@ -49,7 +49,7 @@ final class BodyWriter: HTTPClientResponseDelegate {
         /// The body ended whole before the head was judged.
         var finishedEarly = false
         var lastReport = ContinuousClock.now
-        /// Where the current stretch of `MinimumRate` began (at the head), and the bytes it has brought.
+        /// Where the current stretch of `MinimumRate` began (the file lent at first), and the bytes it has brought.
         var stretchStart = ContinuousClock.now
         var stretchBytes: Int64 = 0
         /// Why the body was refused while it arrived (a bound passed, a failed write): reported as the end.
@@ -119,6 +119,9 @@ final class BodyWriter: HTTPClientResponseDelegate {
             state.bounds = bounds
             state.judged = true
             state.lastReport = .now
+            // The body's pace counts from here: before the head is judged the socket may wait for the host, and
+            // the connection and the server's first answer are the timeouts' business.
+            state.stretchStart = .now
             for part in state.held where !state.write(part) { break }
             state.held = []
             state.heldBytes = 0
@@ -157,9 +160,6 @@ final class BodyWriter: HTTPClientResponseDelegate {
     // MARK: HTTPClientResponseDelegate, on the event loop
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        // The body's pace counts from its head: the connection and the server's wait before answering are the
-        // timeouts' business.
-        state.withLock { $0.stretchStart = .now }
         continuation.yield(.head(status: Int(head.status.code), headers: head.headers))
         return task.eventLoop.makeSucceededVoidFuture()
     }
@@ -170,7 +170,6 @@ final class BodyWriter: HTTPClientResponseDelegate {
         }
         let now = ContinuousClock.now
         let next = state.withLock { state -> Next in
-            guard state.keepsUp(buffer, now: now, minimumRate) else { return .refuse(state.refusal!) }
             guard state.judged else {
                 state.held.append(buffer)
                 state.heldBytes += buffer.readableBytes
@@ -180,7 +179,7 @@ final class BodyWriter: HTTPClientResponseDelegate {
                 return .wait(promise)
             }
             guard state.file != nil else { return .read }  // refused by `discard`: the request is being cancelled
-            guard state.write(buffer) else { return .refuse(state.refusal!) }
+            guard state.keepsUp(buffer, now: now, minimumRate), state.write(buffer) else { return .refuse(state.refusal!) }
             guard now - state.lastReport >= progressInterval else { return .read }
             state.lastReport = now
             return .report(state.file!.length)

@@ -316,12 +316,10 @@ import TestSupport
         try await withClient(minimumRate: MinimumRate(bytes: 20_000, window: .seconds(1))) { client in
             let path = partial()
             let recorder = Recorder()
-            let start = ContinuousClock.now
             guard case .failure(let error) = await client.perform(request(Self.faults.url(name), size: body.count, path: path), observer: recorder)
             else { Issue.record("a server sending 1,000 bytes a second kept up with 20,000"); return }
             #expect(error.kind == .transient && error.code == -1001, "\(error)")
             #expect(error.error.message.contains("s; a transfer must bring at least 20000 bytes every 1.0 s"), "\(error)")
-            #expect(ContinuousClock.now - start < .seconds(10))
             let kept = contents(path).count
             #expect(kept > 0 && kept < body.count)
             let validator = recorder.began.withLock { $0.first?.0 }

@@ -122,19 +122,17 @@ import TestSupport
     }
 
     /// A server that never ends its head is cut off at the HTTP decoder's limit (swift-nio 2.100 and later; before
-    /// it, the decoder kept every header it was sent, and the transfer ended only when the server closed): the
-    /// response is malformed (-1011), at once.
+    /// it, the decoder kept every header it was sent, and the transfer ended only when the server closed, as a lost
+    /// connection): the response is malformed (-1011).
     @Test func aHeadThatNeverEndsIsRefusedAtTheDecodersLimit() async throws {
         let flood = "flood-\(UUID().uuidString)"
         Self.faults.serve(body(100), at: flood, faults: [.headerFlood(bytes: 16 << 20)])
-        let start = ContinuousClock.now
         guard case .failure(let error) = try await perform(request(Self.faults.url(flood))) else {
             Issue.record("a head of 16 MiB was accepted")
             return
         }
         #expect(error.code == -1011 && error.error.domain == "NSURLErrorDomain", "\(error)")
         #expect(error.error.message.contains("header"), "\(error)")
-        #expect(ContinuousClock.now - start < .seconds(5))
     }
 
     /// The classification of failures no local server can provoke on demand.
