@@ -60,12 +60,15 @@ let package = Package(
             path: "SDK/Swift/BackgroundAssets"),
         .target(name: "StoreKit", dependencies: ["BackgroundAssets"], path: "SDK/Swift/StoreKit"),
         // ba/app.h implemented over the Swift SDK's app side: one implementation of the service's protocol.
+        // `-z nodelete`: a host's dlclose (LuaJIT's at lua_close) leaves it loaded, since the Swift runtime and
+        // libdispatch it brings cannot be unmapped under the pool threads they started.
         .target(
             name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension", "Vocabulary"],
             path: "SDK/Swift/CLibrary",
             linkerSettings: [
                 .unsafeFlags([
                     "-Xlinker", "--version-script=SDK/C/libbackgroundassets.map", "-Xlinker", "-soname=libbackgroundassets.so.1",
+                    "-Xlinker", "-z", "-Xlinker", "nodelete",
                 ])
             ]),
         // The value types every layer shares (a download, an error, a content request, window limits, the data

@@ -89,6 +89,22 @@ import TestSupport
         }
     }
 
+    /// A host that unloads the library after using it (LÖVE's LuaJIT dlcloses it when the game quits) goes on
+    /// living: the library stays loaded, since the Swift runtime it brings cannot be unloaded under the threads it
+    /// started (before, the game crashed at its exit, now and then).
+    @Test func aHostThatUnloadsTheLibraryLivesOn() throws {
+        let service = try ExampleAppService()
+        let program = try TestPlugins.cApp("apps/unloading_app", linked: false)
+        let library = TestPlugins.buildFolder.appendingPathComponent("libbackgroundassets.so").path
+        let result = try service.daemon.launch(service.app.identifier, program, [library, "6"])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let answers = result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let passed = answers.filter { $0["ok"] as? Bool == true }.compactMap { $0["case"] as? String }
+        #expect(passed == ["use", "dlclose", "still-loaded", "lived-on"], "\(result.stdout)\n\(result.stderr)")
+    }
+
     /// A challenge answered after its callback returned, from a thread of the app's own (ba_challenge_reply_t's
     /// rule), in both ways of taking callbacks: the download goes on with the credential.
     @Test(arguments: [LevelsApp.c, LevelsApp.cOnLibraryThread])

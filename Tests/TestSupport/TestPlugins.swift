@@ -29,8 +29,9 @@ public enum TestPlugins {
     }
 
     /// Compiles `Plugins/C/<relativePath>.c` once per test process into a program linked with the app's C library
-    /// (`libbackgroundassets.so`, built beside the test bundle), and returns its path.
-    public static func cApp(_ relativePath: String) throws -> String {
+    /// (`libbackgroundassets.so`, built beside the test bundle), and returns its path. `linked: false` leaves the
+    /// library out, for a program that loads it itself with `dlopen`.
+    public static func cApp(_ relativePath: String, linked: Bool = true) throws -> String {
         try built.withLock { built in
             let key = "program:\(relativePath)"
             if let path = built[key] { return path }
@@ -42,7 +43,8 @@ public enum TestPlugins {
             if !FileManager.default.fileExists(atPath: versioned) {
                 try FileManager.default.createSymbolicLink(atPath: versioned, withDestinationPath: library)
             }
-            try compile(source, to: output, ["-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(scratch.path)"])
+            try compile(
+                source, to: output, linked ? ["-L", buildFolder.path, "-lbackgroundassets", "-Wl,-rpath,\(scratch.path)"] : [])
             built[key] = output
             return output
         }

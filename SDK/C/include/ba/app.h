@@ -19,7 +19,10 @@
  * - BA_APP_CALLBACKS_ON_DISPATCH: only inside ba_app_dispatch, on the thread that calls it. ba_app_fd is a
  *   descriptor that polls readable while callbacks wait: add it to the app's own loop (poll, epoll, SDL's, a game
  *   engine's), the pattern of libcurl's multi interface and sd-bus. Nothing runs on the app's thread otherwise.
- * Either way a callback may call any function of this API except ba_app_disconnect and ba_app_dispatch. */
+ * Either way a callback may call any function of this API except ba_app_disconnect and ba_app_dispatch.
+ *
+ * A host may load the library with dlopen (a scripting layer's FFI, an engine's module); dlclose then leaves it
+ * loaded (it is linked -z nodelete): the Swift runtime inside it cannot be unmapped under its own threads. */
 #ifndef BA_APP_H
 #define BA_APP_H
 
