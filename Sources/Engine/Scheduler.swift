@@ -3,7 +3,8 @@ import Policy
 import Queue
 import Synchronization
 
-/// Decides what runs next and starts it: best first (foreground, essential, priority, age), within the global and
+/// Decides what runs next and starts it: foreground first, then the background slots shared between apps (the
+/// next to the app with the fewest running; within an app, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
 /// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start, so a turn
 /// costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that
@@ -31,7 +32,7 @@ final class Scheduler: Sendable {
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         let settings = context.settings
         while true {
-            let (runningNow, perHost) = running.current()
+            let (runningNow, perHost, perApp) = running.current()
             var count = running.slotsTaken
             var hosts = perHost
             // Candidates turned away because their host filled up during this pass: another pass, with that host
@@ -40,7 +41,7 @@ final class Scheduler: Sendable {
             let (snapshot, started) = try writeTurn(
                 apps: apps, excluding: runningNow,
                 saturatedHosts: Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys),
-                backgroundLimit: settings.maximumConcurrentTransfers - count
+                backgroundLimit: settings.maximumConcurrentTransfers - count, running: perApp
             ) { runnable in
                 var chosen: [QueuedDownload] = []
                 for download in runnable {
@@ -73,7 +74,7 @@ final class Scheduler: Sendable {
         let uniqueIdentifier = download.uniqueIdentifier
         // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
         // lock, since making it wakes a transfer thread.
-        running.add(uniqueIdentifier, host: download.host)
+        running.add(uniqueIdentifier, host: download.host, app: download.appIdentifier)
         running.attach(uniqueIdentifier, Task(executorPreference: executor) { [context] in
             // The job (its paths percent-encoded) is made on the transfer's thread: the turn, which starts every
             // transfer, is what the next one waits for.
@@ -94,12 +95,12 @@ final class Scheduler: Sendable {
     /// loop).
     private func writeTurn(
         apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
-        choose: ([QueuedDownload]) -> [QueuedDownload]
+        running: [String: Int], choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (QueueStore.Snapshot, [QueuedDownload]) {
         try recordingOutcomes { rows in
             let (snapshot, started, gone) = try context.store.turn(
                 recording: rows, now: Date(), apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit, choose: choose)
+                backgroundLimit: backgroundLimit, running: running, choose: choose)
             return ((snapshot, started), gone)
         }
     }
@@ -140,7 +141,7 @@ final class Scheduler: Sendable {
     }
 }
 
-/// The transfers running now: their host (for the per-host cap) and task (to stop one).
+/// The transfers running now: their host (for the per-host cap), app (for sharing the slots) and task (to stop one).
 ///
 /// The limits count transfers on the network. One whose body has ended gives its slot to the next while its file
 /// is synced and its outcome recorded (`releaseSlot`): with many small files the sync and the queue's write are
@@ -149,6 +150,7 @@ final class Scheduler: Sendable {
 final class RunningTransfers: Sendable {
     private struct Entry {
         var host: String
+        var app: String
         /// Nil until `attach`.
         var task: Task<Void, Never>?
         /// A cancel that came before the task was attached.
@@ -164,13 +166,16 @@ final class RunningTransfers: Sendable {
         var entries: [String: Entry] = [:]
         var slotsTaken = 0
         var finishing = 0
-        /// Slots taken per host.
+        /// Slots taken per host, and per app.
         var perHost: [String: Int] = [:]
+        var perApp: [String: Int] = [:]
 
         mutating func freeSlot(of entry: Entry) {
             slotsTaken -= 1
             perHost[entry.host, default: 1] -= 1
             if perHost[entry.host] == 0 { perHost[entry.host] = nil }
+            perApp[entry.app, default: 1] -= 1
+            if perApp[entry.app] == 0 { perApp[entry.app] = nil }
         }
     }
 
@@ -179,20 +184,21 @@ final class RunningTransfers: Sendable {
     var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
     var tasks: [Task<Void, Never>] { state.withLock { $0.entries.values.compactMap(\.task) } }
 
-    /// Their unique identifiers, and how many of those holding a slot run per host.
-    func current() -> (Set<String>, [String: Int]) {
-        state.withLock { (Set($0.entries.keys), $0.perHost) }
+    /// Their unique identifiers, and how many of those holding a slot run per host and per app.
+    func current() -> (Set<String>, perHost: [String: Int], perApp: [String: Int]) {
+        state.withLock { (Set($0.entries.keys), $0.perHost, $0.perApp) }
     }
 
     /// How many hold a slot.
     var slotsTaken: Int { state.withLock { $0.slotsTaken } }
 
     /// Records a transfer as running before its task exists (the task removes it when it ends).
-    func add(_ uniqueIdentifier: String, host: String) {
+    func add(_ uniqueIdentifier: String, host: String, app: String) {
         state.withLock { state in
-            state.entries[uniqueIdentifier] = Entry(host: host)
+            state.entries[uniqueIdentifier] = Entry(host: host, app: app)
             state.slotsTaken += 1
             state.perHost[host, default: 0] += 1
+            state.perApp[app, default: 0] += 1
         }
     }
 

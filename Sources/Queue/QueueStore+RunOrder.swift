@@ -35,12 +35,12 @@ extension QueueStore {
     /// Reads a `Snapshot` for `apps`; the parameters are `runnable`'s.
     public func snapshot(
         now: Date, apps: Set<String>, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
-        backgroundLimit: Int? = nil
+        backgroundLimit: Int? = nil, running: [String: Int] = [:]
     ) throws -> Snapshot {
         try database.read { db in
             try Self.snapshot(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit)
+                backgroundLimit: backgroundLimit, running: running)
         }
     }
 
@@ -57,12 +57,13 @@ extension QueueStore {
     /// (0.85 s).
     public func turn(
         recording outcomes: [QueuedDownload], now: Date, apps: Set<String>, excluding: Set<String>,
-        saturatedHosts: Set<String>, backgroundLimit: Int?, choose: ([QueuedDownload]) -> [QueuedDownload]
+        saturatedHosts: Set<String>, backgroundLimit: Int?, running: [String: Int] = [:],
+        choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) {
         func read(_ db: Database) throws -> Snapshot {
             try Self.snapshot(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit)
+                backgroundLimit: backgroundLimit, running: running)
         }
         guard outcomes.isEmpty else {
             return try database.write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
@@ -79,12 +80,12 @@ extension QueueStore {
 
     private static func snapshot(
         _ db: Database, now: Date, apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>,
-        backgroundLimit: Int?
+        backgroundLimit: Int?, running: [String: Int]
     ) throws -> Snapshot {
         var read = Snapshot(
             runnable: try Self.runnable(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit),
+                backgroundLimit: backgroundLimit, running: running),
             pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db, after: now))
         let pending = try db.cachedStatement(sql: RunOrderSQL.pending)
         let claimed = try db.cachedStatement(sql: RunOrderSQL.claimed)
@@ -97,49 +98,54 @@ extension QueueStore {
         return read
     }
 
-    /// Downloads that may start now, best first: foreground, then essential before non-essential, then priority,
-    /// then age; an app's non-essential background downloads wait until none of its essential ones is active.
+    /// Downloads that may start now, in the order the engine should start them: foreground first, then background
+    /// ones shared between apps (`shared`). Within an app: essential before non-essential, then priority, then age;
+    /// an app's non-essential background downloads wait until none of its essential ones is active.
     ///
     /// Foreground downloads are all returned (the limits do not hold them back). Background ones are at most
     /// `backgroundLimit`, none to a host in `saturatedHosts`: the engine asks only for what it can start, so that
-    /// a long queue costs it no more than a short one. For the same reason the background candidates are looked
-    /// for among the first `scanLimit` in run order: a queue whose front is all for saturated hosts waits for those
-    /// hosts rather than read the whole queue at every turn.
+    /// a long queue costs it no more than a short one. For the same reason an app's background candidates are
+    /// looked for among its first `scanLimit` in run order: a queue whose front is all for saturated hosts waits for
+    /// those hosts rather than read the whole queue at every turn.
     /// - Parameters:
     ///   - apps: only these apps' downloads; nil for every app's.
     ///   - excluding: unique identifiers whose transfer is already starting.
+    ///   - running: per app, the transfers holding a slot now.
     public func runnable(
         now: Date, apps: Set<String>? = nil, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
-        backgroundLimit: Int? = nil
+        backgroundLimit: Int? = nil, running: [String: Int] = [:]
     ) throws -> [QueuedDownload] {
         try database.read { db in
             try Self.runnable(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit)
+                backgroundLimit: backgroundLimit, running: running)
         }
     }
 
-    /// How far into the run order a turn looks for background downloads it may start.
+    /// How far into an app's run order a turn looks for background downloads it may start.
     static let scanLimit = 4096
 
     /// The run order's questions, written once: the engine asks them at every turn, and a text made anew is also
     /// hashed anew to find its cached statement.
     private enum RunOrderSQL {
         static let order = "ORDER BY isEssential DESC, priority DESC, sequence"
-        // Queued rows come from the front of `download_runnable`, read in its order: `foreground` is compared with
-        // `=` so that the index answers the ORDER BY (`NOT foreground` made SQLite sort the whole queue at every
-        // turn). Rows waiting to retry are few.
+        // An app's queued rows come from the front of its part of `download_runnable`, read in its order:
+        // `foreground` is compared with `=` so that the index answers the ORDER BY (`NOT foreground` made SQLite
+        // sort the whole queue at every turn). Rows waiting to retry, and foreground ones, are few.
         static let queued = "state = 'queued'"
         static let waiting = "state IN ('waitingToRetry', 'waitingForNetwork')"
         static let due = "\(waiting) AND retryAt <= ?"
         static let foregroundQueued = select("\(queued) AND foreground = 1 \(order)")
         static let foregroundDue = select("\(due) AND foreground = 1 \(order)")
-        static let queuedFront = select("\(queued) AND foreground = 0 \(order)")
-        static let dueFront = select("\(due) AND foreground = 0 \(order)")
-        static let heldApps = """
-            SELECT DISTINCT appIdentifier FROM download
-            WHERE state IN \(TransferState.activeList) AND foreground IN (0, 1) AND isEssential = 1
+        static let queuedFront = select("\(queued) AND foreground = 0 AND appIdentifier = ? \(order)")
+        static let dueFront = select("\(due) AND foreground = 0 AND appIdentifier = ? \(order)")
+        static let held = """
+            SELECT 1 FROM download WHERE state IN \(TransferState.activeList) AND foreground IN (0, 1)
+            AND appIdentifier = ? AND isEssential = 1 LIMIT 1
             """
+        /// The next app after `?` with any row, from the front of an index led by the app's identifier: the apps
+        /// are found in a seek each, not a walk of the queue.
+        static let nextApp = "SELECT MIN(appIdentifier) FROM download WHERE appIdentifier > ?"
         static let pending = """
             SELECT COUNT(*) FROM (
                 SELECT 1 FROM download WHERE \(QueueStore.pendingCondition) AND claim IS NULL
@@ -158,7 +164,7 @@ extension QueueStore {
 
     private static func runnable(
         _ db: Database, now: Date, apps: Set<String>?, excluding: Set<String>, saturatedHosts: Set<String>,
-        backgroundLimit: Int?
+        backgroundLimit: Int?, running: [String: Int]
     ) throws -> [QueuedDownload] {
         // The few foreground rows are read whole and filtered here, as the background candidates are below: the
         // sets stay out of SQL, so that each question is one cached statement whatever they hold.
@@ -173,34 +179,78 @@ extension QueueStore {
             limit: nil)
         if backgroundLimit.map({ $0 <= 0 }) == true { return foreground }
 
-        // Background candidates are read from the front of the run order's index and chosen here: the walk stops at
-        // the limit, so a turn costs what it starts, not the queue's length (a walk filtered and sorted inside SQLite
-        // read every queued row at every turn, 0.27 s of 2,000 small files). A candidate is judged on the cursor's
-        // one row, and only a chosen one becomes a `QueuedDownload` (a row fetched on its own cost GRDB a table of
-        // the columns' names each time).
-        let heldApps = try Set(String.fetchAll(db.cachedStatement(sql: RunOrderSQL.heldApps)))
-        func background(_ sql: String, _ arguments: StatementArguments) throws -> [QueuedDownload] {
+        // Each app's background candidates are read from the front of its part of the run order's index and chosen
+        // here: the walk stops at the limit, so a turn costs what it starts, not the queue's length (a walk filtered
+        // and sorted inside SQLite read every queued row at every turn, 0.27 s of 2,000 small files). A candidate
+        // is judged on the cursor's one row, and only a chosen one becomes a `QueuedDownload` (a row fetched on its
+        // own cost GRDB a table of the columns' names each time).
+        func background(_ sql: String, _ arguments: StatementArguments, held: Bool) throws -> [QueuedDownload] {
             let front = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
             var chosen: [QueuedDownload] = []
             var scanned = 0
             while chosen.count < backgroundLimit ?? .max, scanned < scanLimit, let candidate = try front.next() {
                 scanned += 1
-                // The host first: a queue whose front is a saturated host's is walked past it, row after row.
+                // An app held by its essential downloads is walked through them only: they come first in its order.
+                let isEssential: Bool = candidate[QueuedDownload.Index.isEssential]
+                guard isEssential || !held else { break }
+                // Then the host: a queue whose front is a saturated host's is walked past it, row after row.
                 let host: String = candidate[QueuedDownload.Index.host]
                 guard !saturatedHosts.contains(host) else { continue }
-                let app: String = candidate[QueuedDownload.Index.appIdentifier]
                 let uniqueIdentifier: String = candidate[QueuedDownload.Index.uniqueIdentifier]
-                let isEssential: Bool = candidate[QueuedDownload.Index.isEssential]
-                guard apps?.contains(app) ?? true, !excluding.contains(uniqueIdentifier),
-                    isEssential || !heldApps.contains(app)
-                else { continue }
+                guard !excluding.contains(uniqueIdentifier) else { continue }
                 chosen.append(try QueuedDownload(row: candidate))
             }
             return chosen
         }
-        return foreground + Self.merged(
-            try background(RunOrderSQL.queuedFront, []), try background(RunOrderSQL.dueFront, [timestamp]),
-            limit: backgroundLimit)
+        let held = try db.cachedStatement(sql: RunOrderSQL.held)
+        var perApp: [[QueuedDownload]] = []
+        for app in try apps.map({ $0.sorted() }) ?? Self.appsWithRows(db) {
+            let isHeld = try Bool.fetchOne(held, arguments: [app]) != nil
+            let candidates = Self.merged(
+                try background(RunOrderSQL.queuedFront, [app], held: isHeld),
+                try background(RunOrderSQL.dueFront, [timestamp, app], held: isHeld), limit: backgroundLimit)
+            if !candidates.isEmpty { perApp.append(candidates) }
+        }
+        return foreground + Self.shared(perApp, running: running, limit: backgroundLimit)
+    }
+
+    /// Every app with a row, in order.
+    private static func appsWithRows(_ db: Database) throws -> [String] {
+        let next = try db.cachedStatement(sql: RunOrderSQL.nextApp)
+        var apps: [String] = []
+        while let app = try String.fetchOne(next, arguments: [apps.last ?? ""]) { apps.append(app) }
+        return apps
+    }
+
+    /// Apps' background candidates (each list in its app's run order) in the order their slots go: so that an app
+    /// with thousands queued does not take every slot until they are done, the next slot goes to the app with the
+    /// fewest transfers running, counting those given a slot before it. Essential downloads still go first, since
+    /// each holds its app's launch. Ties go to the older download: an app's priority orders its own downloads,
+    /// and never puts them before another app's.
+    static func shared(_ lists: [[QueuedDownload]], running: [String: Int], limit: Int?) -> [QueuedDownload] {
+        guard lists.count > 1 else { return lists.first.map { Array($0.prefix(limit ?? .max)) } ?? [] }
+        var taken = running
+        var next = [Int](repeating: 0, count: lists.count)
+        var order: [QueuedDownload] = []
+        func goesFirst(_ x: QueuedDownload, _ y: QueuedDownload) -> Bool {
+            if x.isEssential != y.isEssential { return x.isEssential }
+            let (xTaken, yTaken) = (taken[x.appIdentifier, default: 0], taken[y.appIdentifier, default: 0])
+            if xTaken != yTaken { return xTaken < yTaken }
+            return x.sequence < y.sequence
+        }
+        while order.count < limit ?? .max {
+            var best: Int?
+            for list in lists.indices where next[list] < lists[list].count {
+                if let current = best, !goesFirst(lists[list][next[list]], lists[current][next[current]]) { continue }
+                best = list
+            }
+            guard let best else { break }
+            let download = lists[best][next[best]]
+            next[best] += 1
+            taken[download.appIdentifier, default: 0] += 1
+            order.append(download)
+        }
+        return order
     }
 
     /// Two lists in run order, merged in run order: essential first, then priority, then age.

@@ -184,6 +184,15 @@ extension QueueStore {
                 index: "download_by_app_delivered_state", on: "download",
                 columns: ["appIdentifier", "delivered", "state", "claim"])
         }
+        migrator.registerMigration("v13: the run order walked per app") { db in
+            // Slots are shared between apps (`QueueStore.shared`), so a turn walks each app's front of the run
+            // order; the app's identifier comes after the state, so that the retries' questions still seek by state.
+            try db.drop(index: "download_runnable")
+            try db.execute(sql: """
+                CREATE INDEX download_runnable
+                ON download(state, foreground, appIdentifier, isEssential DESC, priority DESC, sequence)
+                """)
+        }
         return migrator
     }
 }

@@ -59,9 +59,9 @@ import Vocabulary
         let scheduler = Scheduler(context: context) { _ in }
 
         _ = try scheduler.turn(["app"])
-        let (running, perHost) = context.running.current()
+        let (running, perHost, perApp) = context.running.current()
         #expect(running.count == 3)
-        #expect(perHost == ["127.0.0.1": 2, "localhost": 1])
+        #expect(perHost == ["127.0.0.1": 2, "localhost": 1] && perApp == ["app": 3])
         #expect(try context.store.activeDownloads(for: "app").filter { $0.state == .downloading }.count == 3)
         // Best first: the two oldest to the first host, and the oldest to the second.
         let moving = try context.store.activeDownloads(for: "app").filter { running.contains($0.uniqueIdentifier) }
@@ -77,6 +77,30 @@ import Vocabulary
         #expect(try context.store.activeDownloads(for: "app").allSatisfy { $0.state != .downloading })
     }
 
+    /// The scheduler shares the slots between apps by what each has running: an app that queued many first does
+    /// not take them all from one that queued after it.
+    @Test func theSchedulerSharesTheSlotsBetweenApps() async throws {
+        let server = try FaultServer()
+        server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: .trickle(chunk: 1, every: .milliseconds(200)), count: 10))
+        let context = try context(settings: HostEngine.Settings(maximumConcurrentTransfers: 3, maximumTransfersPerHost: 8))
+        var other = try #require(try context.store.app("app"))
+        other.appIdentifier = "other"
+        try context.store.install(other)
+        let url = { (query: String) in "http://127.0.0.1:\(server.port)/slow?\(query)" }
+        _ = try context.store.enqueue((0..<6).map { download("a\($0)", url("a\($0)")) }, for: "app") { _, _ in nil }
+        _ = try context.store.enqueue((0..<2).map { download("b\($0)", url("b\($0)")) }, for: "other") { _, _ in nil }
+        let scheduler = Scheduler(context: context) { _ in }
+
+        _ = try scheduler.turn(["app", "other"])
+        #expect(context.running.current().perApp == ["app": 2, "other": 1])
+        let moving = try (context.store.activeDownloads(for: "app") + context.store.activeDownloads(for: "other"))
+            .filter { context.running.current().0.contains($0.uniqueIdentifier) }
+        #expect(Set(moving.map(\.identifier)) == ["a0", "a1", "b0"])
+
+        await scheduler.shutdown()
+        try await context.client.shutdown()
+    }
+
     /// A transfer whose body has ended gives its slot (and its host's) to the next, while at most as many as the
     /// limit finish so at once; it still counts as running until its task ends.
     @Test func aTransferWhoseBodyEndedGivesItsSlotToTheNext() throws {
@@ -85,13 +109,13 @@ import Vocabulary
         func queued(_ identifier: String) -> QueuedDownload {
             QueuedDownload(appIdentifier: "app", sequence: 0, download: download(identifier, "http://127.0.0.1/\(identifier)"))
         }
-        running.add("a", host: "127.0.0.1")
+        running.add("a", host: "127.0.0.1", app: "app")
         running.attach("a", Task {})
         #expect(!running.couldStart(queued("b"), settings))
         #expect(running.releaseSlot("a", limit: settings.maximumConcurrentTransfers))
         #expect(running.couldStart(queued("b"), settings))
-        #expect(running.current().0 == ["a"] && running.current().1.isEmpty)
-        running.add("b", host: "127.0.0.1")
+        #expect(running.current().0 == ["a"] && running.current().perHost.isEmpty && running.current().perApp.isEmpty)
+        running.add("b", host: "127.0.0.1", app: "app")
         running.attach("b", Task {})
         // One finishes already: the second keeps its slot through its sync.
         #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
@@ -106,7 +130,7 @@ import Vocabulary
     /// a task attached after its transfer ended is left alone.
     @Test func aCancelBeforeTheTaskIsAttachedStillCancelsIt() async throws {
         let running = RunningTransfers()
-        running.add("a", host: "127.0.0.1")
+        running.add("a", host: "127.0.0.1", app: "app")
         running.cancel("a")
         let task = Task { while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) } }
         running.attach("a", task)

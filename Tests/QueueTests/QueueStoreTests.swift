@@ -5,13 +5,16 @@ import TestSupport
 import Vocabulary
 
 @Suite struct QueueStoreTests {
-    func store() throws -> (QueueStore, String) {
+    /// A queue with `apps` installed, each with the same settings.
+    func store(apps: [String] = ["app"]) throws -> (QueueStore, String) {
         let path = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString)/queue.sqlite").path
         let store = try QueueStore(path: path)
-        try store.install(AppRecord(
-            appIdentifier: "app", appGroupIdentifier: "g", pluginPath: "/x.so", manifestURL: "https://a.example.com/m",
-            domainAllowList: ["a.example.com"], downloadAllowance: 1000, essentialDownloadAllowance: 100,
-            allowInsecureLoopback: false))
+        for app in apps {
+            try store.install(AppRecord(
+                appIdentifier: app, appGroupIdentifier: "g", pluginPath: "/x.so", manifestURL: "https://a.example.com/m",
+                domainAllowList: ["a.example.com"], downloadAllowance: 1000, essentialDownloadAllowance: 100,
+                allowInsecureLoopback: false))
+        }
         return (store, path)
     }
 
@@ -271,6 +274,38 @@ import Vocabulary
         essential.state = .finished
         try store.save(essential)
         #expect(try store.runnable(now: Date()).map(\.identifier) == ["high", "also-high", "low"])
+    }
+
+    /// The background slots are shared between apps: an app with many downloads queued first does not take every
+    /// slot until they are done; the next slot goes to the app with the fewest running.
+    @Test func theSlotsAreSharedBetweenAppsWithTheFewestRunningFirst() throws {
+        let (store, _) = try store(apps: ["app", "other"])
+        _ = try store.enqueue((0..<20).map { download("a\($0)") }, for: "app") { _, _ in nil }
+        _ = try store.enqueue([download("b0"), download("b1")], for: "other") { _, _ in nil }
+        #expect(try store.runnable(now: Date(), backgroundLimit: 4).map(\.identifier) == ["a0", "b0", "a1", "b1"])
+        #expect(try store.runnable(now: Date(), backgroundLimit: 1, running: ["app": 3]).map(\.identifier) == ["b0"])
+        #expect(
+            try store.runnable(now: Date(), backgroundLimit: 4, running: ["other": 2]).map(\.identifier)
+                == ["a0", "a1", "a2", "b0"])
+        #expect(try store.runnable(now: Date(), apps: ["app"], backgroundLimit: 2).map(\.identifier) == ["a0", "a1"])
+        let snapshot = try store.snapshot(now: Date(), apps: ["app", "other"], backgroundLimit: 2, running: ["app": 1])
+        #expect(snapshot.runnable.map(\.identifier) == ["b0", "a0"])
+    }
+
+    /// Sharing keeps what matters more than fairness: an essential download (which holds its app's launch) goes
+    /// before another app's non-essential one, and an app's priority orders only its own downloads.
+    @Test func essentialDownloadsGoFirstAndPriorityStaysWithinAnApp() throws {
+        let (store, _) = try store(apps: ["app", "other", "third"])
+        _ = try store.enqueue([download("a-old"), download("a-newer")], for: "app") { _, _ in nil }
+        _ = try store.enqueue(
+            [download("b-low", priority: 0), download("b-high", priority: 100)], for: "other") { _, _ in nil }
+        // Equal shares: the older download first, whatever the other app's priority; within an app, its priority.
+        #expect(
+            try store.runnable(now: Date(), backgroundLimit: 4).map(\.identifier) == ["a-old", "b-high", "a-newer", "b-low"])
+        _ = try store.enqueue([download("c-essential", essential: true)], for: "third") { _, _ in nil }
+        #expect(
+            try store.runnable(now: Date(), backgroundLimit: 2, running: ["third": 3]).map(\.identifier)
+                == ["c-essential", "a-old"])
     }
 
     @Test func waitingDownloadsRunWhenTheirTimeComes() throws {
