@@ -12,7 +12,10 @@ import Vocabulary
 /// transfers are done, when a batch is full (as large as the extension's pace allows: `BatchPace`), or when the
 /// oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
 /// holds up only its own app. A completion held by an app process still in its callback is looked at again every
-/// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released).
+/// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released). A delivery that fails (the
+/// queue, the disk or the container's folder refused it) is tried again after a wait that doubles with each failure in
+/// a row (`retryDelay`); the completions stay pending meanwhile, and a drain stops waiting for them after
+/// `attemptsBeforeLeavingPending` failures in a row (`leftPending`).
 final class CompletionRouter: Sendable {
     private let context: EngineContext
     private let state = Mutex(State())
@@ -28,9 +31,30 @@ final class CompletionRouter: Sendable {
         var paces: [String: BatchPace] = [:]
         /// When each app's last delivery ended.
         var deliveryEnded: [String: ContinuousClock.Instant] = [:]
+        /// Apps whose last deliveries failed: how many in a row, the last error, and when the next may start.
+        var failures: [String: Failure] = [:]
+        /// Whether a drain runs, which stops waiting after `attemptsBeforeLeavingPending` failures (the service
+        /// keeps trying).
+        var draining = false
+    }
+
+    struct Failure {
+        var count: Int
+        var error: String
+        var retryAt: ContinuousClock.Instant
     }
 
     static let claimCheckInterval = Duration.seconds(1)
+    /// Failures in a row after which `bahost run` and `bahost resume` stop waiting for an app's completions: about
+    /// 3 s of retries, enough for a disk that was briefly full; what is left stays pending for the next run or the
+    /// service.
+    static let attemptsBeforeLeavingPending = 3
+
+    /// The wait after `failures` failed deliveries in a row: 1 s, doubling, at most a minute (the service keeps
+    /// trying, but a container's folder that stays broken must not cost a window and a log line every second).
+    static func retryDelay(afterFailures failures: Int) -> Duration {
+        min(.seconds(1 << min(max(failures - 1, 0), 6)), .seconds(60))
+    }
 
     init(context: EngineContext) {
         self.context = context
@@ -57,13 +81,37 @@ final class CompletionRouter: Sendable {
         for app in apps where isDue(app, snapshot) || claimsDue(app, snapshot, readSince: readSince) { start(app) }
     }
 
-    /// How long until the oldest waiting batch is due, or claims are to be settled again, at most `limit`.
+    /// How long until the oldest waiting batch is due, claims are to be settled again, or a failed delivery may be
+    /// tried again, at most `limit`.
     func nextDeadline(within limit: Duration) -> Duration {
-        let (oldest, claims) = state.withLock { ($0.pendingSince.values.min(), $0.claimsCheckedAt.values.min()) }
+        let now = ContinuousClock.now
+        // A retry time past is no deadline: the wait it asked for is over, and a failed delivery is started again
+        // when it is due, like any other.
+        let (oldest, claims, retry) = state.withLock {
+            ($0.pendingSince.values.min(), $0.claimsCheckedAt.values.min(),
+             $0.failures.values.map(\.retryAt).filter { $0 > now }.min())
+        }
         var next = limit
-        if let oldest { next = min(next, oldest + context.settings.deliveryDelay - ContinuousClock.now) }
-        if let claims { next = min(next, claims + Self.claimCheckInterval - ContinuousClock.now) }
+        if let oldest { next = min(next, oldest + context.settings.deliveryDelay - now) }
+        if let claims { next = min(next, claims + Self.claimCheckInterval - now) }
+        if let retry { next = min(next, retry - now) }
         return max(.zero, next)
+    }
+
+    /// Whether the engine drains (`bahost run`, `bahost resume`) rather than serves.
+    func setDraining(_ draining: Bool) {
+        state.withLock { $0.draining = draining }
+    }
+
+    /// The app's completions are no longer waited for by a drain: its last `attemptsBeforeLeavingPending`
+    /// deliveries failed in a row. Returns the last error, or nil.
+    func leftPending(_ appIdentifier: String) -> String? {
+        state.withLock { state in
+            guard state.draining, let failure = state.failures[appIdentifier],
+                failure.count >= Self.attemptsBeforeLeavingPending
+            else { return nil }
+            return failure.error
+        }
     }
 
     /// Whether an app's claimed completions are to be settled now: at once the first time they are seen (the
@@ -91,6 +139,7 @@ final class CompletionRouter: Sendable {
             _ = $0.claimsCheckedAt.removeValue(forKey: appIdentifier)
             _ = $0.paces.removeValue(forKey: appIdentifier)
             _ = $0.deliveryEnded.removeValue(forKey: appIdentifier)
+            _ = $0.failures.removeValue(forKey: appIdentifier)
         }
     }
 
@@ -121,17 +170,31 @@ final class CompletionRouter: Sendable {
     private func start(_ appIdentifier: String) {
         state.withLock { state in
             guard state.deliveries[appIdentifier] == nil else { return }
+            if let failure = state.failures[appIdentifier], ContinuousClock.now < failure.retryAt { return }
             state.deliveries[appIdentifier] = Task {
+                var failed: (error: String, retryIn: Duration?)?
                 do {
                     try await self.deliver(appIdentifier)
                 } catch {
-                    // The queue could not record a delivery: it stays pending, to be delivered again, not at once.
-                    self.context.observe(.queueFailed("delivering to \(appIdentifier): \(error)"))
-                    try? await Task.sleep(for: .seconds(1))
+                    // What the delivery claimed it records before a window opens, so its completions stay pending,
+                    // to be delivered again; not at once, since what failed (a full disk?) may take a while.
+                    failed = ("\(error)".printable(), nil)
                 }
                 self.state.withLock { state in
                     state.deliveries.removeValue(forKey: appIdentifier)
                     state.deliveryEnded[appIdentifier] = .now
+                    guard let error = failed?.error else {
+                        state.failures.removeValue(forKey: appIdentifier)
+                        return
+                    }
+                    let count = (state.failures[appIdentifier]?.count ?? 0) + 1
+                    let delay = Self.retryDelay(afterFailures: count)
+                    state.failures[appIdentifier] = Failure(count: count, error: error, retryAt: .now + delay)
+                    // A drain's last try: it stops waiting instead (`leftPending`).
+                    failed?.retryIn = state.draining && count >= Self.attemptsBeforeLeavingPending ? nil : delay
+                }
+                if let failed {
+                    self.context.observe(.deliveryFailed(appIdentifier: appIdentifier, failed.error, retryIn: failed.retryIn))
                 }
                 self.context.signal.fire()
             }

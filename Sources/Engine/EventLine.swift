@@ -113,6 +113,17 @@ extension LifecycleEvent {
             return EventLine(json: ["event": "appMayLaunch", "app": app], text: "the app may launch now")
         case .queueFailed(let message):
             return EventLine(json: ["event": "queueFailed", "message": message], text: "the queue failed: \(message)")
+        case .deliveryFailed(let app, let message, let delay):
+            var object: [String: Any] = ["event": "deliveryFailed", "app": app, "message": message]
+            object["retryInSeconds"] = delay?.inSeconds
+            return EventLine(
+                json: object,
+                text: "delivery failed: \(message)" + (delay.map { "; trying again in \(Int($0.inSeconds)) s" } ?? ""))
+        case .deliveriesLeftPending(let app, let count, let message):
+            let completions = "\(count) completion\(count == 1 ? "" : "s")"
+            return EventLine(
+                json: ["event": "deliveriesLeftPending", "app": app, "count": count, "message": message],
+                text: "\(completions) not delivered (\(message)): left pending for `bahost resume` or the service")
         }
     }
 
@@ -120,7 +131,8 @@ extension LifecycleEvent {
     public var appIdentifier: String? {
         switch self {
         case .window(_, _, let app), .appMayLaunch(let app), .packInstalled(let app, _, _), .packFailed(let app, _, _),
-            .packVetoed(let app, _), .queuedMany(let app, _, _, _):
+            .packVetoed(let app, _), .queuedMany(let app, _, _, _), .deliveryFailed(let app, _, _),
+            .deliveriesLeftPending(let app, _, _):
             app
         case .queued(let d), .promoted(let d), .began(let d, _), .progress(let d, _, _), .paused(let d, _, _, _),
             .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):

@@ -160,7 +160,8 @@ public final class HostEngine: Sendable {
 
     // MARK: Draining the queue
 
-    /// Performs transfers and delivers completions for `appIdentifiers` until none of them has work left.
+    /// Performs transfers and delivers completions for `appIdentifiers` until none of them has work left, but for
+    /// completions whose deliveries keep failing: those stay pending, and `.deliveriesLeftPending` says so.
     public func drain(_ appIdentifiers: [String]) async throws {
         try await run(Set(appIdentifiers), forever: false)
     }
@@ -177,6 +178,7 @@ public final class HostEngine: Sendable {
 
     private func run(_ only: Set<String>?, forever: Bool) async throws {
         let store = context.store
+        completions.setDraining(!forever)
         while !Task.isCancelled {
             let start = ContinuousClock.now
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
@@ -184,8 +186,18 @@ public final class HostEngine: Sendable {
             completions.deliverDue(apps, snapshot, readSince: start)
             turnStatistics.record(ContinuousClock.now - start)
             let running = !scheduler.isIdle || !completions.isIdle
-            let work = apps.contains { snapshot.hasWork($0) }
-            if !running && !work && !forever { return }
+            // A drain stops waiting for completions whose deliveries keep failing; the service never does.
+            let leftPending = forever ? [:] : apps.reduce(into: [String: String]()) { $0[$1] = completions.leftPending($1) }
+            let work = apps.contains { app in
+                leftPending[app] == nil ? snapshot.hasWork(app) : snapshot.appsWithActiveDownloads.contains(app)
+            }
+            if !running && !work && !forever {
+                for (app, error) in leftPending.sorted(by: { $0.key < $1.key }) {
+                    let count = snapshot.pendingCompletions[app, default: 0]
+                    if count > 0 { context.observe(.deliveriesLeftPending(appIdentifier: app, count: count, error)) }
+                }
+                return
+            }
             if !running && work {
                 // Nothing runs in this engine, so a row still marked downloading lost its transfer (the queue failed
                 // to record how it ended): queue it again rather than wait for it forever.

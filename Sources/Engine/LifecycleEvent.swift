@@ -60,6 +60,12 @@ public enum LifecycleEvent: Sendable {
     case appMayLaunch(appIdentifier: String)
     /// The queue could not record something; the download stays as it was, to be resumed.
     case queueFailed(String)
+    /// A delivery to the app failed (the queue, the disk, the container's folder): its completions stay pending and
+    /// are delivered again after `retryIn` (nil: a run's last try, after which it leaves them pending).
+    case deliveryFailed(appIdentifier: String, String, retryIn: Duration?)
+    /// A run stopped waiting for the app's completions, whose deliveries kept failing: `count` stay pending, for
+    /// `bahost resume` or the service.
+    case deliveriesLeftPending(appIdentifier: String, count: Int, String)
 }
 
 public typealias LifecycleObserver = @Sendable (LifecycleEvent) -> Void

@@ -271,6 +271,10 @@ public final class BackgroundAssetsService: Sendable {
             logger.notice("download failed", metadata: ["app": "\(download.appIdentifier)", "id": "\(download.identifier)", "error": "\(error)"])
         case .queueFailed(let message):
             logger.error("the queue failed: \(message)")
+        case .deliveryFailed(let app, let message, let delay):
+            logger.error("delivery failed", metadata: [
+                "app": "\(app)", "error": "\(message)", "retryInSeconds": "\(delay?.inSeconds ?? 0)",
+            ])
         default:
             break
         }

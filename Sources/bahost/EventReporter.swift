@@ -17,6 +17,8 @@ final class EventReporter: Sendable {
         var finished = 0
         var failed = 0
         var rejected = 0
+        /// Completions left pending because their deliveries kept failing.
+        var undelivered = 0
         var bytes: Int64 = 0
         var manifestFailed = false
         var appMayLaunchAt: Duration?
@@ -63,6 +65,8 @@ final class EventReporter: Sendable {
                 $0.failed += 1
                 $0.active.removeValue(forKey: queued.uniqueIdentifier)
             }
+        case .deliveriesLeftPending(_, let count, _):
+            state.withLock { $0.undelivered += count }
         case .appMayLaunch:
             let at = ContinuousClock.now - start
             state.withLock { $0.appMayLaunchAt = at }
@@ -81,20 +85,22 @@ final class EventReporter: Sendable {
         let s = state.withLock { $0 }
         let elapsed = (ContinuousClock.now - start).inSeconds
         var status: Int32 = s.failed + s.rejected > 0 ? 2 : 0
+        if s.undelivered > 0 { status = 75 }
         if s.manifestFailed { status = 9 }
         if let outcome, outcome.stopReason != .returned {
             status = Report.exitCode(for: outcome.stopReason, rejected: false)
         }
         var object: [String: Any] = [
-            "event": "summary", "finished": s.finished, "failed": s.failed, "rejected": s.rejected, "bytes": s.bytes,
-            "elapsedSeconds": elapsed, "exitCode": status,
+            "event": "summary", "finished": s.finished, "failed": s.failed, "rejected": s.rejected,
+            "undelivered": s.undelivered, "bytes": s.bytes, "elapsedSeconds": elapsed, "exitCode": status,
         ]
         if let at = s.appMayLaunchAt { object["appMayLaunchAtSeconds"] = at.inSeconds }
         emit(EventLine(
             json: object,
             text: String(
                 format: "done in %.2f s: %d finished (%.1f MiB), %d failed, %d rejected", elapsed, s.finished,
-                Double(s.bytes) / 1_048_576, s.failed, s.rejected)))
+                Double(s.bytes) / 1_048_576, s.failed, s.rejected)
+                + (s.undelivered > 0 ? ", \(s.undelivered) not delivered" : "")))
         return status
     }
 

@@ -43,9 +43,9 @@ struct Resume: AsyncParsableCommand {
         commandName: "resume",
         abstract: "Finish what an interrupted host left: resume transfers and deliver completions.",
         discussion: """
-            Partial files resume where they stopped, finished files are not fetched again, and completions not yet \\
-            delivered go to the app's extension. Exit status: 0 every download finished; 2 some failed; 70 the \\
-            queue could not be opened.
+            Partial files resume where they stopped, finished files are not fetched again, and completions not yet \
+            delivered go to the app's extension. Exit status: 0 every download finished; 2 some failed; 70 the \
+            queue could not be opened; 75 some completions could not be delivered (they stay pending).
             """)
 
     @Option(help: "Only this app (its CFBundleIdentifier).")

@@ -19,7 +19,8 @@ struct Run: AsyncParsableCommand {
             Exit status: 0 the extension returned and every download finished; 2 some downloads were rejected or \
             failed; 3 budget exceeded; 4 crashed; 5 exited on its own; 6 killed for memory; 7 refused to load; \
             8 protocol violation; 9 the manifest could not be fetched; 64 bad arguments; 70 the host could not \
-            open a window or its queue, or its extension runner failed.
+            open a window or its queue, or its extension runner failed; 75 some completions could not be \
+            delivered (their deliveries failed 3 times in a row): they stay pending for `bahost resume`.
             """)
 
     @Option(help: "The extension: a shared object exporting ba_extension_entry.")

@@ -348,6 +348,61 @@ import TestSupport
         #expect(app.leftovers().isEmpty)
     }
 
+    /// A delivery that keeps failing ends the run instead of being tried once a second for ever: here the container's
+    /// deliveries folder is mounted read-only once it exists, so a failed download's ticket cannot be made. After 3
+    /// failures in a row (1 s and 2 s apart) `bahost run` exits 75 and says the completion is left pending; `bahost
+    /// resume` delivers it once the folder can be written, so nothing was lost.
+    @Test(.enabled(if: geteuid() == 0, "a read-only bind mount needs root"))
+    func aDeliveryThatKeepsFailingIsLeftPendingAndResumedLater() throws {
+        let dir = "undeliverable-\(UUID().uuidString)"
+        // Nothing is served at level-1.pack: a 404, whose failure is the completion to deliver.
+        try nginx.serve(Data("level-1 1000 optional \(nginx.http("\(dir)/level-1.pack"))\n".utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+        let deliveries = app.container.appendingPathComponent("Library/Caches/BackgroundAssets").path
+        try FileManager.default.createDirectory(atPath: deliveries, withIntermediateDirectories: true)
+        func mount(_ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/" + arguments[0])
+            process.arguments = Array(arguments.dropFirst())
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "\(arguments)")
+        }
+        try mount(["mount", "--bind", deliveries, deliveries])
+        var mounted = true
+        defer { if mounted { try? mount(["umount", deliveries]) } }
+        try mount(["mount", "-o", "remount,bind,ro", deliveries])
+
+        let plugin = try TestPlugins.c("example_extension")
+        let started = try Bahost.start(
+            ["run", "--plugin", plugin, "--event", "install", "--info-plist", app.infoPlist, "--data-root",
+             app.dataRoot.path, "--allow-insecure-loopback", "--json"])
+        // Before, the run never ended: a bound, so that such a run fails the test instead of hanging it.
+        let watchdog = DispatchWorkItem { started.process.terminate() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        let result = Bahost.finish(started)
+        watchdog.cancel()
+        #expect(result.status == 75, "\(result.stdout)")
+        #expect(result.events("failed").map { $0["identifier"] as? String } == ["level-1"])
+        let failures = result.events("deliveryFailed")
+        // The last try says no more: the run leaves the completion pending instead.
+        #expect(failures.map { $0["retryInSeconds"] as? Double } == [1, 2, nil])
+        #expect(failures.allSatisfy { ($0["message"] as? String)?.contains("Read-only file system") == true })
+        let left = result.events("deliveriesLeftPending")
+        #expect(left.count == 1)
+        #expect(left.first?["app"] as? String == "com.example.levels")
+        #expect(left.first?["count"] as? Int == 1)
+        #expect(result.events("summary").first?["undelivered"] as? Int == 1)
+        #expect(result.events("delivered").isEmpty)
+
+        try mount(["umount", deliveries])
+        mounted = false
+        let resumed = try Bahost.run(["resume", "--data-root", app.dataRoot.path, "--json"])
+        #expect(resumed.status == 0, "\(resumed.stdout)")
+        #expect(names(resumed).filter { $0.hasPrefix("delivered ") } == ["delivered level-1"])
+        #expect(resumed.events("deliveryFailed").isEmpty)
+    }
+
     @Test func aFailedEssentialDownloadIsRequeuedFromTheCallbackAsNonEssential() throws {
         let dir = "requeue-\(UUID().uuidString)"
         // Nothing is served at level-1.pack: 404, permanent.
