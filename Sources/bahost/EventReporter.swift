@@ -6,7 +6,7 @@ import Vocabulary
 
 /// Shows a life cycle as it happens: for people, a line per event and a progress bar on a terminal; for scripts
 /// (`--json`), one JSON object per line: window, queued, rejected, began, progress, paused, finished, failed,
-/// delivered, abandoned, appMayLaunch, manifest, and a closing summary.
+/// delivered, abandoned, deliveryFailed, deliveriesLeftPending, appMayLaunch, manifest, and a closing summary.
 final class EventReporter: Sendable {
     private let json: Bool
     private let progressBar: Bool
