@@ -6,8 +6,8 @@ import Synchronization
 /// Decides what runs next and starts it: foreground first, then the background slots shared between apps (the
 /// next to the app with the fewest running; within an app, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
-/// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start, so a turn
-/// costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that
+/// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start and reserve
+/// (`turn`), so a turn costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that
 /// ended since the last one (`TransferOutcomes`), reads the queue and marks the chosen moving, in one transaction
 /// when there are outcomes.
 final class Scheduler: Sendable {
@@ -28,57 +28,93 @@ final class Scheduler: Sendable {
     var isIdle: Bool { running.isEmpty }
 
     /// Records the outcomes that came since the last turn and starts what may start for `apps`; returns the queue as
-    /// it was read (after what this recorded, before what it started).
+    /// it was read (after what this recorded, before what it started). What it chooses beyond the free slots, up to
+    /// the limit again, is reserved: started the moment a transfer's body ends (`slotFreed`), which the next turn
+    /// then records. The last turn's reserve serves until this one's replaces it, so a reserved download waits for
+    /// at most one turn's choice; one that both start (the reserve and the turn) runs once (`RunningTransfers.add`).
+    ///
+    /// Why a reserve: while many small files run, the engine is busy with turns almost all the time (each with its
+    /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
+    /// server is not on the same machine (docs/PERFORMANCE.md, "A freed slot filled without waiting for a turn").
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         let settings = context.settings
+        var reserve: [QueuedDownload] = []
+        let reserveLimit = settings.maximumConcurrentTransfers
+        var records: [String: (AppRecord, AppPolicy)] = [:]
+        func record(_ id: String) throws -> (AppRecord, AppPolicy)? {
+            // Each app read once a turn: its policy (its allow list canonicalized) serves every transfer it starts.
+            if records[id] == nil, let app = try context.store.app(id) { records[id] = (app, app.policy) }
+            return records[id]
+        }
         while true {
             let (runningNow, perHost, perApp) = running.current()
             var count = running.slotsTaken
             var hosts = perHost
-            // Candidates turned away because their host filled up during this pass: another pass, with that host
-            // left out, may find others for the slots still free.
+            // Candidates turned away because their host filled up during this pass, with the reserve full: another
+            // pass, with that host left out, may find others for the slots still free.
             var turnedAway = false
+            let reserveFull = reserve.count >= reserveLimit
             let (snapshot, started) = try writeTurn(
-                apps: apps, excluding: runningNow,
-                saturatedHosts: Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys),
-                backgroundLimit: settings.maximumConcurrentTransfers - count, running: perApp
+                apps: apps, excluding: runningNow.union(reserve.map(\.uniqueIdentifier)),
+                saturatedHosts: reserveFull
+                    ? Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys) : [],
+                backgroundLimit: settings.maximumConcurrentTransfers - count + (reserveLimit - reserve.count),
+                running: perApp
             ) { runnable in
                 var chosen: [QueuedDownload] = []
                 for download in runnable {
-                    guard download.foreground
+                    if download.foreground
                         || (count < settings.maximumConcurrentTransfers
                             && hosts[download.host, default: 0] < settings.maximumTransfersPerHost)
-                    else {
+                    {
+                        count += 1
+                        hosts[download.host, default: 0] += 1
+                        chosen.append(download)
+                    } else if reserve.count < reserveLimit {
+                        reserve.append(download)
+                    } else {
                         turnedAway = true
-                        continue
                     }
-                    count += 1
-                    hosts[download.host, default: 0] += 1
-                    chosen.append(download)
                 }
                 return chosen
             }
-            // Each app read once a pass: its policy (its allow list canonicalized) serves every transfer it starts.
-            var apps: [String: (AppRecord, AppPolicy)] = [:]
             for download in started {
-                let id = download.appIdentifier
-                if apps[id] == nil, let app = try context.store.app(id) { apps[id] = (app, app.policy) }
-                guard let (app, policy) = apps[id] else { continue }
+                guard let (app, policy) = try record(download.appIdentifier) else { continue }
                 start(download, app: app, policy: policy)
             }
-            if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty { return snapshot }
+            if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty {
+                running.reserve(try reserve.compactMap { download in
+                    try record(download.appIdentifier).map { app, policy in
+                        RunningTransfers.Reserved(download, app: app, policy: policy)
+                    }
+                })
+                return snapshot
+            }
         }
     }
 
-    private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy) {
+    /// A transfer's body ended: its slot goes to the next reserved download, if one fits, and the engine looks
+    /// again. Called on the HTTP client's event loop: it only starts a task.
+    func slotFreed(_ uniqueIdentifier: String) {
+        guard running.releaseSlot(uniqueIdentifier, limit: context.settings.maximumConcurrentTransfers) else { return }
+        if let next = running.takeReserved(context.settings) {
+            start(next.download, app: next.app, policy: next.policy, added: true)
+        }
+        context.signal.fire()
+    }
+
+    /// - Parameter added: whether `running` holds it already (`takeReserved` added it).
+    private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy, added: Bool = false) {
         let uniqueIdentifier = download.uniqueIdentifier
         // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
         // lock, since making it wakes a transfer thread.
-        running.add(uniqueIdentifier, host: download.host, app: download.appIdentifier)
+        if !added && !running.add(uniqueIdentifier, host: download.host, app: download.appIdentifier) { return }
         running.attach(uniqueIdentifier, Task(executorPreference: executor) { [context] in
             // The job (its paths percent-encoded) is made on the transfer's thread: the turn, which starts every
             // transfer, is what the next one waits for.
-            let job = TransferJob(context: context, queued: download, app: app, policy: policy)
+            let job = TransferJob(context: context, queued: download, app: app, policy: policy) { [weak self] in
+                self?.slotFreed(uniqueIdentifier)
+            }
             // An outcome is told once the next turn recorded it; none to record (requeued after a challenge) has
             // changed its row already.
             let outcome = await job.run()
@@ -97,22 +133,25 @@ final class Scheduler: Sendable {
         apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
         running: [String: Int], choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (QueueStore.Snapshot, [QueuedDownload]) {
-        try recordingOutcomes { rows in
+        try recordingOutcomes { rows, startedEarly in
             let (snapshot, started, gone) = try context.store.turn(
-                recording: rows, now: Date(), apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit, running: running, choose: choose)
+                recording: rows, startedEarly: startedEarly, now: Date(), apps: apps, excluding: excluding,
+                saturatedHosts: saturatedHosts, backgroundLimit: backgroundLimit, running: running, choose: choose)
             return ((snapshot, started), gone)
         }
     }
 
-    /// Takes the outcomes waiting and has `write` record them (it returns what else it did, and which rows were
-    /// gone); tells them once committed, or says they were not recorded.
+    /// Takes the outcomes waiting, and the transfers started from the reserve since the last turn, and has `write`
+    /// record them (it returns what else it did, and which rows were gone); tells the outcomes once committed, or says
+    /// they were not recorded.
     private func recordingOutcomes<Written>(
-        _ write: ([QueuedDownload]) throws -> (Written, gone: Set<String>)
+        _ write: ([QueuedDownload], _ startedEarly: [QueuedDownload]) throws -> (Written, gone: Set<String>)
     ) throws -> Written {
+        // Those started early first: an outcome taken here implies its start was taken here or before.
+        let startedEarly = running.takeStartedEarly()
         let outcomes = context.outcomes.take()
         do {
-            let (written, gone) = try write(outcomes.map(\.row))
+            let (written, gone) = try write(outcomes.map(\.row), startedEarly)
             TransferOutcomes.recorded(outcomes, gone: gone, context: context, completed: completed)
             return written
         } catch {
@@ -133,15 +172,20 @@ final class Scheduler: Sendable {
     /// Stops every running transfer and waits for each to end, then records where each stopped (its partial file
     /// stays).
     func shutdown() async {
+        // No transfer may start from the reserve while the running ones are stopped.
+        running.dropReserve()
         let tasks = running.tasks
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        try? recordingOutcomes { rows in ((), try context.store.record(rows, start: []).gone) }
+        try? recordingOutcomes { rows, startedEarly in
+            ((), try context.store.record(rows, startedEarly: startedEarly, start: []).gone)
+        }
         await executor.shutdown()
     }
 }
 
-/// The transfers running now: their host (for the per-host cap), app (for sharing the slots) and task (to stop one).
+/// The transfers running now: their host (for the per-host cap), app (for sharing the slots) and task (to stop one);
+/// and the reserve, what the last turn chose to start as slots free.
 ///
 /// The limits count transfers on the network. One whose body has ended gives its slot to the next while its file
 /// is synced and its outcome recorded (`releaseSlot`): with many small files the sync and the queue's write are
@@ -159,6 +203,19 @@ final class RunningTransfers: Sendable {
         var holdsSlot = true
     }
 
+    /// A download the last turn chose beyond the free slots (`Scheduler.turn`), with what its transfer needs.
+    struct Reserved: Sendable {
+        var download: QueuedDownload
+        var app: AppRecord
+        var policy: AppPolicy
+
+        init(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy) {
+            self.download = download
+            self.app = app
+            self.policy = policy
+        }
+    }
+
     /// The counts are kept as transfers come and go, so that each call holds the lock for a few steps: every
     /// transfer's end and every turn take it, and a count made by walking the entries under it showed in profiles
     /// as 16 transfer threads spinning on the lock.
@@ -169,6 +226,23 @@ final class RunningTransfers: Sendable {
         /// Slots taken per host, and per app.
         var perHost: [String: Int] = [:]
         var perApp: [String: Int] = [:]
+        /// Not running, not marked moving: started in this order as slots free.
+        var reserved: [Reserved] = []
+        /// Started from the reserve, their rows not yet marked moving: the next turn marks them. Until then the queue
+        /// says they wait, so a turn that reads them so must not start them again, even once they have ended.
+        var startedEarly: [String: QueuedDownload] = [:]
+
+        /// Whether the download runs, or ran without its row saying so yet.
+        func holds(_ uniqueIdentifier: String) -> Bool {
+            entries[uniqueIdentifier] != nil || startedEarly[uniqueIdentifier] != nil
+        }
+
+        mutating func add(_ uniqueIdentifier: String, host: String, app: String) {
+            entries[uniqueIdentifier] = Entry(host: host, app: app)
+            slotsTaken += 1
+            perHost[host, default: 0] += 1
+            perApp[app, default: 0] += 1
+        }
 
         mutating func freeSlot(of entry: Entry) {
             slotsTaken -= 1
@@ -184,21 +258,64 @@ final class RunningTransfers: Sendable {
     var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
     var tasks: [Task<Void, Never>] { state.withLock { $0.entries.values.compactMap(\.task) } }
 
-    /// Their unique identifiers, and how many of those holding a slot run per host and per app.
+    /// Their unique identifiers (with those started from the reserve that a turn has yet to mark moving), and how
+    /// many of those holding a slot run per host and per app.
     func current() -> (Set<String>, perHost: [String: Int], perApp: [String: Int]) {
-        state.withLock { (Set($0.entries.keys), $0.perHost, $0.perApp) }
+        state.withLock { (Set($0.entries.keys).union($0.startedEarly.keys), $0.perHost, $0.perApp) }
     }
 
     /// How many hold a slot.
     var slotsTaken: Int { state.withLock { $0.slotsTaken } }
 
-    /// Records a transfer as running before its task exists (the task removes it when it ends).
-    func add(_ uniqueIdentifier: String, host: String, app: String) {
+    /// Records a transfer as running before its task exists (the task removes it when it ends); false, changing
+    /// nothing, when the reserve started it already (while a turn chose it from the queue as it was).
+    @discardableResult
+    func add(_ uniqueIdentifier: String, host: String, app: String) -> Bool {
         state.withLock { state in
-            state.entries[uniqueIdentifier] = Entry(host: host, app: app)
-            state.slotsTaken += 1
-            state.perHost[host, default: 0] += 1
-            state.perApp[app, default: 0] += 1
+            guard !state.holds(uniqueIdentifier) else { return false }
+            state.add(uniqueIdentifier, host: host, app: app)
+            return true
+        }
+    }
+
+    /// Replaces the reserve, leaving out what runs already.
+    func reserve(_ downloads: [Reserved]) {
+        state.withLock { state in
+            state.reserved = downloads.filter { !state.holds($0.download.uniqueIdentifier) }
+        }
+    }
+
+    func dropReserve() {
+        state.withLock { $0.reserved = [] }
+    }
+
+    /// Takes the first reserved download that fits the free slots and records it as running (as `add`), to be
+    /// marked moving by the next turn (`takeStartedEarly`). Its copy says what the mark will write.
+    func takeReserved(_ settings: HostEngine.Settings) -> Reserved? {
+        state.withLock { state in
+            // What a turn started meanwhile is no longer reserved.
+            state.reserved = state.reserved.filter { !state.holds($0.download.uniqueIdentifier) }
+            guard state.slotsTaken < settings.maximumConcurrentTransfers,
+                let index = state.reserved.firstIndex(where: {
+                    state.perHost[$0.download.host, default: 0] < settings.maximumTransfersPerHost
+                })
+            else { return nil }
+            var next = state.reserved.remove(at: index)
+            next.download.state = .downloading
+            next.download.attempts += 1
+            next.download.retryAt = nil
+            state.add(next.download.uniqueIdentifier, host: next.download.host, app: next.download.appIdentifier)
+            state.startedEarly[next.download.uniqueIdentifier] = next.download
+            return next
+        }
+    }
+
+    /// The transfers started from the reserve since the last call, for the caller's transaction to mark moving: it
+    /// must do so before it reads the queue.
+    func takeStartedEarly() -> [QueuedDownload] {
+        state.withLock { state in
+            defer { state.startedEarly = [:] }
+            return Array(state.startedEarly.values)
         }
     }
 
@@ -222,6 +339,7 @@ final class RunningTransfers: Sendable {
 
     func cancel(_ uniqueIdentifier: String) {
         let task = state.withLock { state -> Task<Void, Never>? in
+            state.reserved.removeAll { $0.download.uniqueIdentifier == uniqueIdentifier }
             state.entries[uniqueIdentifier]?.cancelled = true
             return state.entries[uniqueIdentifier]?.task
         }

@@ -23,12 +23,18 @@ struct TransferJob {
     /// each is an identifier percent-encoded into a path.
     private let partialPath: String
     private let finishedPath: String
+    /// Called when the body has ended, on the HTTP client's event loop: the scheduler gives the slot to the next.
+    private let bodyEnded: @Sendable () -> Void
 
-    init(context: EngineContext, queued: QueuedDownload, app: AppRecord, policy: AppPolicy) {
+    init(
+        context: EngineContext, queued: QueuedDownload, app: AppRecord, policy: AppPolicy,
+        bodyEnded: @escaping @Sendable () -> Void
+    ) {
         self.context = context
         self.queued = queued
         self.app = app
         self.policy = policy
+        self.bodyEnded = bodyEnded
         partialPath = context.dataRoot.partialPath(for: queued.uniqueIdentifier)
         finishedPath = context.dataRoot.finishedPath(
             for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
@@ -46,7 +52,8 @@ struct TransferJob {
             // download manifest's index (its size and SHA-256; no file missing, none extra), which installs nothing
             // else: the archive's own SHA-256 would check the same bytes a second time (docs/ASSET-PACKS.md).
             let archiveEntry = ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)
-            let recorder = ProgressRecorder(context: context, download: queued, archiveEntry: archiveEntry)
+            let recorder = ProgressRecorder(
+                context: context, download: queued, archiveEntry: archiveEntry, bodyEnded: bodyEnded)
             let request = TransferRequest(
                 url: download.url ?? "", headers: download.httpHeaders,
                 expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
@@ -218,6 +225,7 @@ private final class ProgressRecorder: TransferObserver {
     private let context: EngineContext
     /// The pack whose whole archive this is, unpacked as it arrives.
     private let archiveEntry: DownloadManifest.Entry?
+    private let onBodyEnded: @Sendable () -> Void
     private let lock: Mutex<State>
     private struct State {
         var download: QueuedDownload
@@ -228,9 +236,13 @@ private final class ProgressRecorder: TransferObserver {
         var validatorSaved = false
     }
 
-    init(context: EngineContext, download: QueuedDownload, archiveEntry: DownloadManifest.Entry?) {
+    init(
+        context: EngineContext, download: QueuedDownload, archiveEntry: DownloadManifest.Entry?,
+        bodyEnded: @escaping @Sendable () -> Void
+    ) {
         self.context = context
         self.archiveEntry = archiveEntry
+        onBodyEnded = bodyEnded
         lock = Mutex(State(download: download))
     }
 
@@ -262,12 +274,7 @@ private final class ProgressRecorder: TransferObserver {
     }
 
     /// Its network slot goes to the next download while this one's file is synced and recorded.
-    func bodyEnded() {
-        let uniqueIdentifier = lock.withLock { $0.download.uniqueIdentifier }
-        if context.running.releaseSlot(uniqueIdentifier, limit: context.settings.maximumConcurrentTransfers) {
-            context.signal.fire()
-        }
-    }
+    func bodyEnded() { onBodyEnded() }
 
     func progress(received: Int64, expected: Int64) {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in

@@ -55,9 +55,13 @@ extension QueueStore {
     /// is taken only for what `choose` picked (marking moving checks that each is still waiting): a turn with
     /// nothing to write must not wait behind another writer, such as a content request's commit of 100,000 rows
     /// (0.85 s).
+    ///
+    /// `startedEarly` are transfers the engine started since its last turn without a turn marking them moving (from
+    /// its reserve, the moment a slot freed): they are marked first, so that an outcome of theirs recorded in the
+    /// same turn stands.
     public func turn(
-        recording outcomes: [QueuedDownload], now: Date, apps: Set<String>, excluding: Set<String>,
-        saturatedHosts: Set<String>, backgroundLimit: Int?, running: [String: Int] = [:],
+        recording outcomes: [QueuedDownload], startedEarly: [QueuedDownload] = [], now: Date, apps: Set<String>,
+        excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int?, running: [String: Int] = [:],
         choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) {
         func read(_ db: Database) throws -> Snapshot {
@@ -65,8 +69,9 @@ extension QueueStore {
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
                 backgroundLimit: backgroundLimit, running: running)
         }
-        guard outcomes.isEmpty else {
+        guard outcomes.isEmpty && startedEarly.isEmpty else {
             return try database.write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
+                _ = try Self.markMoving(startedEarly, db)
                 let gone = try Self.record(outcomes, db)
                 let snapshot = try read(db)
                 return (snapshot, try Self.markMoving(choose(snapshot.runnable), db), gone)

@@ -205,12 +205,14 @@ public final class QueueStore: Sendable {
 
     /// Records transfers' outcomes (each row's state, as `save`) and marks `downloads` as moving, in one
     /// transaction (what `turn` writes around its read). Returns the downloads marked moving (as `startTransfers`),
-    /// and the unique identifiers of the outcomes whose row is gone (cancelled while it ran).
-    public func record(_ outcomes: [QueuedDownload], start downloads: [QueuedDownload]) throws
-        -> (started: [QueuedDownload], gone: Set<String>)
-    {
-        guard !outcomes.isEmpty || !downloads.isEmpty else { return ([], []) }
+    /// and the unique identifiers of the outcomes whose row is gone (cancelled while it ran). `startedEarly` are
+    /// `turn`'s.
+    public func record(
+        _ outcomes: [QueuedDownload], startedEarly: [QueuedDownload] = [], start downloads: [QueuedDownload]
+    ) throws -> (started: [QueuedDownload], gone: Set<String>) {
+        guard !outcomes.isEmpty || !startedEarly.isEmpty || !downloads.isEmpty else { return ([], []) }
         return try database.write { db in
+            _ = try Self.markMoving(startedEarly, db)
             let gone = try Self.record(outcomes, db)
             return (try Self.markMoving(downloads, db), gone)
         }

@@ -142,6 +142,81 @@ import Vocabulary
         #expect(running.isEmpty && !ended.isCancelled)
     }
 
+    /// What a turn chooses beyond the free slots is reserved: the moment a transfer's body ends, the next reserved
+    /// download starts, before any other turn; the next turn then marks its row moving, with the first one's outcome.
+    @Test func aFreedSlotGoesToTheReservedDownloadBeforeTheNextTurn() async throws {
+        let server = try FaultServer()
+        server.serve(Data(count: 4096), at: "fast")
+        server.serve(Data(count: 4096), at: "slow", faults: [.trickle(chunk: 1, every: .milliseconds(200))])
+        let context = try context(settings: HostEngine.Settings(maximumConcurrentTransfers: 1, maximumTransfersPerHost: 1))
+        _ = try context.store.enqueue(
+            [download("first", "http://127.0.0.1:\(server.port)/fast"),
+             download("second", "http://127.0.0.1:\(server.port)/slow")], for: "app") { _, _ in nil }
+        let rows = try context.store.activeDownloads(for: "app")
+        let (first, second) = (rows[0].uniqueIdentifier, rows[1].uniqueIdentifier)
+        let scheduler = Scheduler(context: context) { _ in }
+
+        func state(_ identifier: String) throws -> TransferState? {
+            try context.store.downloads(for: "app").first { $0.identifier == identifier }?.state
+        }
+        _ = try scheduler.turn(["app"])
+        #expect(try state("first") == .downloading && state("second") == .queued)
+        // No turn between: only the reserve can start the second, once the first's body has ended.
+        #expect(try await eventually { context.running.current().0 == [second] })
+        #expect(try state("second") == .queued)
+
+        _ = try scheduler.turn(["app"])
+        #expect(context.running.current().0 == [second] && !context.running.current().0.contains(first))
+        let after = try context.store.downloads(for: "app")
+        #expect(after.first { $0.identifier == "first" }?.state == .finished)
+        #expect(after.first { $0.identifier == "second" }?.state == .downloading)
+        #expect(after.first { $0.identifier == "second" }?.attempts == 1)
+
+        await scheduler.shutdown()
+        try await context.client.shutdown()
+        // Stopped, not lost, as a download a turn started.
+        let stopped = try context.store.activeDownloads(for: "app")
+        #expect(stopped.map(\.identifier) == ["second"] && stopped.allSatisfy { $0.state != .downloading })
+    }
+
+    /// The reserve starts only what fits the global and per-host limits, never what runs already, and nothing
+    /// cancelled; a download the reserve started is not started again by a turn that chose it meanwhile, even once
+    /// it has ended, until a turn has marked its row moving (before, the queue still says it waits).
+    @Test func theReserveKeepsToTheLimitsAndStartsEachDownloadOnce() throws {
+        let settings = HostEngine.Settings(maximumConcurrentTransfers: 2, maximumTransfersPerHost: 1)
+        let running = RunningTransfers()
+        let app = AppRecord(
+            appIdentifier: "app", appGroupIdentifier: "group.com.example.levels", pluginPath: "/nonexistent.so",
+            manifestURL: "http://127.0.0.1/manifest", domainAllowList: [], downloadAllowance: 1 << 40,
+            essentialDownloadAllowance: 1 << 40, allowInsecureLoopback: true)
+        func reserved(_ identifier: String, _ host: String) -> RunningTransfers.Reserved {
+            let queued = QueuedDownload(
+                appIdentifier: "app", sequence: 0, download: download(identifier, "http://\(host)/\(identifier)"))
+            return RunningTransfers.Reserved(queued, app: app, policy: app.policy)
+        }
+        let a = reserved("a", "one.example"), b = reserved("b", "one.example"), c = reserved("c", "two.example")
+        #expect(running.add(a.download.uniqueIdentifier, host: "one.example", app: "app"))
+        running.reserve([a, b, c])
+        // `a` runs already, `b`'s host is full: `c` fits.
+        let next = try #require(running.takeReserved(settings))
+        #expect(next.download.identifier == "c" && next.download.state == .downloading && next.download.attempts == 1)
+        #expect(running.takeReserved(settings) == nil, "the global limit is reached")
+        #expect(!running.add(c.download.uniqueIdentifier, host: "two.example", app: "app"), "c runs once")
+        running.remove(c.download.uniqueIdentifier)
+        #expect(!running.add(c.download.uniqueIdentifier, host: "two.example", app: "app"), "c ended, unmarked")
+        running.reserve([c])
+        #expect(running.takeReserved(settings) == nil && running.current().0.contains(c.download.uniqueIdentifier))
+        #expect(running.takeStartedEarly().map(\.identifier) == ["c"] && running.takeStartedEarly().isEmpty)
+        #expect(!running.current().0.contains(c.download.uniqueIdentifier))
+
+        running.remove(a.download.uniqueIdentifier)
+        running.cancel(b.download.uniqueIdentifier)
+        #expect(running.takeReserved(settings) == nil, "b was cancelled while reserved")
+        running.reserve([b])
+        running.dropReserve()
+        #expect(running.takeReserved(settings) == nil && running.isEmpty)
+    }
+
     // MARK: One transfer
 
     /// A non-essential download's fileSize is an estimate (Apple narrowed the size promise to essential downloads):
@@ -168,7 +243,7 @@ import Vocabulary
             }
             let row = try queued[0].result.get()
             let app = try #require(try context.store.app("app"))
-            let job = TransferJob(context: context, queued: row, app: app, policy: app.policy)
+            let job = TransferJob(context: context, queued: row, app: app, policy: app.policy) {}
             let outcome = try #require(await job.run())
             _ = try context.store.record([outcome.row], start: [])
             return try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier })
