@@ -7,9 +7,9 @@ import Synchronization
 /// next to the app with the fewest running; within an app, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
 /// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start and reserve
-/// (`turn`), so a turn costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that
-/// ended since the last one (`TransferOutcomes`), reads the queue and marks the chosen moving, in one transaction
-/// when there are outcomes.
+/// (`turn`), so a turn costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes
+/// of the transfers that ended since the last one (`TransferOutcomes`), reads the queue and marks the chosen moving,
+/// in one transaction when there are outcomes.
 final class Scheduler: Sendable {
     private let context: EngineContext
     private let executor: TransferExecutor

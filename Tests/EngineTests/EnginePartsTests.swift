@@ -148,7 +148,8 @@ import Vocabulary
         let server = try FaultServer()
         server.serve(Data(count: 4096), at: "fast")
         server.serve(Data(count: 4096), at: "slow", faults: [.trickle(chunk: 1, every: .milliseconds(200))])
-        let context = try context(settings: HostEngine.Settings(maximumConcurrentTransfers: 1, maximumTransfersPerHost: 1))
+        let context = try context(
+            settings: HostEngine.Settings(maximumConcurrentTransfers: 1, maximumTransfersPerHost: 1))
         _ = try context.store.enqueue(
             [download("first", "http://127.0.0.1:\(server.port)/fast"),
              download("second", "http://127.0.0.1:\(server.port)/slow")], for: "app") { _, _ in nil }
