@@ -34,7 +34,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
                 appIdentifier: appIdentifier, uniqueIdentifier: nil, identifier: download.identifier)
             {
                 context.observe(.promoted(promoted.status))
-                context.signal.fire()
+                context.wakeNow()
                 return .success(())
             }
         } catch {

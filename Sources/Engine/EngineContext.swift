@@ -18,6 +18,10 @@ final class EngineContext: Sendable {
     let delegates: AppDelegateRouter?
     /// Wakes the engine's loop: something was queued, a transfer or a delivery ended, a deadline came.
     let signal = Signal()
+    /// Set by `wakeNow` since the last turn began: the next is wanted at once, not after its pace.
+    let turnWanted = Atomic<Bool>(false)
+    /// Ends the wait for the next turn (`Scheduler.paceNextTurn`): fired by `wakeNow`, and when the reserve runs low.
+    let turnDue = Signal()
     /// Fired whenever a transfer ends or is stopped: what `awaitEssentials` waits on.
     let transferEnded = Signal()
     let launchGate = LaunchGate()
@@ -42,9 +46,21 @@ final class EngineContext: Sendable {
 
     /// Wakes the engine for a newly queued download, unless it could not start now anyway (every transfer slot, or
     /// every slot for its host, is taken): it is looked at when one frees. An app scheduling thousands one call at a
-    /// time then costs the engine nothing per call.
+    /// time then costs the engine nothing per call. A foreground download wakes it at once (`wakeNow`).
     func queued(_ download: QueuedDownload) {
-        if running.couldStart(download, settings) { signal.fire() }
+        if download.foreground {
+            wakeNow()
+        } else if running.couldStart(download, settings) {
+            signal.fire()
+        }
+    }
+
+    /// Wakes the engine for what must not wait for the pace of its turns (`Scheduler.paceNextTurn`): a foreground
+    /// download, a promotion, a delegate.
+    func wakeNow() {
+        turnWanted.store(true, ordering: .relaxed)
+        signal.fire()
+        turnDue.fire()
     }
 
     /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file.

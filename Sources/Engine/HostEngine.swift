@@ -33,12 +33,15 @@ public final class HostEngine: Sendable {
         public var maximumTransfersPerHost: Int
         /// How long completions may wait to be batched into one window while transfers are still running.
         public var deliveryDelay: Duration
+        /// How long the transfers that end may gather before the engine's next turn records them, while the reserve
+        /// starts the next ones (`Scheduler.paceNextTurn`).
+        public var turnPace: Duration
 
         public init(
             additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
             retryDelay: Duration = RetryPolicy.default.baseDelay, maximumAttempts: Int = RetryPolicy.default.maximumAttempts,
             limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
-            deliveryDelay: Duration = .seconds(2)
+            deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10)
         ) {
             self.additionalCAFile = additionalCAFile
             self.connectTimeout = connectTimeout
@@ -49,6 +52,7 @@ public final class HostEngine: Sendable {
             self.maximumConcurrentTransfers = maximumConcurrentTransfers
             self.maximumTransfersPerHost = maximumTransfersPerHost
             self.deliveryDelay = deliveryDelay
+            self.turnPace = turnPace
         }
 
         /// The HTTP client's configuration: a connection per transfer a host may have at once.
@@ -117,8 +121,8 @@ public final class HostEngine: Sendable {
         try? await context.client.shutdown()
     }
 
-    /// Wakes the engine: something was queued or promoted, or a delegate arrived.
-    public func wake() { context.signal.fire() }
+    /// Wakes the engine at once: something was queued or promoted, or a delegate arrived.
+    public func wake() { context.wakeNow() }
 
     /// What an app's `BADownloadManager` reaches: from its extension's windows, or from the app through the service.
     public func downloads(for appIdentifier: String) -> AppDownloads {
@@ -204,6 +208,7 @@ public final class HostEngine: Sendable {
                 try store.recoverInterruptedTransfers()
             }
             await context.signal.wait(for: completions.nextDeadline(within: scheduler.nextWake(snapshot)))
+            await scheduler.paceNextTurn(since: start)
         }
     }
 }

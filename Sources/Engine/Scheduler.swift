@@ -27,6 +27,12 @@ final class Scheduler: Sendable {
 
     var isIdle: Bool { running.isEmpty }
 
+    /// Whether the reserve holds enough to fill the slots that free while the next turn waits (`paceNextTurn`): a
+    /// quarter of the limit at least.
+    private var reserveLasts: Bool {
+        running.reservedCount >= max(1, context.settings.maximumConcurrentTransfers / 4)
+    }
+
     /// Records the outcomes that came since the last turn and starts what may start for `apps`; returns the queue as
     /// it was read (after what this recorded, before what it started). What it chooses beyond the free slots, up to
     /// the limit again, is reserved: started the moment a transfer's body ends (`slotFreed`), which the next turn
@@ -38,6 +44,7 @@ final class Scheduler: Sendable {
     /// server is not on the same machine (docs/PERFORMANCE.md, "A freed slot filled without waiting for a turn").
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         let settings = context.settings
+        context.turnWanted.store(false, ordering: .relaxed)
         var reserve: [QueuedDownload] = []
         let reserveLimit = settings.maximumConcurrentTransfers
         var records: [String: (AppRecord, AppPolicy)] = [:]
@@ -93,6 +100,21 @@ final class Scheduler: Sendable {
         }
     }
 
+    /// Returns when the engine's next turn is due, once something woke it (`Signal`): at once, unless the reserve
+    /// lasts. While it does, the reserve starts the next transfers as slots free, and a turn is needed only to record
+    /// what ended and deliver it; letting what ends gather until `turnPace` after `start` (the last turn's) makes one
+    /// transaction and one delivery of several, where many small files had a turn for every one or two
+    /// (docs/PERFORMANCE.md, "Turns paced while the reserve lasts"). A reserve running low, or a wake that must not
+    /// wait (`EngineContext.wakeNow`), ends the wait.
+    func paceNextTurn(since start: ContinuousClock.Instant) async {
+        // A fire kept from before the last turn refilled the reserve ends a wait early: the reserve is looked at again.
+        while reserveLasts && !context.turnWanted.load(ordering: .relaxed) && !Task.isCancelled {
+            let elapsed = ContinuousClock.now - start
+            guard elapsed < context.settings.turnPace else { return }
+            await context.turnDue.wait(for: context.settings.turnPace - elapsed)
+        }
+    }
+
     /// A transfer's body ended: its slot goes to the next reserved download, if one fits, and the engine looks
     /// again. Called on the HTTP client's event loop: it only starts a task.
     func slotFreed(_ uniqueIdentifier: String) {
@@ -101,6 +123,7 @@ final class Scheduler: Sendable {
             start(next.download, app: next.app, policy: next.policy, added: true)
         }
         context.signal.fire()
+        if !reserveLasts { context.turnDue.fire() }
     }
 
     /// - Parameter added: whether `running` holds it already (`takeReserved` added it).
@@ -256,6 +279,7 @@ final class RunningTransfers: Sendable {
     private let state = Mutex(State())
 
     var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
+    var reservedCount: Int { state.withLock { $0.reserved.count } }
     var tasks: [Task<Void, Never>] { state.withLock { $0.entries.values.compactMap(\.task) } }
 
     /// Their unique identifiers (with those started from the reserve that a turn has yet to mark moving), and how

@@ -218,6 +218,78 @@ import Vocabulary
         #expect(running.takeReserved(settings) == nil && running.isEmpty)
     }
 
+    /// While the reserve lasts, the engine's next turn waits for its pace, so that what ends meanwhile is recorded
+    /// by one turn; the reserve running low, or a wake that must not wait (a foreground download, a delegate), ends
+    /// the wait; with nothing reserved the turn is due at once.
+    @Test func theNextTurnWaitsForItsPaceOnlyWhileTheReserveLasts() async throws {
+        let server = try FaultServer()
+        // Each path answers its requests so (a fault a request): the scheduler's below make ten in all.
+        let ends = FaultServer.Fault.trickle(chunk: 1024, every: .milliseconds(100))
+        let slow = FaultServer.Fault.trickle(chunk: 1, every: .milliseconds(200))
+        server.serve(Data(count: 4096), at: "ends", faults: Array(repeating: ends, count: 10))
+        server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: slow, count: 10))
+        /// A scheduler whose first turn started the first two of `paths` and reserved the others.
+        func turned(pace: Duration, _ paths: [String]) throws -> (EngineContext, Scheduler, ContinuousClock.Instant) {
+            let context = try context(settings: HostEngine.Settings(
+                maximumConcurrentTransfers: 2, maximumTransfersPerHost: 2, turnPace: pace))
+            _ = try context.store.enqueue(
+                paths.enumerated().map { download("d\($0)", "http://127.0.0.1:\(server.port)/\($1)") }, for: "app"
+            ) { _, _ in nil }
+            let scheduler = Scheduler(context: context) { _ in }
+            let start = ContinuousClock.now
+            _ = try scheduler.turn(["app"])
+            return (context, scheduler, start)
+        }
+        /// Whether the wait for the next turn ends (within `eventually`'s ten seconds) once `meanwhile` has run.
+        func paceEnds(
+            _ scheduler: Scheduler, since start: ContinuousClock.Instant, meanwhile: () async throws -> Void = {}
+        ) async throws -> Bool {
+            let ended = Atomic(false)
+            let waiting = Task {
+                await scheduler.paceNextTurn(since: start)
+                ended.store(true, ordering: .relaxed)
+            }
+            defer { waiting.cancel() }
+            try await meanwhile()
+            return try await eventually { ended.load(ordering: .relaxed) }
+        }
+        func stop(_ context: EngineContext, _ scheduler: Scheduler) async throws {
+            await scheduler.shutdown()
+            try await context.client.shutdown()
+        }
+
+        // Two running, two reserved: the wait lasts the pace.
+        let pace = Duration.milliseconds(300)
+        let (lasting, paced, start) = try turned(pace: pace, ["slow", "slow", "slow", "slow"])
+        await paced.paceNextTurn(since: start)
+        #expect(ContinuousClock.now - start >= pace)
+        try await stop(lasting, paced)
+
+        // With an hour's pace: a wake that must not wait ends it, whether it comes during the wait or before it.
+        let (woken, wokenScheduler, wokenStart) = try turned(pace: .seconds(3600), ["slow", "slow", "slow", "slow"])
+        #expect(try await paceEnds(wokenScheduler, since: wokenStart) {
+            try await Task.sleep(for: .milliseconds(200))
+            woken.wakeNow()
+        })
+        woken.wakeNow()
+        #expect(try await paceEnds(wokenScheduler, since: wokenStart))
+        try await stop(woken, wokenScheduler)
+
+        // The two running end (in about 400 ms), the reserve starts the other two and runs out: the turn is due.
+        let (drained, drainedScheduler, drainedStart) = try turned(
+            pace: .seconds(3600), ["ends", "ends", "slow", "slow"])
+        #expect(try await paceEnds(drainedScheduler, since: drainedStart))
+        #expect(try await eventually {
+            drained.running.current().0.count == 2 && !drained.running.takeStartedEarly().isEmpty
+        })
+        try await stop(drained, drainedScheduler)
+
+        // Nothing reserved: due at once.
+        let (unreserved, unreservedScheduler, unreservedStart) = try turned(pace: .seconds(3600), ["slow"])
+        #expect(try await paceEnds(unreservedScheduler, since: unreservedStart))
+        try await stop(unreserved, unreservedScheduler)
+    }
+
     // MARK: One transfer
 
     /// A non-essential download's fileSize is an estimate (Apple narrowed the size promise to essential downloads):
