@@ -17,7 +17,8 @@
 # against curl, curl + fsync, the durable floor program (durable_floor.c) and the same floor on bahost's own libraries
 # (Benchmarks/LibraryFloor: AsyncHTTPClient, NIO, GRDB); the host's peak RSS during a large
 # download (and whether it grows with the file); extension activation against the floor of a bare spawn; the
-# lateness of extensionWillTerminate and of the kill; the service's queue, delegate latency and scale; essential
+# lateness of extensionWillTerminate and of the kill; the service's queue (against the floor of its calls,
+# schedule_floor.c), delegate latency and scale; essential
 # packs against curl + tar. Timings are never asserted: this prints them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +83,7 @@ cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_entry.so" Plugins/
 cc -O2 -Wall -I SDK/C/include -shared -fPIC -o "$work/hang_in_will_terminate.so" Plugins/C/misbehaving/hang_in_will_terminate.c
 cc -O2 -Wall -o "$work/spawn_floor" Benchmarks/spawn_floor.c
 cc -O2 -Wall -o "$work/durable_floor" Benchmarks/durable_floor.c -lcurl -lsqlite3 -lpthread
+cc -O2 -Wall -o "$work/schedule_floor" Benchmarks/schedule_floor.c -lsqlite3
 # The queue figure's C app, linked with the app library under its installed name.
 mkdir -p "$work/lib" && ln -s "$bin/libbackgroundassets.so" "$work/lib/libbackgroundassets.so.1"
 cc -O2 -Wall -I SDK/C/include -o "$work/bench_app_c" Benchmarks/bench_app.c -L "$bin" -lbackgroundassets \
@@ -296,6 +298,10 @@ for _ in $(seq "$runs"); do
     bench_app queue --count "$queue_count" --url "$base/slow/1.bin" >> "$results"
     record turn "$(engine_turn)"
     stop_daemon
+    # The floor of the same calls (schedule_floor.c), on the daemon's schema, on the same disk.
+    "$work/schedule_floor" "$work/service/data/queue.sqlite" "$work/floor-schedule.sqlite" "$queue_count" \
+        "$base/slow/1.bin" >> "$results"
+    rm -f "$work"/floor-schedule.sqlite*
     # The same calls through the app's C API, and through Python over it, each on a daemon of its own.
     for language in c python; do
         start_daemon

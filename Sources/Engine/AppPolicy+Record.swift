@@ -9,7 +9,7 @@ extension AppRecord {
     var policy: AppPolicy {
         AppPolicy(
             rules: DownloadRules(appGroupIdentifier: appGroupIdentifier, allowInsecureLoopback: allowInsecureLoopback),
-            allowList: DomainAllowList(domainAllowList),
+            allowList: .parsed(domainAllowList),
             allowance: Allowance(
                 restricted: !launched, downloadAllowance: downloadAllowance,
                 essentialDownloadAllowance: essentialDownloadAllowance, usedBytes: usedBytes,

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Apple's `BADownloadDomainAllowList`: DNS names, where a leading `*.` matches any subdomain (not the name
 /// itself). Hosts and patterns are compared in their IDNA ASCII form, lowercased, without a trailing dot, so case,
@@ -22,6 +23,21 @@ public struct DomainAllowList: Sendable, Hashable {
         self.exact = exact
         self.suffixes = suffixes
     }
+
+    /// The list for `patterns`, parsed once while they stay among the last few parsed: an app's policy is made for
+    /// every `scheduleDownload` and every transfer it starts, and parsing (URL components for each pattern) was a
+    /// few microseconds of each call.
+    public static func parsed(_ patterns: [String]) -> DomainAllowList {
+        if let list = recentlyParsed.withLock({ $0[patterns] }) { return list }
+        let list = DomainAllowList(patterns)
+        recentlyParsed.withLock { lists in
+            if lists.count >= 64 { lists.removeAll() }
+            lists[patterns] = list
+        }
+        return list
+    }
+
+    private static let recentlyParsed = Mutex<[[String]: DomainAllowList]>([:])
 
     /// Whether `url`'s host is on the list.
     public func permits(_ url: String) -> Bool {

@@ -22,10 +22,10 @@ extension QueueStore {
     }
 
     public func saveDeclaredApp(_ record: DeclaredAppRecord) throws {
-        try database.write { try record.save($0) }
+        try write { try record.save($0) }
     }
 
     public func removeDeclaredApp(_ appIdentifier: String) throws {
-        _ = try database.write { try DeclaredAppRecord.deleteOne($0, key: appIdentifier) }
+        _ = try write { try DeclaredAppRecord.deleteOne($0, key: appIdentifier) }
     }
 }

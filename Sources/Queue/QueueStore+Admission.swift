@@ -16,7 +16,7 @@ extension QueueStore {
     ) throws -> [(download: Download, result: Result<QueuedDownload, HostError>)] {
         guard let before = appCache.withLock({ $0[appIdentifier] }) else { throw QueueError.unknownApp(appIdentifier) }
         var app = before
-        let results = try database.write { db in
+        let results = try write { db in
             var results: [(Download, Result<QueuedDownload, HostError>)] = []
             results.reserveCapacity(downloads.count)
             let active = try db.cachedStatement(sql: """
@@ -63,7 +63,7 @@ extension QueueStore {
     /// Records several refused downloads in one transaction.
     public func recordRefused(_ refused: [(Download, HostError)], for appIdentifier: String) throws {
         guard !refused.isEmpty else { return }
-        try database.write { db in
+        try write { db in
             let insert = try db.cachedStatement(sql: QueuedDownload.insertStatement)
             for (download, error) in refused {
                 let unused = try Self.owner(of: download, db) == nil ? download : Self.renamed(download)

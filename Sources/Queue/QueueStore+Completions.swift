@@ -57,7 +57,7 @@ extension QueueStore {
     /// every column (docs/PERFORMANCE.md). Throws `unknownDownload` for a row that is gone.
     public func saveDelivery(_ completions: [QueuedDownload]) throws {
         guard !completions.isEmpty else { return }
-        try database.write { db in
+        try write { db in
             let statement = try db.cachedStatement(sql: """
                 UPDATE download SET deliveryAttempts = ?, delivered = ?, claim = ?, filePath = ?,
                     \(Self.deliveredAtAssignment)
@@ -82,7 +82,7 @@ extension QueueStore {
     public func pruneDelivered(before cutoff: Date) throws -> Int {
         var total = 0
         while true {
-            let deleted = try database.write { db in
+            let deleted = try write { db in
                 try db.execute(
                     sql: """
                         DELETE FROM download WHERE rowid IN

@@ -70,7 +70,7 @@ extension QueueStore {
                 backgroundLimit: backgroundLimit, running: running)
         }
         guard outcomes.isEmpty && startedEarly.isEmpty else {
-            return try database.write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
+            return try write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
                 _ = try Self.markMoving(startedEarly, db)
                 let gone = try Self.record(outcomes, db)
                 let snapshot = try read(db)
@@ -80,7 +80,7 @@ extension QueueStore {
         let snapshot = try database.read(read)
         let chosen = choose(snapshot.runnable)
         guard !chosen.isEmpty else { return (snapshot, [], []) }
-        return (snapshot, try database.write { db in try Self.markMoving(chosen, db) }, [])
+        return (snapshot, try write { db in try Self.markMoving(chosen, db) }, [])
     }
 
     private static func snapshot(

@@ -55,7 +55,7 @@ public final class StagedAdmission {
     public func stage(
         _ downloads: [Download], check: (Download) -> HostError?, admit: (inout AppRecord, Download) -> HostError?
     ) throws {
-        try store.database.write { db in
+        try store.write { db in
             // Which of the packet's identifiers the queue has active, in one question rather than one a download.
             let active = try db.cachedStatement(sql: """
                 SELECT identifier FROM main.download WHERE appIdentifier = ?
@@ -98,7 +98,7 @@ public final class StagedAdmission {
     /// app scheduled itself meanwhile, with the same identifier, keeps its place: the staged one is refused (100).
     public func commit() throws {
         let counted = (app.usedBytes - before.usedBytes, app.usedEssentialBytes - before.usedEssentialBytes)
-        let updated = try store.database.write { db -> AppRecord? in
+        let updated = try store.write { db -> AppRecord? in
             try db.execute(sql: """
                 UPDATE staged_download SET state = 'failed', errorCode = ?, errorDomain = 'BAErrorDomain',
                     errorMessage = 'a download with identifier ''' || identifier || ''' is already scheduled'
@@ -130,7 +130,7 @@ public final class StagedAdmission {
 
     /// Drops the stage: the request did not return, or its window broke the protocol.
     public func discard() throws {
-        try store.database.write { db in
+        try store.write { db in
             try db.execute(sql: "DELETE FROM staged_download WHERE stage = ?", arguments: [stage])
         }
     }
@@ -163,7 +163,7 @@ extension QueueStore {
     /// Starts admitting a content request's downloads as they arrive (`StagedAdmission`).
     public func beginStaging(for appIdentifier: String) throws -> StagedAdmission {
         guard let app = try app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        try database.write { db in
+        try write { db in
             try db.execute(sql: """
                 CREATE TEMP TABLE IF NOT EXISTS staged_download AS SELECT *, 0 AS stage FROM main.download WHERE 0;
                 CREATE INDEX IF NOT EXISTS temp.staged_download_by_stage ON staged_download(stage);

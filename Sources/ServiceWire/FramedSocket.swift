@@ -100,11 +100,11 @@ public final class FramedSocket: Sendable {
         if let failure { throw .system("send", failure) }
     }
 
-    /// How long each end of a service connection looks for the next frame without sleeping, right after a round
-    /// trip (the service after answering a request, the app after a reply). An app that schedules in a loop then
-    /// finds both readers awake, and neither side pays the cross-CPU wake-up that otherwise took about a quarter of
-    /// each `scheduleDownload` (docs/PERFORMANCE.md). It costs at most this much CPU per round trip, and nothing to a
-    /// connection at rest.
+    /// How long the service looks for an app's next request without sleeping, right after answering one. An app
+    /// that schedules in a loop then finds the service's reader awake, without the cross-CPU wake-up that otherwise
+    /// took about a quarter of each `scheduleDownload` (docs/PERFORMANCE.md). It costs at most this much CPU per
+    /// round trip, and nothing to a connection at rest. The app does not poll for replies: a reply is a whole
+    /// service call away, longer than this.
     public static let roundTripPolling = Duration.microseconds(100)
 
     /// The next frame, or nil when the peer closed the connection. `polling`: how long to look for the frame with

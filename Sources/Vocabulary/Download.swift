@@ -64,7 +64,7 @@ extension Download {
         return copy
     }
 
-    public static func newUniqueIdentifier(group: String) -> String { uniqueIdentifier(group: group, uuid: UUID()) }
+    public static func newUniqueIdentifier(group: String) -> String { uniqueIdentifier(group: group, uuid: .random()) }
 
     /// Apple's form of a system-provided identifier, with a given UUID.
     public static func uniqueIdentifier(group: String, uuid: UUID) -> String {

@@ -1,5 +1,6 @@
 @_spi(Bindings) @testable import BackgroundAssets
 import CBAExtension
+import Foundation
 import Testing
 
 /// Apple's names, raw values and semantics, and that they agree with the C ABI. Serialized: some tests change
@@ -59,6 +60,16 @@ import Testing
             identifier: "x", request: URLRequest(url: URL(string: "https://a.example.com")!), fileSize: 9,
             applicationGroupIdentifier: "group.g")
         #expect(!short.isEssential && short.priority == .default && short.fileSize == 9)
+    }
+
+    @Test func eachDownloadGetsAFreshRandomUUID() throws {
+        let identifiers = (0..<200).map { _ in levelOne().uniqueIdentifier }
+        #expect(Set(identifiers).count == identifiers.count)
+        for identifier in identifiers {
+            let uuid = try #require(UUID(uuidString: String(identifier.dropFirst("BAURLDownload.group.g.".count))))
+            // RFC 4122's random UUID: version 4, variant 10xx.
+            #expect(uuid.uuid.6 >> 4 == 4 && uuid.uuid.8 >> 6 == 0b10)
+        }
     }
 
     @available(*, deprecated)

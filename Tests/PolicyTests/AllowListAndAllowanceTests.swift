@@ -34,6 +34,20 @@ import Vocabulary
         #expect(list.permits("https://xn--bcher-kva.example/a"))
         #expect(DomainAllowList(["xn--bcher-kva.example"]).permits("https://BÜCHER.example/a"))
     }
+
+    @Test func aListParsedBeforeIsTheListOfItsPatterns() {
+        let patterns = ["parsed-once.example", "*.cdn.parsed-once.example"]
+        #expect(DomainAllowList.parsed(patterns) == DomainAllowList(patterns))
+        #expect(DomainAllowList.parsed(patterns).permits("https://eu.cdn.parsed-once.example/a"))
+        // An app updated with other patterns gets its new list, not the one parsed before.
+        let updated = DomainAllowList.parsed(["other.example"])
+        #expect(!updated.permits("https://parsed-once.example/a") && updated.permits("https://other.example/a"))
+        // More lists than it keeps: each is still its own.
+        for index in 0..<100 {
+            #expect(DomainAllowList.parsed(["host\(index).example"]).permits("https://host\(index).example/a"))
+        }
+        #expect(DomainAllowList.parsed(patterns) == DomainAllowList(patterns))
+    }
 }
 
 @Suite struct AllowanceTests {

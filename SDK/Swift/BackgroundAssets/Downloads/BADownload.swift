@@ -54,7 +54,7 @@ open class BADownload: NSObject, NSCopying, @unchecked Sendable {  // safe: ever
     ) {
         self.identifier = identifier
         self.uniqueIdentifier =
-            uniqueIdentifier ?? "\(Self.className).\(applicationGroupIdentifier).\(UUID().uuidString)"
+            uniqueIdentifier ?? "\(Self.className).\(applicationGroupIdentifier).\(UUID.random().uuidString)"
         self.state = state
         self.priority = priority
         self.isEssential = isEssential

@@ -351,16 +351,15 @@ final class ServiceTransport: HostTransport, Sendable {
         }
 
         private func read() {
-            // After a reply, the caller's next request and its reply are most likely moments away.
-            var polling = Duration.zero
-            while let frame = try? socket.receive(polling: polling),
+            // No polling after a reply, unlike the service after a request: the next reply is a whole service call
+            // away (a transaction, longer than the poll), so the poll only kept a core busy that the caller and
+            // the service needed (docs/PERFORMANCE.md).
+            while let frame = try? socket.receive(),
                 let message = try? ServiceProtocol.decodeServiceMessage(frame)
             {
-                polling = .zero
                 switch message {
                 case .reply(let id, let reply):
                     waiters.withLock { $0.removeValue(forKey: id) }?.fulfil(reply)
-                    polling = FramedSocket.roundTripPolling
                 case .event(let event):
                     transport.handle(event)
                 case .callback(let id, let callback):
