@@ -79,16 +79,17 @@ let package = Package(
 
         // The window's child process and the messages it exchanges with the host.
         .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
-        // The runner is C, so it links without the Swift runtime, whose loading was a quarter of a window's
-        // activation (docs/PERFORMANCE.md): -nostartfiles leaves out swiftc's start-up object, the only part that
-        // needs the runtime; -static-stdlib makes the runtime swiftc names anyway a static archive, of which nothing
-        // is then taken; --no-export-dynamic undoes that flag's exporting of the runner's own functions, to which an
-        // extension's functions of the same names would otherwise resolve.
+        // The runner is C, so it links with nothing of Swift's, whose loading was most of a window's activation
+        // (docs/PERFORMANCE.md). swiftc links every executable, adding its start-up object and libswiftCore, or with
+        // -static-stdlib (which --static-swift-stdlib passes) a list that names libstdc++ and libm before any
+        // --as-needed could apply. As Embedded Swift, swiftc adds none of them; -no-static-stdlib overrides the
+        // release build's flag. Without -export-dynamic, the runner's own functions stay unexported, so an
+        // extension's functions of the same names never resolve to them.
         .executableTarget(
             name: "ExtensionRunner", dependencies: ["ExtensionWire"],
             linkerSettings: [
                 .linkedLibrary("ffi"),
-                .unsafeFlags(["-nostartfiles", "-static-stdlib", "-Xlinker", "--no-export-dynamic"]),
+                .unsafeFlags(["-no-static-stdlib", "-enable-experimental-feature", "Embedded"]),
             ]),
 
         // The host, by concept.

@@ -38,6 +38,13 @@ libraries=$(ldd "$prefix/bin/bahost" "$prefix/libexec/bahost/bahost-extension-ru
 if grep -q "libswift\|libFoundation\|libdispatch" <<< "$libraries"; then
     fail "an installed binary links the Swift runtime dynamically"
 fi
+# The runner is C: each library on its list is loaded at every window's start (libstdc++ cost about 1 ms of it), and
+# a function it exported would take the place of an extension's own of the same name.
+runner="$prefix/libexec/bahost/bahost-extension-runner"
+needed=$(readelf -d "$runner" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | xargs) || fail "readelf -d of the runner"
+[ "$needed" = "libc.so.6 libffi.so.8" ] || fail "the runner needs more than libc and libffi: $needed"
+exported=$(nm -D --defined-only "$runner") || fail "nm -D of the runner"
+[ -z "$exported" ] || fail "the runner exports functions: $(head -3 <<< "$exported")"
 [ "$(pkg-config --cflags bahost | xargs)" = "-I$prefix/include/bahost" ] || fail "pkg-config --cflags bahost: $(pkg-config --cflags bahost)"
 [ "$(pkg-config --modversion bahost)" = "$version" ] || fail "bahost.pc's version is not $version"
 [ "$(pkg-config --modversion backgroundassets)" = "$version" ] || fail "backgroundassets.pc's version is not $version"
