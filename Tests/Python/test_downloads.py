@@ -137,3 +137,19 @@ def test_misuse_gets_apples_codes_and_a_clear_message(monkeypatch):
     assert raised.value.code == ba.BAErrorCode.CALLER_CONNECTION_INVALID and "not reachable" in raised.value.message
     with pytest.raises(TypeError):
         ba.BADownloadManager.shared().schedule_download("level-1")
+
+
+def test_a_download_is_the_frozen_value_it_was_made_with():
+    made = ba.BAURLDownload("level-1", "https://cdn.example.com/1.pak", application_group_identifier="group.g",
+                            file_size=7, essential=True, priority=3, headers=["X-A: 1"], state=1)
+    assert (made.identifier, made.url, made.application_group_identifier, made.file_size, made.essential,
+            made.priority, made.headers, made.sha256, made.unique_identifier) == \
+        ("level-1", "https://cdn.example.com/1.pak", "group.g", 7, True, 3, ("X-A: 1",), "", "")
+    assert made.state is ba.State.WAITING
+    twin = ba.BAURLDownload("level-1", "https://cdn.example.com/1.pak", application_group_identifier="group.g",
+                            file_size=7, essential=True, priority=3, headers=("X-A: 1",), state=ba.State.WAITING)
+    assert made == twin and hash(made) == hash(twin)
+    with pytest.raises(AttributeError):
+        made.url = "https://elsewhere.example.com/"
+    with pytest.raises(ValueError):
+        ba.BAURLDownload("level-1", "https://cdn.example.com/1.pak", application_group_identifier="group.g", state=9)

@@ -37,11 +37,10 @@ class BAURLDownload(BADownload):
 
     def __init__(self, identifier, url, *, application_group_identifier, file_size=0, essential=False,
                  priority=50, sha256="", headers=(), unique_identifier="", state=State.CREATED):
-        for name, value in dict(identifier=identifier, application_group_identifier=application_group_identifier,
-                                unique_identifier=unique_identifier, state=State(state), priority=priority,
-                                essential=essential, file_size=file_size, url=url, sha256=sha256,
-                                headers=tuple(headers)).items():
-            object.__setattr__(self, name, value)
+        # Filled directly, as from_c does (a frozen dataclass refuses setattr): an app may make thousands.
+        self.__dict__.update(identifier=identifier, application_group_identifier=application_group_identifier,
+                             unique_identifier=unique_identifier, state=State(state), priority=priority,
+                             essential=essential, file_size=file_size, url=url, sha256=sha256, headers=tuple(headers))
 
 
 def to_c(download):
