@@ -230,6 +230,23 @@ import Vocabulary
         #expect(try store.currentDownloads(for: "other").isEmpty)
     }
 
+    /// The rows are found by their state, which orders SQLite's index differently (downloading, queued, waiting to
+    /// retry); what an app fetches is still in the order it scheduled them.
+    @Test func currentDownloadsAreInQueueOrderWhateverTheirStates() throws {
+        let (store, _) = try store()
+        let results = try store.enqueue((1...6).map { download("d\($0)") }, for: "app") { _, _ in nil }
+        var waiting = try results[1].result.get()
+        waiting.state = .waitingToRetry
+        waiting.retryAt = Date().addingTimeInterval(60)
+        try store.save(waiting)
+        _ = try store.startTransfers([try results[4].result.get(), try results[2].result.get()])
+
+        let current = try store.currentDownloads(for: "app")
+        #expect(current.map(\.identifier) == ["d1", "d2", "d3", "d4", "d5", "d6"])
+        #expect(current[1].state == TransferState.waitingToRetry.publicState)
+        #expect(current[2].state == TransferState.downloading.publicState)
+    }
+
     @Test func everythingSurvivesReopening() throws {
         let (store, path) = try store()
         let results = try store.enqueue([download("a"), download("b")], for: "app") { app, d in
