@@ -79,7 +79,7 @@ let package = Package(
 
         // The window's child process and the messages it exchanges with the host.
         .target(name: "ExtensionWire", dependencies: ["CBAExtension"]),
-        // The runner is C, so it links with nothing of Swift's, whose loading was most of a window's activation
+        // The runner is C, so it links with nothing of Swift's, whose loading was much of a window's activation
         // (docs/PERFORMANCE.md). swiftc links every executable, adding its start-up object and libswiftCore, or with
         // -static-stdlib (which --static-swift-stdlib passes) a list that names libstdc++ and libm before any
         // --as-needed could apply. As Embedded Swift, swiftc adds none of them; -no-static-stdlib overrides the

@@ -284,7 +284,8 @@ public final class QueueStore: Sendable {
     ///
     /// Put in queue order here rather than by SQLite: found by their state, the rows would be sorted whole in a
     /// temporary B-tree, nearly half of SQLite's time for 10,000; an index in queue order would cost every insert a
-    /// page more. The rows come in runs already in order (one per state), which Swift's sort takes in linear time.
+    /// page more. The rows come in runs already in order (one per state), which Swift's sort takes in about linear
+    /// time.
     public func currentDownloads(for appIdentifier: String) throws -> [Download] {
         let (downloads, order) = try database.read { db in
             let statement = try db.cachedStatement(sql: """
