@@ -88,7 +88,10 @@ extension FuzzTarget {
             }),
             ("schedule", packet(BA_WIRE_CALL) { ba_wire_put_u32(&$0, 7); ba_wire_put_u8(&$0, UInt8(BA_WIRE_SCHEDULE.rawValue)); download(&$0) }),
             ("acquire", packet(BA_WIRE_CALL) { ba_wire_put_u32(&$0, 8); ba_wire_put_u8(&$0, UInt8(BA_WIRE_ACQUIRE_EXCLUSIVE.rawValue)); ba_wire_put_i64(&$0, 500) }),
-            ("log", packet(BA_WIRE_LOG) { ba_wire_put_i32(&$0, 1); ba_wire_put_str(&$0, "requesting level-1") }),
+            ("log", packet(BA_WIRE_LOG) {
+                ba_wire_put_i32(&$0, 1); ba_wire_put_str(&$0, "requesting level-1")
+                ba_wire_put_i32(&$0, 3); ba_wire_put_str(&$0, "level-2 failed")
+            }),
             ("violation", packet(BA_WIRE_VIOLATION) { ba_wire_put_str(&$0, "the download is NULL") }),
             ("sandbox", packet(BA_WIRE_SANDBOX) { ba_wire_put_str(&$0, "processes: a PID namespace") }),
             ("terminate-done", packet(BA_WIRE_TERMINATE_DONE) { _ in }),

@@ -1,4 +1,5 @@
 import Foundation
+import Vocabulary
 
 /// Writes an event's JSON object as one line of text: keys sorted, slashes unescaped, as `JSONSerialization` with
 /// `.sortedKeys` and `.withoutEscapingSlashes` writes it.
@@ -17,7 +18,7 @@ public enum EventJSON {
 
     static func write(_ value: Any, to out: inout String) {
         switch value {
-        case let string as String: writeString(string, to: &out)
+        case let string as String: JSONText.appendString(string, to: &out)
         case let bool as Bool: out += bool ? "true" : "false"
         case let int as Int: out += String(int)
         case let int as Int64: out += String(int)
@@ -28,7 +29,7 @@ public enum EventJSON {
             out += "{"
             for (index, key) in object.keys.sorted().enumerated() {
                 if index > 0 { out += "," }
-                writeString(key, to: &out)
+                JSONText.appendString(key, to: &out)
                 out += ":"
                 write(object[key]!, to: &out)
             }
@@ -41,7 +42,7 @@ public enum EventJSON {
             }
             out += "]"
         default:
-            writeString(String(describing: value), to: &out)
+            JSONText.appendString(String(describing: value), to: &out)
         }
     }
 
@@ -55,30 +56,5 @@ public enum EventJSON {
         } else {
             out += String(value)
         }
-    }
-
-    private static func writeString(_ string: String, to out: inout String) {
-        out += "\""
-        // Most strings (identifiers, URLs, paths) need no escape: appended whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += string
-            out += "\""
-            return
-        }
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                out += "\\u"
-                let hex = String(c.value, radix: 16)
-                out += String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 }

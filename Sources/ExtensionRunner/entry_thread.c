@@ -15,11 +15,17 @@ typedef struct queued {
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queue_changed = PTHREAD_COND_INITIALIZER;
 static queued_t *head, *tail;
+/* Events queued or running, and will_terminate while it runs: counted up by the control thread before it hands
+ * them over, so that it never waits for ever while one may log. */
+static atomic_int running;
+
+bool extension_running(void) { return atomic_load(&running) > 0; }
 
 void entry_thread_enqueue(uint8_t *packet, size_t length) {
     queued_t *q = malloc(sizeof *q);
     if (!q) runner_fail("out of memory for an event");
     *q = (queued_t){.packet = packet, .length = length};
+    atomic_fetch_add(&running, 1);
     pthread_mutex_lock(&queue_lock);
     if (tail) tail->next = q;
     else head = q;
@@ -212,6 +218,7 @@ static void *entry_main(void *arg) {
         dispatch(ext, q->packet, q->length);
         free(q->packet);
         free(q);
+        atomic_fetch_sub(&running, 1);
     }
     return NULL;
 }
@@ -223,6 +230,7 @@ static void *terminate_main(void *arg) {
     ba_wire_writer_t w;
     ba_wire_writer_init(&w, BA_WIRE_TERMINATE_DONE);
     channel_send(&w);
+    atomic_fetch_sub(&running, 1);
     return NULL;
 }
 
@@ -238,4 +246,7 @@ static void start(void *(*body)(void *), const ba_extension_t *ext) {
 }
 
 void entry_thread_start(const ba_extension_t *ext) { start(entry_main, ext); }
-void terminate_thread_start(const ba_extension_t *ext) { start(terminate_main, ext); }
+void terminate_thread_start(const ba_extension_t *ext) {
+    atomic_fetch_add(&running, 1);
+    start(terminate_main, ext);
+}

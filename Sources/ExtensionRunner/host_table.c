@@ -144,8 +144,11 @@ static void forward(ffi_cif *cif, void *result, void **args, void *user_data) {
         }
         }
     }
+    if (f->function == 0) {
+        channel_log(&w);
+        return;
+    }
     channel_send(&w);
-    if (f->function == 0) return;
     bool ok = await_reply(id, visit, context, error);
     channel_end_call(id);
     if (f->returns_bool) *(ffi_arg *)result = ok;

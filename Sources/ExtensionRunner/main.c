@@ -3,6 +3,7 @@
 #include "runner.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,16 +97,24 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     sandbox_apply(argv[1]);
+    channel_start_logs();
     const ba_extension_t *ext = load(argv[1]);
     entry_thread_start(ext);
 
     static uint8_t buffer[BA_WIRE_MAX_PACKET];
     for (;;) {
+        /* Waits for the host's next packet, and meanwhile sends log messages that have waited long enough. */
+        struct pollfd ready = {.fd = RUNNER_CHANNEL_FD, .events = POLLIN};
+        int count = poll(&ready, 1, channel_log_timeout_ms(extension_running()));
+        if (count < 0 && errno != EINTR) runner_fail("poll failed");
+        channel_flush_logs(true);
+        if (count <= 0) continue;
         ssize_t length = recv(RUNNER_CHANNEL_FD, buffer, sizeof buffer, 0);
         if (length < 0 && errno == EINTR) continue;
         if (length <= 0) _exit(0); /* the host closed the window */
         uint8_t type = buffer[0];
         if (type == BA_WIRE_END) {
+            channel_flush_logs(false);
             /* _exit, not exit: the extension's atexit handlers and destructors could hang or crash. */
             fflush(NULL);
             _exit(0);

@@ -164,15 +164,17 @@ struct WindowProtocol {
             return [.deleteManifest(eventIndex: index)]
         case .call(let id, let call):
             return self.call(call, id: id, at: now)
-        case .log(let level, let text):
-            let source: WindowLogLine.Source =
-                switch UInt32(bitPattern: level) {
-                case BA_LOG_DEBUG.rawValue: .debug
-                case BA_LOG_WARNING.rawValue: .warning
-                case BA_LOG_ERROR.rawValue: .error
-                default: .info
-                }
-            return [.log(source, text)]
+        case .log(let messages):
+            return messages.map { level, text in
+                let source: WindowLogLine.Source =
+                    switch UInt32(bitPattern: level) {
+                    case BA_LOG_DEBUG.rawValue: .debug
+                    case BA_LOG_WARNING.rawValue: .warning
+                    case BA_LOG_ERROR.rawValue: .error
+                    default: .info
+                    }
+                return .log(source, text)
+            }
         case .violation(let text):
             throw WireViolation(message: text)
         case .runnerFailed(let text):

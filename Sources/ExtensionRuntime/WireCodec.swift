@@ -35,7 +35,8 @@ enum RunnerMessage {
     /// This event's finished file was still in place when its entry point returned.
     case fileLeft(eventID: UInt32)
     case call(id: UInt32, HostCall)
-    case log(level: Int32, String)
+    /// One or more log messages (level, text), in the order the extension logged them.
+    case log([(level: Int32, text: String)])
     case violation(String)
     case terminateDone
     /// What the sandbox applied, before the extension was loaded.
@@ -99,7 +100,9 @@ enum RunnerMessage {
         case BA_WIRE_SANDBOX.rawValue:
             message = .sandbox(try reader.string() ?? "")
         case BA_WIRE_LOG.rawValue:
-            message = .log(level: try reader.i32(), try reader.string() ?? "")
+            var messages = [(level: try reader.i32(), text: try reader.string() ?? "")]
+            while !reader.isAtEnd { messages.append((level: try reader.i32(), text: try reader.string() ?? "")) }
+            message = .log(messages)
         case BA_WIRE_VIOLATION.rawValue:
             message = .violation(try reader.string() ?? "")
         case BA_WIRE_TERMINATE_DONE.rawValue:

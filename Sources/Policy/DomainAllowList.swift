@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Vocabulary
 
 /// Apple's `BADownloadDomainAllowList`: DNS names, where a leading `*.` matches any subdomain (not the name
 /// itself). Hosts and patterns are compared in their IDNA ASCII form, lowercased, without a trailing dot, so case,
@@ -41,7 +42,7 @@ public struct DomainAllowList: Sendable, Hashable {
 
     /// Whether `url`'s host is on the list.
     public func permits(_ url: String) -> Bool {
-        guard let components = URLComponents(string: url), let host = components.encodedHost,
+        guard let components = URLComponents.parsed(url), let host = components.encodedHost,
             let canonicalHost = Self.canonicalEncoded(host)
         else { return false }
         return exact.contains(canonicalHost) || suffixes.contains { canonicalHost.hasSuffix($0) }

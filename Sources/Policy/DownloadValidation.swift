@@ -168,7 +168,7 @@ public enum DownloadValidation {
     /// https (plain http only to loopback hosts, and only when the rules allow it). Applies to every redirect hop too.
     public static func checkURL(_ text: String, rules: DownloadRules) -> HostError? {
         func invalid(_ message: String) -> HostError { HostError(BA_ERROR_DOWNLOAD_INVALID, message) }
-        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
+        guard let url = URLComponents.parsed(text), let scheme = url.scheme?.lowercased(),
             let host = url.host, !host.isEmpty
         else { return invalid("'\(text.printableURL(limit: 200))' is not an absolute URL") }
         if let port = url.port, !(1...65535).contains(port) {
@@ -200,7 +200,27 @@ public enum DownloadValidation {
         var host = Substring(host)
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         if host == "::1" || host.utf8.count == 9 && host.lowercased() == "localhost" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        // Four decimal numbers up to 255 between dots, the first 127, none with a leading zero (which a resolver may
+        // read as octal: 0127 is 87): one pass over the bytes, since splitting the text made an array for every
+        // download of a content request.
+        var dots = 0, value = 0, digits = 0, first = 0
+        for byte in host.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                guard digits == 0 || value > 0 else { return false }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                guard value <= 255 else { return false }
+            case UInt8(ascii: "."):
+                guard digits > 0 else { return false }
+                if dots == 0 { first = value }
+                dots += 1
+                value = 0
+                digits = 0
+            default:
+                return false
+            }
+        }
+        return dots == 3 && digits > 0 && first == 127
     }
 }

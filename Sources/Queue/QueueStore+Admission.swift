@@ -44,7 +44,7 @@ extension QueueStore {
                 let queued = QueuedDownload(
                     appIdentifier: appIdentifier, sequence: nextSequence(),
                     download: owner == nil ? download : Self.renamed(download), foreground: foreground)
-                try insert.execute(arguments: StatementArguments(queued.databaseValues))
+                try queued.insert(with: insert)
                 results.append((download, .success(queued)))
             }
             if app != before { try app.update(db) }
@@ -70,7 +70,7 @@ extension QueueStore {
                 var queued = QueuedDownload(appIdentifier: appIdentifier, sequence: nextSequence(), download: unused)
                 queued.state = .failed
                 queued.error = error
-                try insert.execute(arguments: StatementArguments(queued.databaseValues))
+                try queued.insert(with: insert)
             }
         }
     }

@@ -61,7 +61,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     }
 
     static func host(of download: Download) -> String {
-        URLComponents(string: download.url ?? "")?.host ?? ""
+        URLComponents.parsed(download.url ?? "")?.host ?? ""
     }
 
     /// The download as the ABI describes it, with its current public state.
@@ -136,13 +136,48 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
 
     /// The row's values, in `columns` order.
     var databaseValues: [(any DatabaseValueConvertible)?] {
-        [
-            uniqueIdentifier, appIdentifier, sequence, download.kind.rawValue, identifier, download.url,
-            download.applicationGroupIdentifier, download.fileSize, priority, isEssential, download.sha256,
-            Self.headersText(download.httpHeaders), host, foreground, state.rawValue, bytesReceived, etag, lastModified,
-            attempts, retryAt?.timeIntervalSince1970, error?.code, error?.domain, error?.message, filePath,
-            deliveryAttempts, delivered, claim,
-        ]
+        var values = BoxedRowValues()
+        giveValues(to: &values)
+        return values.values
+    }
+
+    /// Inserts the row with `statement`, a prepared `insertStatement`.
+    func insert(with statement: Statement) throws {
+        var binder = StatementBinder(statement, count: Self.columns.count)
+        giveValues(to: &binder)
+        try binder.execute()
+    }
+
+    /// Gives the row's values to `sink` in `columns` order, each in its own type: the one list of them, which
+    /// `databaseValues` boxes and `StatementBinder` binds as they come.
+    func giveValues(to sink: inout some RowValueSink) {
+        sink.add(uniqueIdentifier)
+        sink.add(appIdentifier)
+        sink.add(sequence)
+        sink.add(download.kind.rawValue)
+        sink.add(identifier)
+        sink.add(download.url)
+        sink.add(download.applicationGroupIdentifier)
+        sink.add(download.fileSize)
+        sink.add(priority)
+        sink.add(isEssential)
+        sink.add(download.sha256)
+        sink.add(Self.headersText(download.httpHeaders))
+        sink.add(host)
+        sink.add(foreground)
+        sink.add(state.rawValue)
+        sink.add(bytesReceived)
+        sink.add(etag)
+        sink.add(lastModified)
+        sink.add(attempts)
+        sink.add(retryAt?.timeIntervalSince1970)
+        sink.add(error?.code)
+        sink.add(error?.domain)
+        sink.add(error?.message)
+        sink.add(filePath)
+        sink.add(deliveryAttempts)
+        sink.add(delivered)
+        sink.add(claim)
     }
 
     /// Headers as one text: most downloads have none (NULL). A refused download may hold any text, line breaks

@@ -29,6 +29,8 @@ public final class StagedAdmission {
     public private(set) var count = 0
     /// The rows of `download` the committed stage became.
     private var committed: ClosedRange<Int64>?
+    /// Committed or discarded: no longer counted among the open stages.
+    private var ended = false
 
     /// What the committed stage queued (its refused downloads not counted).
     public struct Summary: Sendable, Equatable {
@@ -62,7 +64,7 @@ public final class StagedAdmission {
                     AND identifier IN (SELECT value FROM json_each(?))
                     AND state IN \(TransferState.activeList)
                 """)
-            let packet = String(decoding: try JSONEncoder().encode(downloads.map(\.identifier)), as: UTF8.self)
+            let packet = JSONText.array(downloads.lazy.map(\.identifier))
             let activeIdentifiers = Set(try String.fetchAll(active, arguments: [appIdentifier, packet]))
             let insert = try db.cachedStatement(sql: Self.insertStatement)
             for download in downloads {
@@ -82,7 +84,10 @@ public final class StagedAdmission {
                     row.state = .failed
                     row.error = error
                 }
-                try insert.execute(arguments: StatementArguments([stage] + row.databaseValues))
+                var binder = StatementBinder(insert, count: 1 + QueuedDownload.columns.count)
+                binder.add(stage)
+                row.giveValues(to: &binder)
+                try binder.execute()
                 count += 1
             }
         }
@@ -118,7 +123,7 @@ public final class StagedAdmission {
                 """, arguments: [stage]) {
                 queued = Summary(count: row[0], bytes: Int64(row[1] as Double), essential: Int(row[2] as Double))
             }
-            try db.execute(sql: "DELETE FROM staged_download WHERE stage = ?", arguments: [stage])
+            try dropStage(db)
             guard counted != (0, 0), var current = try store.app(appIdentifier) else { return nil }
             current.usedBytes += counted.0
             current.usedEssentialBytes += counted.1
@@ -130,7 +135,17 @@ public final class StagedAdmission {
 
     /// Drops the stage: the request did not return, or its window broke the protocol.
     public func discard() throws {
-        try store.write { db in
+        try store.write { db in try dropStage(db) }
+    }
+
+    /// Removes the stage's rows, with the whole table when no other stage is open. Inside the writer's access, so
+    /// that a stage begun meanwhile (counted before its table is made) is seen or finds the table gone.
+    private func dropStage(_ db: Database) throws {
+        let last = !ended && store.openStages.subtract(1, ordering: .relaxed).newValue == 0
+        ended = true
+        if last {
+            try db.execute(sql: "DROP TABLE IF EXISTS temp.staged_download")
+        } else if try db.tableExists("staged_download", in: "temp") {
             try db.execute(sql: "DELETE FROM staged_download WHERE stage = ?", arguments: [stage])
         }
     }
@@ -163,11 +178,17 @@ extension QueueStore {
     /// Starts admitting a content request's downloads as they arrive (`StagedAdmission`).
     public func beginStaging(for appIdentifier: String) throws -> StagedAdmission {
         guard let app = try app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        try write { db in
-            try db.execute(sql: """
-                CREATE TEMP TABLE IF NOT EXISTS staged_download AS SELECT *, 0 AS stage FROM main.download WHERE 0;
-                CREATE INDEX IF NOT EXISTS temp.staged_download_by_stage ON staged_download(stage);
-                """)
+        openStages.add(1, ordering: .relaxed)
+        do {
+            try write { db in
+                try db.execute(sql: """
+                    CREATE TEMP TABLE IF NOT EXISTS staged_download AS SELECT *, 0 AS stage FROM main.download WHERE 0;
+                    CREATE INDEX IF NOT EXISTS temp.staged_download_by_stage ON staged_download(stage);
+                    """)
+            }
+        } catch {
+            openStages.subtract(1, ordering: .relaxed)
+            throw error
         }
         return StagedAdmission(store: self, app: app, stage: stages.wrappingAdd(1, ordering: .relaxed).newValue)
     }

@@ -15,7 +15,7 @@ extension TransferRequest {
     /// Throws for a URL the HTTP client cannot request, before the client sees it: AsyncHTTPClient traps on a port
     /// beyond 65535 (an IP address's port is made a `UInt16`), and a URL is another party's text.
     func httpRequest(url: String, offset: Int64) throws -> HTTPClient.Request {
-        let components = URLComponents(string: url)
+        let components = URLComponents.parsed(url)
         if let port = components?.port, !(1...65535).contains(port) {
             throw TransferError(
                 .permanent, code: -1000, domain: TransferError.urlDomain,

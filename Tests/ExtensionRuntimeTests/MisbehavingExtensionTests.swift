@@ -38,6 +38,9 @@ import Vocabulary
         #expect(outcome.stopReason == .crashed(signal: SIGSEGV))
         // It added a download first, but downloads(for:) never returned: nothing is scheduled.
         #expect(outcome.returnedDownloads.isEmpty)
+        // What it logged a moment before the crash, which the runner was still holding to send with the next
+        // messages, was sent by the crash's signal handler.
+        #expect(outcome.log.map(\.message) == ["about to dereference NULL"])
         #expect(try hostStillWorks())
     }
 

@@ -42,6 +42,16 @@ import Testing
         bytes.withUnsafeBytes { raw in Result { () throws(WireViolation) in try RunnerMessage.decode(raw) } }
     }
 
+    /// Each prefix of `packet` is a violation, except those of the lengths in `whole` (where a batch may end).
+    func expectEveryCutFails(_ packet: [UInt8], except whole: Set<Int> = []) {
+        for length in 0..<packet.count where !whole.contains(length) {
+            guard case .failure = decode(Array(packet.prefix(length))) else {
+                Issue.record("a packet cut to \(length) of \(packet.count) bytes decoded")
+                continue
+            }
+        }
+    }
+
     @Test func aValidPacketDecodesToWhatWasEncoded() throws {
         guard case .success(.call(let id, .schedule(let download))) = decode(scheduleCall()) else {
             Issue.record("the packet did not decode as a schedule call")
@@ -55,12 +65,7 @@ import Testing
 
     @Test func everyTruncationIsAViolation() {
         let packet = scheduleCall()
-        for length in 0..<packet.count {
-            guard case .failure = decode(Array(packet.prefix(length))) else {
-                Issue.record("a packet cut to \(length) of \(packet.count) bytes decoded")
-                continue
-            }
-        }
+        expectEveryCutFails(packet)
         guard case .failure(let error) = decode(packet + [0]) else {
             Issue.record("a packet with a trailing byte decoded")
             return
@@ -101,14 +106,43 @@ import Testing
         }
         #expect(downloads.map(\.identifier) == ["a", "b", "c"])
         let whole = Set([downloadsPacket(["a"]).count, downloadsPacket(["a", "b"]).count, packet.count])
-        for length in 0..<packet.count where !whole.contains(length) {
-            guard case .failure = decode(Array(packet.prefix(length))) else {
-                Issue.record("a packet cut to \(length) of \(packet.count) bytes decoded")
-                continue
-            }
-        }
+        expectEveryCutFails(packet, except: whole)
         guard case .failure = decode(downloadsPacket([])) else {
             Issue.record("a DOWNLOAD packet without a download decoded")
+            return
+        }
+    }
+
+    /// A LOG packet as the runner gathers what is logged within a few milliseconds: a level and a text, repeated.
+    func logPacket(_ messages: [(Int32, String)]) -> [UInt8] {
+        var writer = ba_wire_writer_t()
+        ba_wire_writer_init(&writer, UInt8(BA_WIRE_LOG.rawValue))
+        for (level, text) in messages {
+            ba_wire_put_i32(&writer, level)
+            ba_wire_put_str(&writer, text)
+        }
+        defer { ba_wire_writer_free(&writer) }
+        return Array(UnsafeBufferPointer(start: writer.bytes, count: writer.length))
+    }
+
+    /// Several log messages in one packet come out in order with their levels; a packet cut inside a message, or
+    /// one with no message, is a violation.
+    @Test func aBatchOfLogMessagesDecodesInOrderAndEveryTruncationIsAViolation() {
+        let messages: [(Int32, String)] = [
+            (Int32(BA_LOG_INFO.rawValue), "requesting a"), (Int32(BA_LOG_ERROR.rawValue), "b failed"),
+            (Int32(BA_LOG_DEBUG.rawValue), ""),
+        ]
+        let packet = logPacket(messages)
+        guard case .success(.log(let decoded)) = decode(packet) else {
+            Issue.record("the packet did not decode as log messages")
+            return
+        }
+        #expect(decoded.map(\.level) == messages.map(\.0))
+        #expect(decoded.map(\.text) == messages.map(\.1))
+        let whole = Set((1...messages.count).map { logPacket(Array(messages.prefix($0))).count })
+        expectEveryCutFails(packet, except: whole)
+        guard case .failure = decode(logPacket([])) else {
+            Issue.record("a LOG packet without a message decoded")
             return
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 @testable import Policy
 import Testing
 import Vocabulary
@@ -97,11 +98,24 @@ import Vocabulary
         #expect(rejected.map(\.error.code) == [100, 0])
     }
 
+    /// The parse remembered for the last URL is reused only for the same bytes: a canonically equivalent text (é
+    /// composed or not), which Swift's `==` takes as equal, is parsed on its own.
+    @Test func aRememberedParseIsReusedOnlyForTheSameBytes() throws {
+        let decomposed = "https://a.example.com/e\u{301}", composed = "https://a.example.com/\u{e9}"
+        #expect(decomposed == composed)
+        let first = try #require(URLComponents.parsed(decomposed))
+        let second = try #require(URLComponents.parsed(composed))
+        #expect(first.percentEncodedPath == "/e%CC%81" && second.percentEncodedPath == "/%C3%A9")
+    }
+
     @Test func loopbackNames() {
-        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "::1", "[::1]"] {
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "127.255.0.10", "::1", "[::1]"] {
             #expect(DownloadValidation.isLoopback(host), "\(host)")
         }
-        for host in ["127.0.0.1.evil.example", "1127.0.0.1", "128.0.0.1", "localhost.example", "127.0.0.256"] {
+        for host in [
+            "127.0.0.1.evil.example", "1127.0.0.1", "128.0.0.1", "localhost.example", "127.0.0.256", "127.0.0",
+            "127.0..1", "127.0.0.1.", ".127.0.0.1", "127.+1.0.1", "127.0.0.-1", "127.0.0.1 ", "0127.0.0.1", "127.0.0.01", "",
+        ] {
             #expect(!DownloadValidation.isLoopback(host), "\(host)")
         }
     }

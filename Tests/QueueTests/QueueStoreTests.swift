@@ -96,6 +96,47 @@ import Vocabulary
         #expect(rows["d2"] == nil)
     }
 
+    /// A packet's identifiers go to SQLite as a JSON array written by hand: one the queue has active is refused as
+    /// it is staged (Apple's 100, before the app's policy counts it), whatever characters it holds.
+    @Test func aStagedIdentifierTheQueueHasActiveIsRefusedWhateverItHolds() throws {
+        let (store, _) = try store()
+        let odd = ["q\"uote", "back\\slash", "tab\tnew\nline\u{1}", "é/ü", "plain"]
+        _ = try store.enqueue(odd.map { download($0) }, for: "app") { _, _ in nil }
+        let staging = try store.beginStaging(for: "app")
+        var admitted: [String] = []
+        try staging.stage((odd + ["fresh"]).map { download($0) }, check: { _ in nil }) { _, download in
+            admitted.append(download.identifier)
+            return nil
+        }
+        try staging.commit()
+        var queued: [String] = [], refused: [String: Int64] = [:]
+        try staging.forEachCommitted(.queued) { queued.append($0.identifier) }
+        try staging.forEachCommitted(.failed) { refused[$0.identifier] = $0.error?.code }
+        #expect(admitted == ["fresh"] && queued == ["fresh"])
+        #expect(refused == Dictionary(uniqueKeysWithValues: odd.map { ($0, Int64(100)) }))
+    }
+
+    /// Requests staged at once share the staging table: the first to end takes only its own rows, the last drops
+    /// the table, and the next request stages into a new one.
+    @Test func stagesOpenAtOnceKeepTheirOwnRows() throws {
+        let (store, _) = try store(apps: ["app", "other"])
+        let first = try store.beginStaging(for: "app"), second = try store.beginStaging(for: "other")
+        try first.stage([download("a1"), download("a2")], check: { _ in nil }) { _, _ in nil }
+        try second.stage([download("o1")], check: { _ in nil }) { _, _ in nil }
+        try first.commit()
+        try second.stage([download("o2")], check: { _ in nil }) { _, _ in nil }
+        try second.commit()
+        let third = try store.beginStaging(for: "app")
+        try third.stage([download("a3")], check: { _ in nil }) { _, _ in nil }
+        try third.discard()
+        let fourth = try store.beginStaging(for: "app")
+        try fourth.stage([download("a4")], check: { _ in nil }) { _, _ in nil }
+        try fourth.commit()
+        #expect(first.queued.count == 2 && second.queued.count == 2 && fourth.queued.count == 1)
+        #expect(try store.downloads(for: "app").map(\.identifier) == ["a1", "a2", "a4"])
+        #expect(try store.downloads(for: "other").map(\.identifier) == ["o1", "o2"])
+    }
+
     /// A turn with no outcomes to record reads the queue on a reader and takes the writer only for what it starts: it
     /// returns while another writer holds the queue (a content request's commit of 100,000 rows held the engine's
     /// turn 0.85 s), and what it picked is marked moving only if it still waits when the writer is its own.

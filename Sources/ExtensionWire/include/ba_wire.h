@@ -39,7 +39,8 @@ typedef enum ba_wire_type {
                                    downloads_for_request returns (the runner packs up to BA_WIRE_BATCH_BYTES) */
     BA_WIRE_EVENT_DONE = 4,     /* u32 event id: the entry point returned */
     BA_WIRE_CALL = 5,           /* u32 call id, u8 ba_wire_function, arguments (see ba_wire_function) */
-    BA_WIRE_LOG = 6,            /* i32 level, str message */
+    BA_WIRE_LOG = 6,            /* i32 level, str message; then more of both to the packet's end (the runner gathers
+                                   what is logged within a few milliseconds, up to BA_WIRE_BATCH_BYTES) */
     BA_WIRE_VIOLATION = 7,      /* str what the extension did wrong */
     BA_WIRE_TERMINATE_DONE = 8, /* will_terminate returned (or there is none) */
     BA_WIRE_SANDBOX = 10,       /* str: what the sandbox applied; first, before the extension is loaded, once only */
