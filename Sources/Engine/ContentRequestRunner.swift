@@ -71,43 +71,62 @@ struct ContentRequestRunner {
 }
 
 /// What a content request returns, admitted as its window receives it (`StagedAdmission`): each download checked
-/// for shape (`DownloadValidation`), for duplicates, and under the app's policy, which counts as it admits, then
-/// queued all at once when the request returned, or dropped when it did not.
-private final class Admission: @unchecked Sendable {  // safe: only the window's thread, a packet at a time
+/// for shape (`DownloadValidation`) and for duplicates on the window's thread, then under the app's policy (which
+/// counts as it admits) and into the stage on a serial queue of its own, so that one packet is checked while the one
+/// before is written (the window's thread alone was the request's bound: docs/PERFORMANCE.md). Queued all at once
+/// when the request returned, or dropped when it did not.
+///
+/// Threads: `stage` on the window's thread; the staging on `queue`, in the packets' order, at most two packets
+/// behind (the window waits, and counts the wait as the host's time); `finish` after the window, once the queue has
+/// drained. `policy` is the queue's alone; the window's thread reads only `rules`, taken at the start.
+private final class Admission: @unchecked Sendable {  // safe: see Threads above
     let staged: StagedAdmission
     private let request: ContentRequest
+    private let rules: DownloadRules
     private var policy: AppPolicy
-    /// The identifiers returned so far: one returned again is refused.
+    /// The identifiers returned so far: one returned again is refused. The window's thread's.
     private var identifiers = Set<String>()
     /// The queue's failure while staging: the rest is not staged, and the request fails with it.
     private var failure: Error?
+    private let queue = DispatchQueue(label: "bahost.content-request.staging")
+    private let behind = DispatchSemaphore(value: 2)
 
     init(_ staged: StagedAdmission, request: ContentRequest, policy: AppPolicy) {
         self.staged = staged
         self.request = request
+        rules = policy.rules
         self.policy = policy
     }
 
     /// On the window's thread, as each packet of downloads arrives.
     func stage(_ downloads: [Download]) {
-        guard failure == nil else { return }
-        do {
-            try staged.stage(downloads.map(DownloadValidation.normalized)) { download in
-                if let error = DownloadValidation.check(download, for: request, rules: policy.rules) { return error }
-                let first = identifiers.insert(download.identifier).inserted
-                return first ? nil : DownloadValidation.returnedTwice(download)
-            } admit: { app, download in
-                let error = policy.admitChecked(download)
-                app.take(policy)
-                return error
+        let normalized = downloads.map(DownloadValidation.normalized)
+        let checks = normalized.map { download -> HostError? in
+            if let error = DownloadValidation.check(download, for: request, rules: rules) { return error }
+            let first = identifiers.insert(download.identifier).inserted
+            return first ? nil : DownloadValidation.returnedTwice(download)
+        }
+        behind.wait()
+        queue.async { [self] in
+            defer { behind.signal() }
+            guard failure == nil else { return }
+            // `stage` asks for each download's check once, in order.
+            var next = checks.makeIterator()
+            do {
+                try staged.stage(normalized) { _ in next.next() ?? nil } admit: { app, download in
+                    let error = policy.admitChecked(download)
+                    app.take(policy)
+                    return error
+                }
+            } catch {
+                failure = error
             }
-        } catch {
-            failure = error
         }
     }
 
     /// Queues what was staged when the request returned, else drops it; throws what failed while staging.
     func finish(returned: Bool) throws {
+        queue.sync {}  // what the window received is staged
         if let failure {
             try? staged.discard()
             throw failure

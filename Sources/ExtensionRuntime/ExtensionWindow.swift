@@ -75,8 +75,8 @@ public final class ExtensionWindow {
             switch event {
             case .contentRequest(_, let manifestPath, _): readable.append(manifestPath)
             case .downloadFinished(_, let filePath), .downloadFailed(_, _, ticket: let filePath?):
-                // What NSString's `deletingLastPathComponent` gives for the host's own paths, which cost 1% of a
-                // run of small files that way.
+                // What NSString's `deletingLastPathComponent` gives for the host's own paths, without its cost for
+                // every file a delivery hands over.
                 let folder =
                     filePath.lastIndex(of: "/").map { $0 == filePath.startIndex ? "/" : String(filePath[..<$0]) } ?? ""
                 if named.insert(folder).inserted { writable.append(folder) }

@@ -28,8 +28,8 @@ public final class QueueStore: Sendable {
     private let lastSequenceNumber: Mutex<Int64>
     /// The last stage a content request's admission was given (`StagedAdmission`); stages live as long as the process.
     let stages = Atomic<Int64>(0)
-    /// Stages begun and not yet committed or discarded: the last to end drops their table rather than deleting its
-    /// rows one by one (a tenth of a second for 100,000, inside the commit's transaction).
+    /// Stages begun and not yet committed or discarded: the last to end drops their table, which is quicker than
+    /// deleting its rows one by one inside the commit's transaction.
     let openStages = Atomic<Int>(0)
 
     /// Opens (creating) the queue at `path`.

@@ -14,7 +14,7 @@ import Vocabulary
 /// moves the rows into the queue in one transaction, and `discard` drops them. What the request holds in memory is
 /// the unique identifiers the extension chose, and the allowance it counted, which `commit` adds to the app's.
 ///
-/// Thread rule: one thread at a time (the window's, then the content request's).
+/// Thread rule: one thread at a time (the content request's staging queue, then the request's own).
 public final class StagedAdmission {
     private let store: QueueStore
     public let appIdentifier: String

@@ -4,7 +4,7 @@ import Synchronization
 extension URLComponents {
     /// `URLComponents(string:)`, remembering the last text parsed (one, for any thread): a download's URL is parsed
     /// by its admission's checks and by its queue row one after the other, and by a transfer's check and then its
-    /// request. Three parses of each of a content request's 100,000 URLs were a twelfth of the request's time.
+    /// request: each parse of a large content request's URLs showed in its profile (docs/PERFORMANCE.md).
     public static func parsed(_ text: String) -> URLComponents? {
         // The same bytes, not merely equal strings: Swift's `==` takes canonically equivalent Unicode as equal,
         // which two URLs that percent-encode differently can be.

@@ -381,6 +381,10 @@ import Vocabulary
         #expect(outcome?.stopReason == .returned)
         #expect(events.names == ["queuedMany:\(count):\(count * 100):0", "rejected:d7:100"])
         #expect(try context.store.activeDownloadCount(for: "app") == count)
+        // Several packets, each checked while the one before was staged: the rows keep the order returned.
+        let rows = try context.store.downloads(for: "app").sorted { $0.sequence < $1.sequence }
+        #expect(rows.map(\.identifier) == (0..<count).map { "d\($0)" } + ["d7"])
+        #expect(rows.last?.state == .failed)
         try await context.client.shutdown()
     }
 
