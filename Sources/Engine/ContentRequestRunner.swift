@@ -100,20 +100,18 @@ private final class Admission: @unchecked Sendable {  // safe: see Threads above
 
     /// On the window's thread, as each packet of downloads arrives.
     func stage(_ downloads: [Download]) {
-        let normalized = downloads.map(DownloadValidation.normalized)
-        let checks = normalized.map { download -> HostError? in
-            if let error = DownloadValidation.check(download, for: request, rules: rules) { return error }
+        let checked = downloads.map { returned -> (download: Download, error: HostError?) in
+            let download = DownloadValidation.normalized(returned)
+            if let error = DownloadValidation.check(download, for: request, rules: rules) { return (download, error) }
             let first = identifiers.insert(download.identifier).inserted
-            return first ? nil : DownloadValidation.returnedTwice(download)
+            return (download, first ? nil : DownloadValidation.returnedTwice(download))
         }
         behind.wait()
         queue.async { [self] in
             defer { behind.signal() }
             guard failure == nil else { return }
-            // `stage` asks for each download's check once, in order.
-            var next = checks.makeIterator()
             do {
-                try staged.stage(normalized) { _ in next.next() ?? nil } admit: { app, download in
+                try staged.stage(checked) { app, download in
                     let error = policy.admitChecked(download)
                     app.take(policy)
                     return error

@@ -104,6 +104,11 @@ private final class WindowLoop {
     var window: WindowProtocol
     var process: RunnerProcess!
     var log = WindowLog()
+    /// Whether the output pipe still has a writer.
+    var outputOpen = true
+    /// What this turn may still read of the output.
+    var outputLeft = 0
+    var outputChunk = [UInt8](repeating: 0, count: 16 * 1024)
 
     /// What one turn of the loop reads at most, so that an extension that floods the socket or the pipe cannot
     /// keep the loop from its deadlines.
@@ -126,7 +131,6 @@ private final class WindowLoop {
     func run(_ process: RunnerProcess) -> WindowOutcome {
         self.process = process
         var channelOpen = true
-        var outputOpen = true
         var packet = [UInt8](repeating: 0, count: Int(BA_WIRE_MAX_PACKET))
         var exit: Int32?
 
@@ -141,14 +145,16 @@ private final class WindowLoop {
             let wait = window.nextWakeUp(after: clock.now) - clock.now
             _ = bahost_poll(&fds, nfds_t(fds.count), max(0, wait.inNanoseconds))
 
+            outputLeft = Self.outputBytesPerTurn
             if channelOpen { channelOpen = drainChannel(&packet) }
             if channelOpen && process.hasPendingOutput { process.flush() }
-            if outputOpen { outputOpen = drainOutput() }
+            drainOutput()
             if let reaped = process.tryReap() {
                 exit = reaped
                 // What the process wrote before dying is still in the socket and the pipe.
+                outputLeft = Self.outputBytesPerTurn
                 if channelOpen { _ = drainChannel(&packet) }
-                if outputOpen { _ = drainOutput() }
+                drainOutput()
             } else {
                 let now = clock.now
                 apply(window.tick(at: now, memory: window.wantsSample(at: now) ? sampleMemory() : nil))
@@ -252,6 +258,10 @@ private final class WindowLoop {
             if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             if count == 0 { return false }
             guard window.stopReason == nil else { continue }
+            // What the extension printed before it sent this packet is in the pipe by now: logged first, the
+            // output and the messages keep the order the extension made them in (unless it printed more than the
+            // turn's share, which only a flood does).
+            drainOutput()
             let decoded = buffer.withUnsafeBytes { bytes in
                 Result { () throws(WireViolation) in
                     try RunnerMessage.decode(UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))
@@ -262,16 +272,26 @@ private final class WindowLoop {
         return true
     }
 
-    /// Reads what the process printed, up to a turn's worth; false once every writer has closed the pipe.
-    func drainOutput() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        for _ in 0..<(Self.outputBytesPerTurn / chunk.count) {
-            let count = chunk.withUnsafeMutableBytes { read(process.output, $0.baseAddress, $0.count) }
-            if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
-            if count == 0 { return false }
-            for line in log.append(output: chunk.prefix(count), at: (clock.now - window.start).inSeconds) { onLog?(line) }
+    /// Reads what the process printed, until the pipe is empty or the turn's share is read, and until every writer
+    /// has closed the pipe.
+    func drainOutput() {
+        guard outputOpen else { return }
+        while outputLeft > 0 {
+            let count = outputChunk.withUnsafeMutableBytes {
+                read(process.output, $0.baseAddress, min($0.count, outputLeft))
+            }
+            if count < 0 {
+                outputOpen = errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+                return
+            }
+            if count == 0 {
+                outputOpen = false
+                return
+            }
+            outputLeft -= count
+            let lines = log.append(output: outputChunk.prefix(count), at: (clock.now - window.start).inSeconds)
+            for line in lines { onLog?(line) }
         }
-        return true
     }
 
     func record(_ source: WindowLogLine.Source, _ text: String) {

@@ -183,8 +183,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     /// Headers as one text: most downloads have none (NULL). A refused download may hold any text, line breaks
     /// included, so they are kept as a JSON array rather than joined.
     static func headersText(_ headers: [String]) -> String? {
-        guard !headers.isEmpty, let data = try? JSONEncoder().encode(headers) else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        headers.isEmpty ? nil : JSONText.array(headers)
     }
 
     static func headers(_ text: String?) -> [String] {

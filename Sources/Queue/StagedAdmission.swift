@@ -50,12 +50,13 @@ public final class StagedAdmission {
         self.app = app
     }
 
-    /// Admits downloads as `QueueStore.enqueue` does, into the stage: `check` first (shape, and an identifier the
-    /// request returned before), then an identifier already active in the queue is refused with Apple's 100, then
-    /// `admit` (the app's policy, which may count against the record). A refused download is staged as a failed row,
-    /// to be delivered like any failure once the request is committed.
+    /// Admits downloads as `QueueStore.enqueue` does, into the stage. Each comes with what its checks found already
+    /// (shape, an identifier the request returned before); one without is then refused with Apple's 100 if its
+    /// identifier is active in the queue, else put to `admit` (the app's policy, which may count against the
+    /// record). A refused download is staged as a failed row, to be delivered like any failure once the request is
+    /// committed.
     public func stage(
-        _ downloads: [Download], check: (Download) -> HostError?, admit: (inout AppRecord, Download) -> HostError?
+        _ checked: [(download: Download, error: HostError?)], admit: (inout AppRecord, Download) -> HostError?
     ) throws {
         try store.write { db in
             // Which of the packet's identifiers the queue has active, in one question rather than one a download.
@@ -64,11 +65,11 @@ public final class StagedAdmission {
                     AND identifier IN (SELECT value FROM json_each(?))
                     AND state IN \(TransferState.activeList)
                 """)
-            let packet = JSONText.array(downloads.lazy.map(\.identifier))
+            let packet = JSONText.array(checked.lazy.map(\.download.identifier))
             let activeIdentifiers = Set(try String.fetchAll(active, arguments: [appIdentifier, packet]))
             let insert = try db.cachedStatement(sql: Self.insertStatement)
-            for download in downloads {
-                var error = check(download)
+            for (download, found) in checked {
+                var error = found
                 if error == nil, activeIdentifiers.contains(download.identifier) {
                     error = QueueStore.alreadyScheduled(download)
                 }

@@ -1,6 +1,6 @@
 /// JSON text written by hand where Foundation's coders cost more than the work around them: event lines (Engine's
 /// `EventJSON`) and the identifiers of a content request's packet, sent to SQLite's `json_each` (Queue's
-/// `StagedAdmission`), each made once per download.
+/// `StagedAdmission`) and a queued download's header list, each made once per download.
 public enum JSONText {
     /// Appends `string` as a JSON string, quoted, escaped as `JSONSerialization` escapes it (slashes left as they
     /// are).

@@ -127,6 +127,24 @@ import Vocabulary
             == "bahost: \(dropped) lines (\(dropped * 5) bytes) of output were not kept between the first and the last")
     }
 
+    /// Log messages reach the host in batches, printed output at once: a line printed before a message is logged
+    /// must still come before it in the window's log. (A host that read a batch before the output waiting beside it
+    /// put the last lines printed after the messages that followed them; it failed this test nearly every time.)
+    @Test func whatWasPrintedBeforeAMessageIsLoggedBeforeIt() throws {
+        let outcome = try runContentRequest(try TestPlugins.c("misbehaving/floods_the_host"), manifest: "order")
+        #expect(outcome.stopReason == .returned)
+        var printed: [Int: Int] = [:], logged: [Int: Int] = [:]
+        for (position, line) in outcome.log.enumerated() {
+            let words = line.message.split(separator: " ")
+            guard words.count >= 2, let number = Int(words[1]) else { continue }
+            if line.source == .output && words[0] == "printed" { printed[number] = position }
+            if line.source != .output && words[0] == "logged" { logged[number] = position }
+        }
+        #expect(printed.count == 700 && logged.count == 700)
+        let outOfOrder = (0..<700).filter { (printed[$0] ?? .max) > (logged[$0] ?? -1) }
+        #expect(outOfOrder.isEmpty, "printed after the message that followed it: \(outOfOrder.prefix(10))")
+    }
+
     @Test func missingEntrySymbolIsRefused() throws {
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/no_entry_symbol"))
         guard case .refusedToLoad(.missingEntry, let message) = outcome.stopReason else {

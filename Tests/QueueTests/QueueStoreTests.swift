@@ -104,7 +104,7 @@ import Vocabulary
         _ = try store.enqueue(odd.map { download($0) }, for: "app") { _, _ in nil }
         let staging = try store.beginStaging(for: "app")
         var admitted: [String] = []
-        try staging.stage((odd + ["fresh"]).map { download($0) }, check: { _ in nil }) { _, download in
+        try staging.stage((odd + ["fresh"]).map { (download($0), nil) }) { _, download in
             admitted.append(download.identifier)
             return nil
         }
@@ -121,16 +121,16 @@ import Vocabulary
     @Test func stagesOpenAtOnceKeepTheirOwnRows() throws {
         let (store, _) = try store(apps: ["app", "other"])
         let first = try store.beginStaging(for: "app"), second = try store.beginStaging(for: "other")
-        try first.stage([download("a1"), download("a2")], check: { _ in nil }) { _, _ in nil }
-        try second.stage([download("o1")], check: { _ in nil }) { _, _ in nil }
+        try first.stage([(download("a1"), nil), (download("a2"), nil)]) { _, _ in nil }
+        try second.stage([(download("o1"), nil)]) { _, _ in nil }
         try first.commit()
-        try second.stage([download("o2")], check: { _ in nil }) { _, _ in nil }
+        try second.stage([(download("o2"), nil)]) { _, _ in nil }
         try second.commit()
         let third = try store.beginStaging(for: "app")
-        try third.stage([download("a3")], check: { _ in nil }) { _, _ in nil }
+        try third.stage([(download("a3"), nil)]) { _, _ in nil }
         try third.discard()
         let fourth = try store.beginStaging(for: "app")
-        try fourth.stage([download("a4")], check: { _ in nil }) { _, _ in nil }
+        try fourth.stage([(download("a4"), nil)]) { _, _ in nil }
         try fourth.commit()
         #expect(first.queued.count == 2 && second.queued.count == 2 && fourth.queued.count == 1)
         #expect(try store.downloads(for: "app").map(\.identifier) == ["a1", "a2", "a4"])
@@ -149,7 +149,11 @@ import Vocabulary
         let staged = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             // The writer held from inside a transaction, as a long admission holds it.
-            try? staging.stage([extra], check: { _ in holding.signal(); release.wait(); return nil }) { _, _ in nil }
+            try? staging.stage([(extra, nil)]) { _, _ in
+                holding.signal()
+                release.wait()
+                return nil
+            }
             staged.signal()
         }
         holding.wait()

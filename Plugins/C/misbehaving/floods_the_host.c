@@ -1,6 +1,8 @@
 /* Floods the host with log messages and output that has no newline. With the manifest "forever" it never stops:
  * the host must still keep its deadline. With "lines" it prints lines of 16 KiB, the longest the host keeps, until
- * it is stopped: the host must free what it drops as it goes. Otherwise it writes a fixed burst (40 KiB without a
+ * it is stopped: the host must free what it drops as it goes. With "order" it prints a line, then logs a message
+ * that names it, 700 times: the host must keep each printed line before the message logged after it (the messages
+ * travel in batches, the printed lines at once). Otherwise it writes a fixed burst (40 KiB without a
  * newline, then 10,500 log lines) and returns: the host must keep a bounded log and say what it dropped. */
 #include "common.h"
 #include <string.h>
@@ -23,6 +25,17 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
         line[sizeof line - 1] = '\n';
         for (;;)
             if (write(1, line, sizeof line) < 0) return;
+    }
+    if (strncmp(mode, "order", 5) == 0) {
+        for (int i = 0; i < 700; i++) {
+            char printed[32], logged[160];
+            int length = snprintf(printed, sizeof printed, "printed %d\n", i);
+            if (write(1, printed, (size_t)length) < 0) return;
+            /* Long enough that the runner fills a batch before the end. */
+            snprintf(logged, sizeof logged, "logged %d %0140d", i, 0);
+            host->log(host, BA_LOG_DEBUG, logged);
+        }
+        return;
     }
     if (strncmp(mode, "forever", 7) == 0) {
         for (;;) {
