@@ -119,6 +119,7 @@ public final class FramedSocket: Sendable {
                 throw .protocolViolation("a frame of \(length) bytes is over the limit of \(Self.maximumFrame)")
             }
             buffer.consume(4)
+            if length > Self.keptBuffer { return try receiveLarge(length, after: &buffer) }
             guard try fill(&buffer, to: length, polling: .zero) else {
                 throw .protocolViolation("the connection ended inside a frame")
             }
@@ -147,6 +148,30 @@ public final class FramedSocket: Sendable {
     /// The read buffer kept between frames.
     static let keptBuffer = 64 << 10
     private let reader = Mutex(ReadBuffer())
+
+    /// A frame larger than the kept buffer, read straight into its own storage: a fetch's reply of megabytes was
+    /// zero-filled into the buffer, read, then copied out, paying its page faults twice.
+    private func receiveLarge(_ length: Int, after buffer: inout ReadBuffer) throws(ServiceWireError) -> Data {
+        var frame = Data(count: length)
+        let buffered = min(buffer.end - buffer.start, length)
+        let failure: ServiceWireError? = frame.withUnsafeMutableBytes { raw in
+            buffer.storage.withUnsafeBytes { storage in
+                raw.baseAddress!.copyMemory(from: storage.baseAddress! + buffer.start, byteCount: buffered)
+            }
+            var received = buffered
+            while received < length {
+                let got = recv(descriptor, raw.baseAddress! + received, length - received, 0)
+                if got < 0 && errno == EINTR { continue }
+                if got < 0 { return .system("receive", errno) }
+                if got == 0 { return .protocolViolation("the connection ended inside a frame") }
+                received += got
+            }
+            return nil
+        }
+        buffer.consume(buffered)
+        if let failure { throw failure }
+        return frame
+    }
 
     /// Reads until `count` bytes are buffered; false when the peer closed the connection before any arrived.
     private func fill(_ buffer: inout ReadBuffer, to count: Int, polling: Duration) throws(ServiceWireError) -> Bool {

@@ -57,4 +57,38 @@ import Vocabulary
             #expect(throws: ServiceWireError.self) { try ServiceProtocol.decodeClientMessage(request.prefix(length)) }
         }
     }
+
+    /// A string is taken only as valid UTF-8: bytes that are not (a lone continuation byte, a sequence cut short, an
+    /// overlong form, a surrogate) are refused, never repaired, whether the rest of the text is ASCII or not; valid
+    /// text comes back byte for byte.
+    @Test func aStringThatIsNotUTF8IsRefused() throws {
+        func frame(identifier: [UInt8]) -> Data {
+            var bytes: [UInt8] = [0x01, 1]  // compact, schedule
+            bytes += withUnsafeBytes(of: Int64(7).littleEndian, Array.init)
+            bytes += withUnsafeBytes(of: Int64(Download.Kind.url.rawValue).littleEndian, Array.init)
+            bytes += withUnsafeBytes(of: Int64(identifier.count).littleEndian, Array.init) + identifier
+            bytes += [0, 0]  // no unique identifier, no URL
+            bytes += withUnsafeBytes(of: Int64(1).littleEndian, Array.init) + Array("g".utf8)
+            for value: Int64 in [0, 50, 0] { bytes += withUnsafeBytes(of: value.littleEndian, Array.init) }
+            bytes += [0, 0] + withUnsafeBytes(of: Int64(0).littleEndian, Array.init)  // not essential, no hash, no headers
+            return Data(bytes)
+        }
+        for valid in ["level-1", "é/ü", "数据", "🎮 pack", ""] {
+            guard case .request(7, .schedule(let decoded)) = try ServiceProtocol.decodeClientMessage(
+                frame(identifier: Array(valid.utf8)))
+            else {
+                Issue.record("not a schedule request")
+                continue
+            }
+            #expect(Array(decoded.identifier.utf8) == Array(valid.utf8))
+        }
+        let invalid: [[UInt8]] = [[0x80], [0x61, 0xC3], [0xF0, 0x9F, 0x98, 0x41], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xFF]]
+        for bytes in invalid {
+            let error = #expect(throws: ServiceWireError.self) {
+                try ServiceProtocol.decodeClientMessage(frame(identifier: bytes))
+            }
+            guard case .protocolViolation(let message)? = error else { continue }
+            #expect(message == "a string is not UTF-8", "\(bytes)")
+        }
+    }
 }

@@ -13,7 +13,13 @@ import Testing
 
     private func write(_ bytes: [UInt8], to socket: FramedSocket) {
         bytes.withUnsafeBytes { raw in
-            #expect(Glibc.send(socket.descriptor, raw.baseAddress!, raw.count, 0) == raw.count)
+            var sent = 0
+            while sent < raw.count {
+                let count = Glibc.send(socket.descriptor, raw.baseAddress! + sent, raw.count - sent, 0)
+                guard count > 0 else { break }
+                sent += count
+            }
+            #expect(sent == raw.count)
         }
     }
 
@@ -72,5 +78,44 @@ import Testing
         } catch {
             #expect("\(error)".contains("ended inside a frame"))
         }
+    }
+
+    /// A frame larger than the kept buffer is read into its own storage: what was buffered past it (the next frame,
+    /// sent in the same write) stays for the next receive, one arriving in pieces is read whole, and one cut short
+    /// is refused.
+    @Test func aLargeFrameLeavesTheNextOneWhole() throws {
+        let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let (reader, writer) = try pair()
+        // From a thread of its own: the socket holds less than what is written.
+        let sender = Thread {
+            self.write(self.frame(large) + self.frame([9, 8]), to: writer)
+            for piece in self.frame(large).chunks(of: 50_000) {
+                self.write(Array(piece), to: writer)
+                usleep(2_000)
+            }
+            writer.close()
+        }
+        sender.start()
+        #expect(try reader.receive() == Data(large))
+        #expect(try reader.receive() == Data([9, 8]))
+        #expect(try reader.receive() == Data(large))
+        #expect(try reader.receive() == nil)
+        let (cutReader, cutWriter) = try pair()
+        Thread {
+            self.write(Array(self.frame(large).prefix(200_000)), to: cutWriter)
+            cutWriter.close()
+        }.start()
+        do {
+            _ = try cutReader.receive()
+            Issue.record("a cut frame was returned")
+        } catch {
+            #expect("\(error)".contains("ended inside a frame"))
+        }
+    }
+}
+
+private extension Array {
+    func chunks(of size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
     }
 }
