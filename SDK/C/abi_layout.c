@@ -53,6 +53,13 @@ PIN(ba_app_delegate_t, download_failed, 48);
 PIN(ba_app_delegate_t, download_finished, 56);
 _Static_assert(sizeof(ba_app_delegate_t) == 64, "ba_app_delegate_t's 1.0 size changed");
 _Static_assert(sizeof(ba_download_t) == 88, "ba_download_t's 1.0 size changed");
+/* 1.1 */
+PIN(ba_download_list_t, download_size, 4);
+PIN(ba_download_list_t, count, 8);
+PIN(ba_download_list_t, downloads, 16);
+PIN(ba_download_list_t, strings, 24);
+PIN(ba_download_list_t, strings_size, 32);
+_Static_assert(sizeof(ba_download_list_t) == 40, "ba_download_list_t's 1.1 size changed");
 PIN(ba_asset_pack_update_t, kind, 4);
 PIN(ba_asset_pack_update_t, pack, 8);
 PIN(ba_asset_pack_update_t, completed, 16);

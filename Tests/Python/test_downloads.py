@@ -153,3 +153,24 @@ def test_a_download_is_the_frozen_value_it_was_made_with():
         made.url = "https://elsewhere.example.com/"
     with pytest.raises(ValueError):
         ba.BAURLDownload("level-1", "https://cdn.example.com/1.pak", application_group_identifier="group.g", state=9)
+
+
+def test_the_current_downloads_come_whole_from_one_copy(service, nginx):
+    # Slow URLs keep both downloads current while the probe fetches them.
+    urls = [nginx.serve(f"slow/{service.dir}/{name}.pack", bytes(200_000)) for name in ("one", "two")]
+    probe = os.path.join(os.path.dirname(__file__), "apps", "current_probe.py")
+    status, found, output = service.run_app(f"one={urls[0]}@200000", f"two={urls[1]}@200000", program=probe)
+    assert status == 0, output
+    listed = found[-1]
+    # The copy (ba_app_copy_current_downloads, its strings split at their NULs) and the visitor agree on every
+    # field, the headers, the absent SHA-256 and the non-ASCII header included.
+    assert listed["copied"] == listed["visited"], output
+    one, two = listed["copied"]
+    assert (one["identifier"], one["url"], one["file_size"], one["priority"], one["headers"]) == \
+        ("one", urls[0], 200_000, 10, ["X-Level: 7", "X-Player: ünïcode"]), output
+    assert len(one["sha256"]) == 64 and two["sha256"] == "" and two["headers"] == [], output
+    assert (two["identifier"], two["url"], two["priority"]) == ("two", urls[1], 11), output
+    for download in (one, two):
+        assert download["application_group_identifier"] == "group.com.example.levels", output
+        assert download["unique_identifier"].startswith("BAURLDownload.group.com.example.levels."), output
+        assert download["state"] in (int(ba.State.WAITING), int(ba.State.DOWNLOADING)), output

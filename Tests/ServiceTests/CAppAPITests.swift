@@ -49,6 +49,7 @@ import TestSupport
         expectFailure("cancel-unscheduled", apple, 101, "never-scheduled")
         expectFailure("delegate-struct-size", host, Int(EINVAL), "ba_app_delegate_t.struct_size is 0")
         expectFailure("fetch-without-visitor", host, Int(EINVAL), "visit is NULL")
+        expectFailure("copy-without-list", host, Int(EINVAL), "list is NULL")
         expectFailure("exclusive-control-without-handler", host, Int(EINVAL), "handler is NULL")
 
         let container = service.app.container(in: service.daemon.dataRoot).path
@@ -64,9 +65,12 @@ import TestSupport
 
         expectFailure("after-disconnect", apple, 56, "not connected")
         expectFailure("fetch-after-disconnect", apple, 56, "not connected")
+        expectFailure("copy-after-disconnect", apple, 56, "not connected")
+        #expect(answers["copy-after-disconnect-list-cleared"]?["value"] as? Int == 1)
         #expect(answers["dispatch-after-disconnect"]?["value"] as? Int == -1)
         #expect(answers["reconnect"]?["ok"] as? Bool == true, "\(String(describing: answers["reconnect"]))")
         #expect(answers["library-major"]?["value"] as? Int == 1)
+        #expect(answers["library-minor"]?["value"] as? Int == 1)
     }
 
     /// A library and a service of different protocol versions (an app built against an older or a newer bahost)

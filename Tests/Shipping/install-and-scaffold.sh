@@ -56,6 +56,8 @@ exported=$(nm -D --defined-only "$prefix/lib/libbackgroundassets.so.1" | awk '$2
 grep -q '^ba_app_connect$' <<< "$exported" || fail "libbackgroundassets does not export ba_app_connect"
 symbols=$(objdump -T "$prefix/lib/libbackgroundassets.so.1") || fail "objdump -T of libbackgroundassets"
 grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' <<< "$symbols" || fail "ba_app_connect is not versioned BACKGROUNDASSETS_1.0"
+grep -q 'BACKGROUNDASSETS_1.1.*ba_app_copy_current_downloads' <<< "$symbols" \
+    || fail "ba_app_copy_current_downloads (added in 1.1) is not versioned BACKGROUNDASSETS_1.1"
 grep -qx "ExecStart=$prefix/bin/bahost daemon" "$prefix/lib/systemd/user/bahost.service" || fail "the unit does not start the installed bahost"
 grep -q "_bahost" "$prefix/share/bash-completion/completions/bahost" || fail "no bash completion"
 grep -q "#compdef bahost" "$prefix/share/zsh/site-functions/_bahost" || fail "no zsh completion"

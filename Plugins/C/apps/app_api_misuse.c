@@ -67,6 +67,7 @@ int main(void) {
     ba_app_delegate_t delegate = {.struct_size = 0};
     answer("delegate-struct-size", ba_app_set_delegate(app, &delegate, &error), &error);
     answer("fetch-without-visitor", ba_app_fetch_current_downloads(app, NULL, NULL, &error), &error);
+    answer("copy-without-list", ba_app_copy_current_downloads(app, NULL, &error), &error);
     answer("exclusive-control-without-handler", ba_app_with_exclusive_control(app, 0, NULL, NULL, &error), &error);
 
     char tiny[4];
@@ -94,11 +95,16 @@ int main(void) {
     ba_app_disconnect(app);
     answer("after-disconnect", ba_app_schedule_download(app, &unscheduled, &error), &error);
     answer("fetch-after-disconnect", ba_app_fetch_current_downloads(app, ignore, NULL, &error), &error);
+    ba_download_list_t *list = (ba_download_list_t *)&error; /* not NULL: the call must clear it */
+    answer("copy-after-disconnect", ba_app_copy_current_downloads(app, &list, &error), &error);
+    number("copy-after-disconnect-list-cleared", list == NULL);
+    ba_app_free(NULL); /* nothing happens */
     number("dispatch-after-disconnect", ba_app_dispatch(app));
     ba_app_disconnect(app); /* twice: nothing happens */
     answer("reconnect", ba_app_connect(&options, &app, &error), &error);
     ba_app_disconnect(app);
     ba_version_t version = ba_app_library_version();
     number("library-major", version.major);
+    number("library-minor", version.minor);
     return 0;
 }

@@ -246,40 +246,31 @@ static void act_on_current(const char *action, const char *identifier,
 
 static int compare_strings(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void collect(void *context, const ba_download_t *download) {
-    char ***list = context;
-    size_t count = 0;
-    while ((*list)[count]) count++;
-    *list = realloc(*list, (count + 2) * sizeof **list);
-    (*list)[count] = strdup(download->identifier);
-    (*list)[count + 1] = NULL;
-}
-
+/* fetchCurrentDownloads as one copy (ba_app_copy_current_downloads), sorted by identifier. */
 static void print_current(void) {
-    char **list = calloc(1, sizeof *list);
+    ba_download_list_t *list = NULL;
     ba_error_t error = {.struct_size = sizeof error};
-    if (!ba_app_fetch_current_downloads(app, collect, &list, &error)) {
+    if (!ba_app_copy_current_downloads(app, &list, &error)) {
         event("currentDownloads", true, "error", 's', describe(&error), NULL);
-        free(list);
         return;
     }
-    size_t count = 0;
-    while (list[count]) count++;
-    qsort(list, count, sizeof *list, compare_strings);
+    const char **identifiers = calloc(list->count + 1, sizeof *identifiers);
+    for (size_t i = 0; i < list->count; i++) identifiers[i] = BA_DOWNLOAD_AT(list, i)->identifier;
+    qsort(identifiers, list->count, sizeof *identifiers, compare_strings);
     flockfile(stdout);
     if (options.json) {
         printf("{\"event\":\"currentDownloads\",\"identifiers\":[");
-        for (size_t i = 0; i < count; i++) printf(i ? "," : ""), put_json_string(stdout, list[i]);
+        for (size_t i = 0; i < list->count; i++) printf(i ? "," : ""), put_json_string(stdout, identifiers[i]);
         printf("]}\n");
     } else {
         printf("currentDownloads identifiers=");
-        for (size_t i = 0; i < count; i++) printf("%s%s", i ? "," : "", list[i]);
+        for (size_t i = 0; i < list->count; i++) printf("%s%s", i ? "," : "", identifiers[i]);
         printf("\n");
     }
     fflush(stdout);
     funlockfile(stdout);
-    for (size_t i = 0; i < count; i++) free(list[i]);
-    free(list);
+    free(identifiers);
+    ba_app_free(list);
 }
 
 static void exclusive_handler(void *context, const ba_error_t *error) {

@@ -31,6 +31,11 @@ class Download(ctypes.Structure):
                 ("sha256", c_char_p), ("http_headers", ctypes.POINTER(c_char_p)), ("http_header_count", c_uint32)]
 
 
+class DownloadList(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("download_size", c_uint32), ("count", c_size_t),
+                ("downloads", c_void_p), ("strings", c_void_p), ("strings_size", c_size_t)]
+
+
 class Challenge(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("host", c_char_p), ("port", c_int32), ("protocol", c_char_p),
                 ("realm", c_char_p), ("authentication_method", c_char_p), ("previous_failure_count", c_int32)]
@@ -98,6 +103,7 @@ _PROTOTYPES = {
     "ba_app_start_foreground_download": (c_bool, [c_void_p, ctypes.POINTER(Download), _E]),
     "ba_app_cancel_download": (c_bool, [c_void_p, ctypes.POINTER(Download), _E]),
     "ba_app_fetch_current_downloads": (c_bool, [c_void_p, DownloadVisitor, c_void_p, _E]),
+    "ba_app_copy_current_downloads": (c_bool, [c_void_p, ctypes.POINTER(ctypes.POINTER(DownloadList)), _E]),
     "ba_app_acquire_exclusive_control": (c_bool, [c_void_p, c_int64, _E]),
     "ba_app_release_exclusive_control": (None, [c_void_p]),
     "ba_app_with_exclusive_control": (c_bool, [c_void_p, c_int64, ExclusiveHandler, c_void_p, _E]),
@@ -140,14 +146,15 @@ def _load():
         raise ImportError("backgroundassets: bahost's C library is not installed (libbackgroundassets.so.1: "
                           "scripts/install.sh or the bahost .deb installs it; BACKGROUNDASSETS_LIBRARY names "
                           "another): " + "; ".join(failures))
+    library.ba_app_library_version.restype = Version
+    version = library.ba_app_library_version()
+    if (version.major, version.minor) < (1, 1) or version.major != 1:
+        raise ImportError(f"backgroundassets: the C library speaks API {version.major}.{version.minor}; "
+                          "this package needs 1.1 or a later 1.x (ba_app_copy_current_downloads)")
     for name, (result, arguments) in _PROTOTYPES.items():
         function = getattr(library, name)
         function.restype = result
         function.argtypes = arguments
-    version = library.ba_app_library_version()
-    if version.major != 1:
-        raise ImportError(f"backgroundassets: the C library speaks API {version.major}.{version.minor}; "
-                          "this package speaks 1.x")
     return library
 
 

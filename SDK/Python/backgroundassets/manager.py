@@ -6,7 +6,7 @@ import enum
 import threading
 
 from . import _library as c
-from .downloads import from_c, to_c
+from .downloads import from_c, from_list, to_c
 from .errors import BAError
 
 lib = c.lib
@@ -155,10 +155,13 @@ class BADownloadManager:
 
     def fetch_current_downloads(self):
         """The app's scheduled and running downloads."""
-        found = []
-        visit = c.DownloadVisitor(lambda _, d: found.append(from_c(d)))
-        _call(lib.ba_app_fetch_current_downloads, visit, None)
-        return found
+        # One copy of them all, not a visitor: a ctypes callback a download cost as much as the download's value.
+        listing = ctypes.POINTER(c.DownloadList)()
+        _call(lib.ba_app_copy_current_downloads, ctypes.byref(listing))
+        try:
+            return from_list(listing.contents)
+        finally:
+            lib.ba_app_free(listing)
 
     @contextlib.contextmanager
     def exclusive_control(self, timeout=None):

@@ -229,9 +229,6 @@ public func ba_app_asset_pack_path(
     }
 }
 
-@_cdecl("ba_app_free")
-public func ba_app_free(_ data: UnsafeMutableRawPointer?) { free(data) }
-
 @_cdecl("ba_app_asset_pack_language")
 public func ba_app_asset_pack_language(
     _ app: OpaquePointer?, _ which: Int32, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,

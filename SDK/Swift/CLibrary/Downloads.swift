@@ -67,3 +67,23 @@ public func ba_app_fetch_current_downloads(
     for download in downloads { download.withABI { visit(context, $0) } }
     return true
 }
+
+@_cdecl("ba_app_copy_current_downloads")
+public func ba_app_copy_current_downloads(
+    _ app: OpaquePointer?, _ list: UnsafeMutablePointer<UnsafeMutablePointer<ba_download_list_t>?>?,
+    _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    guard let list else { return ErrorOut.misuse(error, EINVAL, "ba_app_copy_current_downloads: list is NULL") }
+    list.pointee = nil
+    var downloads: [Download] = []
+    guard withConnection(app, error, { _ in downloads = try BADownloadManager.shared.fetchCurrentDownloadValues() })
+    else { return false }
+    guard let copy = DownloadList.make(downloads) else {
+        return ErrorOut.misuse(error, ENOMEM, "ba_app_copy_current_downloads: no memory for \(downloads.count) downloads")
+    }
+    list.pointee = copy
+    return true
+}
+
+@_cdecl("ba_app_free")
+public func ba_app_free(_ data: UnsafeMutableRawPointer?) { free(data) }

@@ -40,7 +40,7 @@ extern "C" {
 /* The version of this API; the library's own is ba_app_library_version(). Same rule as the extension ABI: equal
  * majors talk; a newer minor only appends. */
 #define BA_APP_API_VERSION_MAJOR 1u
-#define BA_APP_API_VERSION_MINOR 0u
+#define BA_APP_API_VERSION_MINOR 1u
 
 /* A connection to the service for this app. Opaque: the library checks every handle it is given, so a handle used
  * after ba_app_disconnect fails with BA_ERROR_CALLER_CONNECTION_INVALID instead of touching freed memory. */
@@ -126,6 +126,36 @@ bool ba_app_cancel_download(ba_app_t *app, const ba_download_t *download, ba_err
 /* [any thread; blocks for a round trip] Apple's fetchCurrentDownloads(): calls visit once per scheduled or running
  * download of the app, on the calling thread, before it returns. */
 bool ba_app_fetch_current_downloads(ba_app_t *app, ba_download_visitor_t visit, void *context, ba_error_t *error);
+
+/* All of an app's current downloads in one allocation, made by ba_app_copy_current_downloads and freed with
+ * ba_app_free. Every pointer in it, the downloads' strings and header arrays too, points inside that allocation.
+ * Added in 1.1. */
+typedef struct ba_download_list {
+    uint32_t struct_size;           /* sizeof(ba_download_list_t) as the library compiled it */
+    uint32_t download_size;         /* bytes from one download to the next: ba_download_t as the library compiled it */
+    size_t count;                   /* downloads in the list */
+    const ba_download_t *downloads; /* in the order ba_app_fetch_current_downloads visits them: BA_DOWNLOAD_AT */
+    const char *strings;            /* every string of the downloads, NUL-terminated and back to back: for each
+                                     * download in order its identifier, unique_identifier, url,
+                                     * application_group_identifier and sha256, then its header lines; a string
+                                     * the download leaves NULL is empty here. A binding may decode them at once
+                                     * and split them at the NULs instead of reading each pointer. */
+    size_t strings_size;            /* bytes in strings, every NUL included */
+} ba_download_list_t;
+
+/* The download at index i of a ba_download_list_t, whatever size of ba_download_t the library was built with. */
+#define BA_DOWNLOAD_AT(list, i) \
+    ((const ba_download_t *)(const void *)((const char *)(list)->downloads + (size_t)(i) * (list)->download_size))
+
+/* [any thread; blocks for a round trip] Apple's fetchCurrentDownloads() as one copy: *list is the library's
+ * allocation, freed with ba_app_free, and NULL on failure. The same downloads as ba_app_fetch_current_downloads,
+ * for callers that pay more for a call per download than for the download: a binding through an FFI (Python's
+ * ctypes, Lua, C#), or an app that keeps the list past the call. Added in 1.1. */
+bool ba_app_copy_current_downloads(ba_app_t *app, ba_download_list_t **list, ba_error_t *error);
+
+/* [any thread] Frees what this library allocated for the caller (ba_app_copy_current_downloads,
+ * ba_app_asset_pack_contents, ba_app_asset_pack_localized_contents). NULL does nothing. */
+void ba_app_free(void *data);
 
 /* [any thread; blocks up to timeout_ms] Exclusive control between the app and its extension (Apple's
  * withExclusiveControl(before:)): timeout_ms < 0 waits as long as needed, 0 tries once. When the lock stays held

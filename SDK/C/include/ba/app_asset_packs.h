@@ -116,9 +116,6 @@ int ba_app_asset_pack_open(ba_app_t *app, const char *path, const char *pack_id,
 bool ba_app_asset_pack_path(ba_app_t *app, const char *path, char *buffer, size_t size, size_t *length,
                             ba_error_t *error);
 
-/* [any thread] Frees what ba_app_asset_pack_contents returned. NULL does nothing. */
-void ba_app_free(void *data);
-
 /* Which of the packs' languages ba_app_asset_pack_language reads. */
 typedef enum ba_asset_pack_language {
     BA_ASSET_PACK_LANGUAGE_PRIMARY = 0,  /* the manifest's primary language */
