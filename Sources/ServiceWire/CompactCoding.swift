@@ -7,7 +7,7 @@ import Vocabulary
 ///
 /// Why not JSON for these too: Foundation's JSON coders cost tens of microseconds for one download, which made a
 /// `scheduleDownload` round trip and a `fetchCurrentDownloads` of thousands mostly encoding (Benchmarks). The form is
-/// small enough to write by hand: fixed-width little-endian integers, strings as a 32-bit length and UTF-8 bytes,
+/// small enough to write by hand: fixed-width little-endian integers, strings as a 64-bit length and UTF-8 bytes,
 /// optionals behind a presence byte. The reader checks every length against what is left of the frame.
 extension ServiceProtocol {
     static let compactTag: UInt8 = 0x01
@@ -48,9 +48,24 @@ private enum CompactKind: UInt8 {
     case progressLine = 64
 }
 
-/// Writes a compact frame; each field method returns the writer, so that a download reads as one chain.
+/// Writes a compact frame; each field method returns the writer, so that a download reads as one chain. The frame is
+/// written into memory of its own, which becomes the `Data` without a copy; a reply to a fetch is sized before it is
+/// written, so that a large reply is neither moved by growth nor copied (docs/PERFORMANCE.md). Hand-written rather
+/// than an `[UInt8]`: an array cannot become a `Data` without a copy.
 private final class CompactWriter {
-    var bytes: [UInt8] = [ServiceProtocol.compactTag]
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var used = 0
+    /// Whether `finish` gave the memory to a `Data`.
+    private var handedOver = false
+
+    private init(capacity: Int = 256) {
+        self.capacity = capacity
+        base = .allocate(byteCount: capacity, alignment: 1)
+        byte(ServiceProtocol.compactTag)
+    }
+
+    deinit { if !handedOver { base.deallocate() } }
 
     static func encode(_ message: ClientMessage) -> Data? {
         guard case .request(let id, let request) = message else { return nil }
@@ -63,42 +78,76 @@ private final class CompactWriter {
         case .setDelegate(let set): writer.header(.setDelegate, id).bool(set)
         default: return nil
         }
-        return Data(writer.bytes)
+        return writer.finish()
     }
 
     static func encode(_ message: ServiceMessage) -> Data? {
-        let writer = CompactWriter()
+        let writer: CompactWriter
         switch message {
-        case .reply(let id, .ok): writer.header(.replyOK, id)
+        case .reply(let id, .ok): writer = CompactWriter().header(.replyOK, id)
         case .reply(let id, .downloads(let downloads)):
-            // Room for a typical download each (a fetch may return 10,000), so that the frame grows once or not at all.
-            writer.bytes.reserveCapacity(17 + downloads.count * 192)
+            writer = CompactWriter(capacity: 1 + 9 + 8 + downloads.reduce(0) { $0 + size(of: $1) })
             writer.header(.replyDownloads, id).count(downloads.count)
             for download in downloads { writer.download(download) }
-        case .reply(let id, .failure(let error)): writer.header(.replyFailure, id).error(error)
-        case .event(.began(let download)): writer.header(.began, 0).download(download)
-        case .event(.paused(let download)): writer.header(.paused, 0).download(download)
+            assert(writer.used == writer.capacity, "size(of:) does not match download(_:)")
+        case .reply(let id, .failure(let error)): writer = CompactWriter().header(.replyFailure, id).error(error)
+        case .event(.began(let download)): writer = CompactWriter().header(.began, 0).download(download)
+        case .event(.paused(let download)): writer = CompactWriter().header(.paused, 0).download(download)
         case .event(.progress(let download, let written, let total, let expected)):
-            writer.header(.progress, 0).download(download).int(written).int(total).int(expected)
+            writer = CompactWriter().header(.progress, 0).download(download).int(written).int(total).int(expected)
         case .callback(let id, .finished(let download, let path)):
-            writer.header(.finished, id).download(download).string(path)
+            writer = CompactWriter().header(.finished, id).download(download).string(path)
         case .callback(let id, .failed(let download, let error, let ticket)):
-            writer.header(.failed, id).download(download).error(error).string(ticket)
-        case .progress(let id, let line): writer.header(.progressLine, id).optional(line.text).string(line.json)
+            writer = CompactWriter().header(.failed, id).download(download).error(error).string(ticket)
+        case .progress(let id, let line):
+            writer = CompactWriter().header(.progressLine, id).optional(line.text).string(line.json)
         default: return nil
         }
-        return Data(writer.bytes)
+        return writer.finish()
+    }
+
+    /// The bytes `download` writes: what `download(_:)` below writes, field by field.
+    private static func size(of d: Download) -> Int {
+        func string(_ text: String) -> Int { 8 + text.utf8.count }
+        func optional(_ text: String?) -> Int { 1 + (text.map(string) ?? 0) }
+        return d.httpHeaders.reduce(8 + string(d.identifier) + optional(d.uniqueIdentifier) + optional(d.url)
+            + string(d.applicationGroupIdentifier) + 8 + 8 + 8 + 1 + optional(d.sha256) + 8) { $0 + string($1) }
+    }
+
+    /// The frame, as a `Data` that owns the writer's memory.
+    private func finish() -> Data {
+        handedOver = true
+        let base = base
+        return Data(bytesNoCopy: base, count: used, deallocator: .custom { _, _ in base.deallocate() })
+    }
+
+    private func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        if used + bytes.count > capacity {
+            capacity = max(capacity * 2, used + bytes.count)
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+            grown.copyMemory(from: base, byteCount: used)
+            base.deallocate()
+            base = grown
+        }
+        (base + used).copyMemory(from: source, byteCount: bytes.count)
+        used += bytes.count
+    }
+
+    @discardableResult
+    private func byte(_ value: UInt8) -> Self {
+        withUnsafeBytes(of: value) { append($0) }
+        return self
     }
 
     @discardableResult
     func header(_ kind: CompactKind, _ id: UInt64) -> Self {
-        bytes.append(kind.rawValue)
-        return int(Int64(bitPattern: id))
+        byte(kind.rawValue).int(Int64(bitPattern: id))
     }
 
     @discardableResult
     func int(_ value: Int64) -> Self {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: value.littleEndian) { append($0) }
         return self
     }
 
@@ -106,15 +155,13 @@ private final class CompactWriter {
     func count(_ value: Int) -> Self { int(Int64(value)) }
 
     @discardableResult
-    func bool(_ value: Bool) -> Self {
-        bytes.append(value ? 1 : 0)
-        return self
-    }
+    func bool(_ value: Bool) -> Self { byte(value ? 1 : 0) }
 
     @discardableResult
     func string(_ value: String) -> Self {
+        var value = value
         count(value.utf8.count)
-        bytes.append(contentsOf: value.utf8)
+        value.withUTF8 { append(UnsafeRawBufferPointer($0)) }
         return self
     }
 

@@ -9,6 +9,8 @@ import Vocabulary
         applicationGroupIdentifier: "group.x", fileSize: 1 << 40, priority: 100, state: 2, isEssential: true,
         sha256: String(repeating: "a", count: 64), httpHeaders: ["X-A: 1", "X-B: é"])
 
+    let bare = Download(identifier: "b", url: nil, applicationGroupIdentifier: "group.x", fileSize: 0)
+
     /// The hot messages travel compact and come back equal; the rest stay JSON.
     @Test func hotMessagesRoundTripCompactly() throws {
         let requests: [ServiceRequest] = [
@@ -30,6 +32,10 @@ import Vocabulary
             .event(.progress(download, bytesWritten: 1, totalBytesWritten: 2, totalBytesExpected: 3)),
             .callback(id: 9, .finished(download, filePath: "/x/y")), .callback(id: 9, .failed(download, error, ticket: "/x/y.failed")),
             .progress(id: 4, ProgressLine(text: "queued a", json: "{}")), .progress(id: 4, ProgressLine(text: nil, json: "{}")),
+            // A frame that outgrows the writer's first buffer, and a reply sized before it is written, with a
+            // download whose optional fields are absent.
+            .progress(id: 4, ProgressLine(text: String(repeating: "é", count: 5_000), json: "{}")),
+            .reply(id: 3, .downloads(Array(repeating: download, count: 1_000) + [bare])),
         ]
         for message in messages {
             let frame = try ServiceProtocol.encode(message)

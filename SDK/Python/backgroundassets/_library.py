@@ -148,7 +148,7 @@ def _load():
                           "another): " + "; ".join(failures))
     library.ba_app_library_version.restype = Version
     version = library.ba_app_library_version()
-    if (version.major, version.minor) < (1, 1) or version.major != 1:
+    if version.major != 1 or version.minor < 1:
         raise ImportError(f"backgroundassets: the C library speaks API {version.major}.{version.minor}; "
                           "this package needs 1.1 or a later 1.x (ba_app_copy_current_downloads)")
     for name, (result, arguments) in _PROTOTYPES.items():
