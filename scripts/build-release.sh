@@ -4,7 +4,10 @@
 # Executables take SwiftPM's --static-swift-stdlib. The apps' C library (backgroundassets) takes -static-stdlib
 # itself, since SwiftPM's flag covers executables only, and the folder of the static Foundation's libraries, which
 # live beside the static runtime where a dynamic library's link does not look; it is built last, because a build
-# with other flags rebuilds what it shares. Prints a line for each product; on a failure, its errors and the log.
+# with other flags rebuilds what it shares. Every product is built with cross-module optimization, so that the
+# compiler inlines and specializes the packages' code (NIO, AsyncHTTPClient, GRDB) into bahost's own, which costs
+# many small files less CPU (docs/PERFORMANCE.md, "Cross-module optimization"). Prints a line for each product; on a
+# failure, its errors and the log.
 #
 # Usage: scripts/build-release.sh PRODUCT...   (the products are in `swift build -c release --show-bin-path`)
 set -euo pipefail
@@ -20,6 +23,7 @@ log=$(mktemp /tmp/bahost-release-build.XXXXXX.log)
 build() {
     local product=$1
     shift
+    set -- -Xswiftc -cross-module-optimization "$@"
     echo "== building $product (swift build -c release $*; a first build takes minutes)"
     if ! swift build -c release "$@" --product "$product" > "$log" 2>&1; then
         grep -m 20 -E "error:" "$log" >&2 || tail -20 "$log" >&2
