@@ -10,8 +10,10 @@
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
 # BENCH_BIN runs the programs of another build instead of building this tree's (a folder holding bahost,
 # bahost-extension-runner, bahost-bench-app and libbackgroundassets.so): paired runs of a change against what came
-# before it, from one checkout. BENCH_QUEUE_COUNT changes how many downloads the queue figure schedules (10,000); BENCH_SCALE_COUNT how many one
-# content request returns in the scale figure (100,000).
+# before it, from one checkout. BENCH_RUNS changes how many runs each figure takes (3; issue 27's target for
+# the 1 GiB file counts 10: `BENCH_RUNS=10 Benchmarks/run.sh big`). BENCH_QUEUE_COUNT changes how many downloads
+# the queue figure schedules (10,000); BENCH_SCALE_COUNT how many one content request returns in the scale figure
+# (100,000).
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second and the CPU each costs,
 # against curl, curl + fsync, the durable floor program (durable_floor.c) and the same floor on bahost's own libraries
@@ -31,9 +33,14 @@ if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
     queue_count=200; completions=10; scale_count=2000; pack_files=20
 else
-    big=$((1 << 30)); huge=$((2 << 30)); small_count=2000; runs=3; windows=200; configuration=release
+    big=$((1 << 30)); huge=$((2 << 30)); small_count=2000; runs=${BENCH_RUNS:-3}; windows=200
+    configuration=release
     queue_count=${BENCH_QUEUE_COUNT:-10000}; completions=200; scale_count=${BENCH_SCALE_COUNT:-100000}
     pack_files=1000
+fi
+if ! [[ "$runs" =~ ^[1-9][0-9]{0,2}$ ]]; then
+    echo "Benchmarks/run.sh: BENCH_RUNS must be a whole number from 1 to 999, not $(printf %q "$runs")" >&2
+    exit 64
 fi
 
 scripts/install-dependencies.sh
@@ -67,7 +74,12 @@ if want small; then
     library_floor="$(swift build -c "$configuration" --show-bin-path)/bahost-library-floor"
 fi
 if [ -n "${BENCH_BIN:-}" ]; then
-    bin=$BENCH_BIN
+    if [ ! -x "$BENCH_BIN/bahost" ]; then
+        echo "Benchmarks/run.sh: BENCH_BIN names a folder without bahost in it: $(printf %q "$BENCH_BIN")" >&2
+        exit 64
+    fi
+    # Absolute: the C app's library is linked to it from the suite's own folder.
+    bin=$(readlink -f "$BENCH_BIN")
 else
     build bahost bahost-extension-runner bahost-bench-app backgroundassets
     bin=$(swift build -c "$configuration" --show-bin-path)

@@ -177,6 +177,8 @@ def test_the_current_downloads_come_whole_from_one_copy(service, nginx):
         ("one", urls[0], 200_000, 10, ["X-Level: 7", "X-Player: ünïcode"]), output
     assert len(one["sha256"]) == 64 and two["sha256"] == "" and two["headers"] == [], output
     assert (two["identifier"], two["url"], two["priority"]) == ("two", urls[1], 11), output
+    # The collector is on after a fetch in an app that has it on, and off after one in an app that turned it off.
+    assert listed["collector"] == [True, False], output
     for download in (one, two):
         assert download["application_group_identifier"] == "group.com.example.levels", output
         assert download["unique_identifier"].startswith("BAURLDownload.group.com.example.levels."), output

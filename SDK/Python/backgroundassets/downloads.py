@@ -3,6 +3,7 @@
 import ctypes
 import dataclasses
 import enum
+import gc
 import struct
 
 from . import _library as c
@@ -85,9 +86,18 @@ def from_c(pointer):
     return download
 
 
-# ba_download_t 1.0 as the C compiler lays it out, its padding included (checked against ctypes' layout below).
-_FIELDS = struct.Struct("@IiPPPPqqi?PPI4x")
-assert _FIELDS.size == ctypes.sizeof(c.Download)
+def _numbers():
+    """A struct that reads a ba_download_t 1.0's numbers and skips the rest, at the offsets ctypes lays them out."""
+    form, at = "=", 0
+    for name, code in (("file_size", "q"), ("priority", "q"), ("state", "i"), ("essential", "?"),
+                       ("http_header_count", "I")):
+        offset = getattr(c.Download, name).offset
+        form += (f"{offset - at}x" if offset > at else "") + code
+        at = offset + struct.calcsize("=" + code)
+    return struct.Struct(f"{form}{ctypes.sizeof(c.Download) - at}x")
+
+
+_NUMBERS = _numbers()
 
 
 def from_list(listing):
@@ -97,23 +107,31 @@ def from_list(listing):
     count, size = listing.count, listing.download_size
     if not count:
         return []
-    if size < _FIELDS.size:
-        raise ValueError(f"ba_download_list_t.download_size is {size}; ba_download_t 1.0 needs {_FIELDS.size}")
+    if size < _NUMBERS.size:
+        raise ValueError(f"ba_download_list_t.download_size is {size}; ba_download_t 1.0 needs {_NUMBERS.size}")
     texts = ctypes.string_at(listing.strings, listing.strings_size).decode("utf-8", "replace").split("\0")
     rows = ctypes.string_at(listing.downloads, count * size)
-    if size != _FIELDS.size:  # a later library's larger downloads: their 1.0 fields only
-        rows = b"".join(rows[offset:offset + _FIELDS.size] for offset in range(0, count * size, size))
-    new, states, found, at = object.__new__, _STATES, [], 0
-    for (_, _, _, _, _, _, file_size, priority, state, essential, _, _, header_count) in _FIELDS.iter_unpack(rows):
-        download = new(BAURLDownload)
-        # Stored one by one: update() with keywords built a second dict for every download.
-        fields = download.__dict__
-        (fields["identifier"], fields["unique_identifier"], fields["url"], fields["application_group_identifier"],
-         fields["sha256"]) = texts[at:at + 5]
-        at += 5
-        fields["headers"] = tuple(texts[at:at + header_count])
-        at += header_count
-        fields["state"] = states.get(state, State.FAILED)
-        fields["priority"], fields["essential"], fields["file_size"] = priority, essential, file_size
-        found.append(download)
+    if size != _NUMBERS.size:  # a later library's larger downloads: their 1.0 fields only
+        rows = b"".join(rows[offset:offset + _NUMBERS.size] for offset in range(0, count * size, size))
+    # The collector paused while the values are made: each is two objects it tracks (itself and its fields), and
+    # the collections so many new objects set off walk them again and again, and at times all the app holds.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        new, states, found, at = object.__new__, _STATES, [], 0
+        for (file_size, priority, state, essential, header_count) in _NUMBERS.iter_unpack(rows):
+            download = new(BAURLDownload)
+            # Stored one by one: update() with keywords built a second dict for every download.
+            fields = download.__dict__
+            (fields["identifier"], fields["unique_identifier"], fields["url"], fields["application_group_identifier"],
+             fields["sha256"]) = texts[at:at + 5]
+            at += 5
+            fields["headers"] = tuple(texts[at:at + header_count])
+            at += header_count
+            fields["state"] = states.get(state, State.FAILED)
+            fields["priority"], fields["essential"], fields["file_size"] = priority, essential, file_size
+            found.append(download)
+    finally:
+        if collecting:
+            gc.enable()
     return found

@@ -1,8 +1,10 @@
 """An app in Python, as the launched app: schedules the downloads it is given (ID=URL@SIZE, with a header and a
 SHA-256 for the first), then prints its current downloads as fetch_current_downloads returns them (one copy of the
-list) and as the library's visitor gives them one by one. One JSON object a line."""
+list) and as the library's visitor gives them one by one, and whether the fetch left Python's collector as the app
+had it. One JSON object a line."""
 
 import dataclasses
+import gc
 import hashlib
 import json
 import sys
@@ -29,10 +31,17 @@ def main():
         manager.schedule_download(ba.BAURLDownload(identifier, url, application_group_identifier=group,
                                                    file_size=int(size), priority=10 + index, **extra))
     copied = manager.fetch_current_downloads()
+    # The fetch pauses the collector while it makes the values; the app's own setting must survive it.
+    collector = [gc.isenabled()]
+    gc.disable()
+    manager.fetch_current_downloads()
+    collector.append(gc.isenabled())
+    gc.enable()
     visited = []
     visitor = c.DownloadVisitor(lambda _, d: visited.append(from_c(d)))
     _call(c.lib.ba_app_fetch_current_downloads, visitor, None)
-    print(json.dumps({"copied": described(copied), "visited": described(visited)}), flush=True)
+    print(json.dumps({"copied": described(copied), "visited": described(visited), "collector": collector}),
+          flush=True)
 
 
 main()
