@@ -83,7 +83,7 @@ struct Launch: ParsableCommand {
         sigprocmask(SIG_SETMASK, &nothing, nil)
         let arguments = command.map { strdup($0) } + [nil]
         execvp(executable, arguments)
-        FileHandle.standardError.write(Data("bahost: cannot run \(executable): \(String(cString: strerror(errno)))\n".utf8))
+        Output.standardError("bahost: cannot run \(executable): \(String(cString: strerror(errno)))\n")
         throw ExitCode(127)
     }
 }

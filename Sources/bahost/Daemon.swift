@@ -109,7 +109,7 @@ struct Daemon: AsyncParsableCommand {
         do {
             service = try BackgroundAssetsService(settings: settings, logger: logger)
         } catch {
-            FileHandle.standardError.write(Data("bahost: cannot start the service: \(error)\n".utf8))
+            Output.standardError("bahost: cannot start the service: \(error)\n")
             throw ExitCode(70)
         }
         let group = ServiceGroup(

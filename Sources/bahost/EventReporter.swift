@@ -107,12 +107,12 @@ final class EventReporter: Sendable {
     /// Prints the line as JSON with `--json`, else its text (if it has one).
     private func emit(_ line: EventLine) {
         if json {
-            FileHandle.standardOutput.write(Data((line.jsonText + "\n").utf8))
+            Output.standardOutput(line.jsonText + "\n")
             return
         }
         guard let text = line.text else { return }
-        if progressBar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        if progressBar { Output.standardError("\r\u{1B}[K") }
+        Output.standardOutput(text + "\n")
         if progressBar { drawBar() }
     }
 
@@ -127,7 +127,7 @@ final class EventReporter: Sendable {
         let line = String(
             format: "\r\u{1B}[K[%@] %3.0f%% %@ of %@, %d active", bar, fraction * 100, Self.size(received),
             expected > 0 ? Self.size(expected) : "?", active)
-        FileHandle.standardError.write(Data(line.utf8))
+        Output.standardError(line)
     }
 
     static func size(_ bytes: Int64) -> String { LifecycleEvent.size(bytes) }

@@ -31,7 +31,7 @@ struct LifecycleRun {
             return reporter.finish(contentRequest: outcome)
         } catch {
             await engine.shutdown()
-            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            Output.standardError("bahost: \(error)\n")
             return 70
         }
     }
@@ -67,7 +67,7 @@ struct Resume: AsyncParsableCommand {
             await engine.shutdown()
         } catch {
             await engine.shutdown()
-            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            Output.standardError("bahost: \(error)\n")
             throw ExitCode(70)
         }
         throw ExitCode(reporter.finish(contentRequest: nil))

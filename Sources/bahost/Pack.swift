@@ -71,7 +71,7 @@ struct Pack: ParsableCommand {
             let index = try PackArchive.package(manifestPath: manifest, output: destination) { files, bytes in
                 guard !json, ContinuousClock.now - lastReport >= .milliseconds(500) else { return }
                 lastReport = .now
-                FileHandle.standardError.write(Data("packed \(files) files, \(bytes) bytes\n".utf8))
+                Output.standardError("packed \(files) files, \(bytes) bytes\n")
             }
             let size = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int64) ?? 0
             if json {

@@ -28,7 +28,7 @@ struct Report {
     }
 
     static func printLive(_ line: WindowLogLine) {
-        FileHandle.standardError.write(Data("  [\(line.source.rawValue)] \(line.message.printable())\n".utf8))
+        Output.standardError("  [\(line.source.rawValue)] \(line.message.printable())\n")
     }
 
     func printText() {

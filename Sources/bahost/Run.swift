@@ -20,7 +20,9 @@ struct Run: AsyncParsableCommand {
             failed; 3 budget exceeded; 4 crashed; 5 exited on its own; 6 killed for memory; 7 refused to load; \
             8 protocol violation; 9 the manifest could not be fetched; 64 bad arguments; 70 the host could not \
             open a window or its queue, or its extension runner failed; 75 some completions could not be \
-            delivered (their deliveries failed 3 times in a row): they stay pending for `bahost resume`.
+            delivered (their deliveries failed 3 times in a row): they stay pending for `bahost resume`; 74 the \
+            output could not be written. A reader that closes the output (`| head`) ends the run as SIGPIPE ends \
+            other tools; `bahost resume` finishes what it left.
             """)
 
     @Option(help: "The extension: a shared object exporting ba_extension_entry.")
@@ -103,7 +105,7 @@ struct Run: AsyncParsableCommand {
                 limits: window.limits, appGroup: try config.map(appGroup)
             ).run(manifestPath: manifestCopy.path, onLog: live)
         } catch {
-            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            Output.standardError("bahost: \(error)\n")
             throw ExitCode(70)
         }
         let report = Report(
@@ -147,7 +149,7 @@ struct WindowOptions: ParsableArguments {
     func applySandbox() {
         if sandbox == .off { setenv("BAHOST_SANDBOX", "off", 1) }
         for missing in SandboxSupport.probe().missing {
-            FileHandle.standardError.write(Data("bahost: WARNING: \(missing)\n".utf8))
+            Output.standardError("bahost: WARNING: \(missing)\n")
         }
     }
 
@@ -205,7 +207,7 @@ struct TransferOptions: ParsableArguments {
         do {
             return try HostEngine(dataRoot: root, settings: settings(limits: limits), observe: reporter.observe)
         } catch {
-            FileHandle.standardError.write(Data("bahost: cannot open the queue in \(root.url.path): \(error)\n".utf8))
+            Output.standardError("bahost: cannot open the queue in \(root.url.path): \(error)\n")
             return nil
         }
     }

@@ -27,7 +27,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let server = try await PackServer.start(
             host: host, port: port, certificate: cert, key: key, archives: packs,
-            log: { FileHandle.standardError.write(Data("\($0)\n".utf8)) })
+            log: { Output.standardError("\($0)\n") })
         if json {
             let object: [String: Any] = [
                 "baseURL": server.baseURL, "manifestURL": server.manifestURL,
@@ -53,5 +53,5 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Written at once, unbuffered: scripts and tests read the URL while the server runs.
-    private func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    private func say(_ line: String) { Output.standardOutput(line + "\n") }
 }

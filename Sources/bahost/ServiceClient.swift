@@ -18,7 +18,7 @@ struct ServiceOptions: ParsableArguments {
         do {
             connection = try FramedSocket.connect(to: path)
         } catch {
-            FileHandle.standardError.write(Data("bahost: the service is not reachable at \(path) (\(error)); start it with `bahost daemon`\n".utf8))
+            Output.standardError("bahost: the service is not reachable at \(path) (\(error)); start it with `bahost daemon`\n")
             throw ExitCode(69)
         }
         defer { connection.close() }
@@ -39,11 +39,11 @@ struct ServiceOptions: ParsableArguments {
                     continue
                 }
             }
-            FileHandle.standardError.write(Data("bahost: the service closed the connection\n".utf8))
+            Output.standardError("bahost: the service closed the connection\n")
             throw ExitCode(69)
         }
         if case .failure(let error) = try exchange(1, .hello(Hello(role: .control, appIdentifier: nil))) {
-            FileHandle.standardError.write(Data("bahost: the service refused the connection: \(error)\n".utf8))
+            Output.standardError("bahost: the service refused the connection: \(error)\n")
             throw ExitCode(69)
         }
         switch try exchange(2, .control(command)) {
@@ -51,17 +51,17 @@ struct ServiceOptions: ParsableArguments {
             Self.output(json ? report.json : report.text)
             return report
         case .failure(let error):
-            FileHandle.standardError.write(Data("bahost: \(error)\n".utf8))
+            Output.standardError("bahost: \(error)\n")
             throw ExitCode(1)
         default:
-            FileHandle.standardError.write(Data("bahost: the service answered something unexpected\n".utf8))
+            Output.standardError("bahost: the service answered something unexpected\n")
             throw ExitCode(1)
         }
     }
 
-    /// Unbuffered, so that progress shows as it happens and nothing is lost when `launch` replaces the process.
+    /// A line of the command's output (`Output`).
     static func output(_ line: String) {
-        FileHandle.standardOutput.write(Data((line.hasSuffix("\n") ? line : line + "\n").utf8))
+        Output.standardOutput(line.hasSuffix("\n") ? line : line + "\n")
     }
 
     /// Runs a command and exits with its status.

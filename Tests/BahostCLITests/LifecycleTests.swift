@@ -277,6 +277,77 @@ import TestSupport
         #expect(summary["finished"] as? Int == 0 && summary["failed"] as? Int == 0, "\(summary)")
     }
 
+    /// `bahost run … | head -1`: the reader closes the pipe while the run goes on. The run ends as a Unix tool ends on
+    /// SIGPIPE (it crashed in Foundation's `FileHandle.write` before), and `bahost resume` finishes every file.
+    /// Synchronous: it reads the pipe as `head` does, blocking its own thread.
+    @Test func aReaderThatClosesTheOutputEndsTheRunAsSIGPIPEAndResumeFinishesIt() throws {
+        let dir = "reader-\(UUID().uuidString)"
+        let files = (0..<200).map { _ in Data.random(count: 8192 + Int.random(in: 0..<8192)) }
+        for (index, data) in files.enumerated() { try nginx.serve(data, at: "\(dir)/f\(index)") }
+        let manifest = files.enumerated().map { index, data in "f\(index) \(data.count) optional \(nginx.http("\(dir)/f\(index)"))" }
+        try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+
+        let running = try Bahost.start(
+            ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install",
+             "--info-plist", app.infoPlist, "--data-root", app.dataRoot.path, "--allow-insecure-loopback",
+             "--max-concurrent", "2", "--json"])
+        let errors = OutputCollector(running.err)
+        // Read as `head` would, up to the first finished file, then close: whatever the run writes next (at the
+        // latest its summary) finds no reader.
+        let reader = running.out.fileHandleForReading
+        var seen = Data()
+        while !seen.contains(Data(#""event":"finished""#.utf8)) {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        try reader.close()
+        running.process.waitUntilExit()
+        #expect(running.process.terminationReason == .uncaughtSignal && running.process.terminationStatus == SIGPIPE,
+            "ended with \(running.process.terminationReason == .exit ? "status" : "signal") \(running.process.terminationStatus)")
+        #expect(!errors.text().contains("Fatal error"), "\(errors.text().prefix(300))")
+
+        let resumed = try Bahost.run(["resume", "--data-root", app.dataRoot.path, "--retry-delay", "0.05", "--json"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let kept = app.container.appendingPathComponent("Assets")
+        for (index, data) in files.enumerated() {
+            #expect(FileManager.default.contents(atPath: kept.appendingPathComponent("f\(index)").path) == data, "f\(index)")
+        }
+        #expect(app.leftovers().isEmpty)
+    }
+
+    /// An output that cannot be written for another reason (here a full device): the run ends with 74 at its first
+    /// line (the content request's window, before its downloads are queued) and says why on standard error; it
+    /// leaves nothing behind, and the same run with an output that works then fetches the file.
+    @Test func anOutputThatCannotBeWrittenEndsTheRunWith74AndSaysWhy() throws {
+        let dir = "full-output-\(UUID().uuidString)"
+        let body = Data.random(count: 4096)
+        try nginx.serve(body, at: "\(dir)/level")
+        try nginx.serve(Data("level \(body.count) optional \(nginx.http("\(dir)/level"))\n".utf8), at: "\(dir)/manifest.txt")
+        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPlugins.bahost)
+        process.arguments = [
+            "run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
+            "--data-root", app.dataRoot.path, "--allow-insecure-loopback",
+        ]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/full")
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 74, "\(message)")
+        #expect(message.contains("bahost: cannot write its output: No space left on device"), "\(message)")
+
+        #expect(app.leftovers().isEmpty)
+
+        let again = try run(try TestPlugins.c("example_extension"), app, ["--allow-insecure-loopback"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(FileManager.default.contents(atPath: app.container.appendingPathComponent("Assets/level").path) == body)
+    }
+
     @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))
     func aFullDiskIsAClearFailureWithNothingLeftBehind() throws {
         let mountPoint = TestPlugins.scratch.appendingPathComponent("tiny-\(UUID().uuidString)")
