@@ -63,7 +63,7 @@ let package = Package(
         // `-z nodelete`: a host's dlclose (LuaJIT's at lua_close) leaves it loaded, since the Swift runtime and
         // libdispatch it brings cannot be unmapped under the pool threads they started.
         .target(
-            name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension", "Vocabulary"],
+            name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension", "ServiceWire", "Vocabulary"],
             path: "SDK/Swift/CLibrary",
             linkerSettings: [
                 .unsafeFlags([

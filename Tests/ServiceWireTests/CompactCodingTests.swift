@@ -97,4 +97,33 @@ import Vocabulary
             #expect(message == "a string is not UTF-8", "\(bytes)")
         }
     }
+
+    /// A reply to a fetch kept as its frame (`DownloadsReply`) reads back the downloads the service sent, as values
+    /// and as fields in place; any other frame is not one; a reply that lies is refused as it is read.
+    @Test func aReplyOfDownloadsIsReadInPlace() throws {
+        let downloads = [download, bare, download]
+        let frame = try ServiceProtocol.encode(ServiceMessage.reply(id: 42, .downloads(downloads)))
+        let reply = try #require(DownloadsReply(frame: frame))
+        #expect(reply.id == 42 && reply.count == 3)
+        #expect(try reply.downloads() == downloads)
+        var seen: [Download] = []
+        var headers: [[String]] = []
+        try reply.forEach { fields in
+            seen.append(fields.download)
+            headers.append(fields.httpHeaders.map { String(decoding: $0, as: UTF8.self) })
+            #expect(fields.httpHeaders.count == fields.download.httpHeaders.count)
+        }
+        #expect(seen == downloads)
+        #expect(headers == downloads.map(\.httpHeaders))
+        #expect(try DownloadsReply([bare]).downloads() == [bare])
+
+        #expect(DownloadsReply(frame: try ServiceProtocol.encode(ServiceMessage.reply(id: 42, .ok))) == nil)
+        #expect(DownloadsReply(frame: try ServiceProtocol.encode(ServiceMessage.event(.began(download)))) == nil)
+        #expect(DownloadsReply(frame: Data("{}".utf8)) == nil)
+        for length in 1..<frame.count {
+            guard let cut = DownloadsReply(frame: frame.prefix(length)) else { continue }
+            #expect(throws: ServiceWireError.self) { try cut.forEach { _ in } }
+        }
+        #expect(throws: ServiceWireError.self) { try DownloadsReply(frame: frame + [0])!.forEach { _ in } }
+    }
 }

@@ -1,7 +1,7 @@
 import CBAApp
 import CBAExtension
 import Glibc
-import Vocabulary
+import ServiceWire
 
 /// `ba_download_list_t`: downloads copied into one `malloc` block (ba/app.h), laid out as the list itself, the
 /// downloads, their header arrays, then every string back to back in the order the header promises.
@@ -10,45 +10,44 @@ enum DownloadList {
     private static let downloadSize = MemoryLayout<ba_download_t>.stride
     private static let pointerSize = MemoryLayout<UnsafePointer<CChar>?>.stride
 
-    /// The block, or nil when it cannot be allocated. Freed with `free` (`ba_app_free`).
-    static func make(_ downloads: [Download]) -> UnsafeMutablePointer<ba_download_list_t>? {
+    /// The block, or nil when it cannot be allocated. Freed with `free` (`ba_app_free`). Read straight from the
+    /// service's reply, in two passes over it (sizes, then the copy); throws what the reply's check found.
+    static func make(_ reply: DownloadsReply) throws -> UnsafeMutablePointer<ba_download_list_t>? {
         var headerCount = 0, stringBytes = 0
-        for download in downloads {
+        try reply.forEach { download in
             headerCount += download.httpHeaders.count
             stringBytes += length(download.identifier) + length(download.uniqueIdentifier) + length(download.url)
                 + length(download.applicationGroupIdentifier) + length(download.sha256)
             for header in download.httpHeaders { stringBytes += length(header) }
         }
-        let headersAt = listSize + downloads.count * downloadSize
+        let count = reply.count
+        let headersAt = listSize + count * downloadSize
         let stringsAt = headersAt + headerCount * pointerSize
         guard let block = malloc(stringsAt + stringBytes) else { return nil }
         let list = block.bindMemory(to: ba_download_list_t.self, capacity: 1)
-        let values = (block + listSize).bindMemory(to: ba_download_t.self, capacity: downloads.count)
+        let values = (block + listSize).bindMemory(to: ba_download_t.self, capacity: count)
         var headerSlot = (block + headersAt).bindMemory(to: UnsafePointer<CChar>?.self, capacity: headerCount)
         var cursor = (block + stringsAt).assumingMemoryBound(to: CChar.self)
 
         /// Copies `text` (up to a NUL inside it, as C reads it) and its NUL; nil for nil, after writing "".
-        func put(_ text: String?) -> UnsafePointer<CChar>? {
+        func put(_ text: UnsafeBufferPointer<UInt8>?) -> UnsafePointer<CChar>? {
             let start = cursor
-            if var text {
-                text.withUTF8 { bytes in
-                    let count = prefixLength(bytes)
-                    if count > 0 {
-                        UnsafeMutableRawPointer(cursor).copyMemory(from: bytes.baseAddress!, byteCount: count)
-                    }
-                    cursor += count
-                }
+            if let text {
+                let count = prefixLength(text)
+                if count > 0 { UnsafeMutableRawPointer(cursor).copyMemory(from: text.baseAddress!, byteCount: count) }
+                cursor += count
             }
             cursor.pointee = 0
             cursor += 1
             return text == nil ? nil : UnsafePointer(start)
         }
 
-        for (index, download) in downloads.enumerated() {
+        var index = 0
+        try reply.forEach { download in
             let identifier = put(download.identifier), unique = put(download.uniqueIdentifier)
             let url = put(download.url), group = put(download.applicationGroupIdentifier)
             let sha256 = put(download.sha256)
-            let headers = download.httpHeaders.isEmpty ? nil : UnsafePointer(headerSlot)
+            let headers = download.httpHeaders.count == 0 ? nil : UnsafePointer(headerSlot)
             for header in download.httpHeaders {
                 headerSlot.pointee = put(header)
                 headerSlot += 1
@@ -60,19 +59,20 @@ enum DownloadList {
                     file_size: download.fileSize, priority: download.priority, state: download.state,
                     essential: download.isEssential, sha256: sha256, http_headers: headers,
                     http_header_count: UInt32(download.httpHeaders.count)))
+            index += 1
         }
         let strings = (block + stringsAt).assumingMemoryBound(to: CChar.self)
         list.initialize(
             to: ba_download_list_t(
-                struct_size: UInt32(listSize), download_size: UInt32(downloadSize), count: downloads.count,
+                struct_size: UInt32(listSize), download_size: UInt32(downloadSize), count: count,
                 downloads: UnsafePointer(values), strings: UnsafePointer(strings), strings_size: stringBytes))
         return list
     }
 
     /// Bytes `text` takes in the strings, its NUL included (1 for nil: an empty string).
-    private static func length(_ text: String?) -> Int {
-        guard var text else { return 1 }
-        return text.withUTF8 { prefixLength($0) } + 1
+    private static func length(_ text: UnsafeBufferPointer<UInt8>?) -> Int {
+        guard let text else { return 1 }
+        return prefixLength(text) + 1
     }
 
     /// The bytes before the first NUL: what C sees of a string, so that splitting the strings at NULs stays aligned.

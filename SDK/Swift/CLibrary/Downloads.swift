@@ -61,10 +61,11 @@ public func ba_app_fetch_current_downloads(
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let visit else { return ErrorOut.misuse(error, EINVAL, "ba_app_fetch_current_downloads: visit is NULL") }
-    var downloads: [Download] = []
-    guard withConnection(app, error, { _ in downloads = try BADownloadManager.shared.fetchCurrentDownloadValues() })
-    else { return false }
-    for download in downloads { download.withABI { visit(context, $0) } }
+    // The copy below, visited: one block of C memory is cheaper than a Swift value of each download.
+    var list: UnsafeMutablePointer<ba_download_list_t>?
+    guard ba_app_copy_current_downloads(app, &list, error), let list else { return false }
+    defer { free(list) }
+    for index in 0..<list.pointee.count { visit(context, list.pointee.downloads! + index) }
     return true
 }
 
@@ -75,11 +76,18 @@ public func ba_app_copy_current_downloads(
 ) -> Bool {
     guard let list else { return ErrorOut.misuse(error, EINVAL, "ba_app_copy_current_downloads: list is NULL") }
     list.pointee = nil
-    var downloads: [Download] = []
-    guard withConnection(app, error, { _ in downloads = try BADownloadManager.shared.fetchCurrentDownloadValues() })
+    var copy: UnsafeMutablePointer<ba_download_list_t>?
+    var count = 0
+    guard
+        withConnection(app, error, { _ in
+            copy = try BADownloadManager.shared.fetchCurrentDownloads { reply in
+                count = reply.count
+                return try DownloadList.make(reply)
+            }
+        })
     else { return false }
-    guard let copy = DownloadList.make(downloads) else {
-        return ErrorOut.misuse(error, ENOMEM, "ba_app_copy_current_downloads: no memory for \(downloads.count) downloads")
+    guard let copy else {
+        return ErrorOut.misuse(error, ENOMEM, "ba_app_copy_current_downloads: no memory for \(count) downloads")
     }
     list.pointee = copy
     return true

@@ -1,3 +1,4 @@
+import ServiceWire
 import Synchronization
 import Vocabulary
 
@@ -64,10 +65,16 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {  // safe: 
         try transport.currentDownloads()
     }
 
-    /// `fetchCurrentDownloads` for the language bindings (`ba/app.h`): the downloads as values, each handed to C as it
-    /// is, without Apple's objects made first (a third of a fetch of 10,000 from C went to making and unmaking them).
-    @_spi(Bindings) public func fetchCurrentDownloadValues() throws -> [Download] {
-        try transport.currentDownloadValues()
+    /// `fetchCurrentDownloads` for the language bindings (`ba/app.h`), given to `read` as the service's reply, which a
+    /// binding copies straight into C memory: making Apple's objects, or even a value of each download, first was
+    /// most of a fetch of 10,000 from C (docs/PERFORMANCE.md). A reply that lies is thrown as a connection error.
+    @_spi(Bindings) public func fetchCurrentDownloads<Result>(read: (DownloadsReply) throws -> Result) throws -> Result {
+        let reply = try transport.currentDownloadsReply()
+        do {
+            return try read(reply)
+        } catch let error as ServiceWireError {
+            throw ServiceTransport.invalid("the service's reply to fetchCurrentDownloads: \(error)")
+        }
     }
 
     /// The app's scheduled and in-flight downloads, delivered on an arbitrary thread.

@@ -1,4 +1,5 @@
 import CBAExtension
+import ServiceWire
 import Vocabulary
 
 /// How `BADownloadManager` reaches the host. Inside an extension window it is the C ABI's host table
@@ -10,8 +11,8 @@ protocol HostTransport: Sendable {
     func startForeground(_ download: BADownload) throws
     func cancel(_ download: BADownload) throws
     func currentDownloads() throws -> [BADownload]
-    /// The same downloads as values, for the language bindings, which hand each to C at once.
-    func currentDownloadValues() throws -> [Download]
+    /// The same downloads as the service's reply, for the language bindings, which copy them into C memory.
+    func currentDownloadsReply() throws -> DownloadsReply
     /// Blocks until the lock is held, or throws. `timeoutMilliseconds`: < 0 waits, 0 tries once.
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws
     func releaseExclusiveControl()
@@ -58,7 +59,7 @@ struct ExtensionChannel: HostTransport, @unchecked Sendable {  // safe: the tabl
         return collected.downloads
     }
 
-    func currentDownloadValues() throws -> [Download] { try currentDownloads().map(Download.init) }
+    func currentDownloadsReply() throws -> DownloadsReply { try DownloadsReply(currentDownloads().map(Download.init)) }
 
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws {
         try call { error in host.pointee.acquire_exclusive_control(host, timeoutMilliseconds, error) }

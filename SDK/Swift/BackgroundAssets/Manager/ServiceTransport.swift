@@ -83,13 +83,20 @@ final class ServiceTransport: HostTransport, Sendable {
 
     func cancel(_ download: BADownload) throws { try expectOK(.cancel(Download(download))) }
 
-    func currentDownloads() throws -> [BADownload] { try currentDownloadValues().map(\.object) }
+    func currentDownloads() throws -> [BADownload] {
+        let reply = try currentDownloadsReply()
+        do {
+            return try reply.downloads().map(\.object)
+        } catch {
+            throw Self.invalid("the service's reply to fetchCurrentDownloads: \(error)")
+        }
+    }
 
-    func currentDownloadValues() throws -> [Download] {
-        guard case .downloads(let downloads) = try connection().request(.currentDownloads) else {
+    func currentDownloadsReply() throws -> DownloadsReply {
+        guard case .downloads(let reply) = try connection().exchange(.currentDownloads) else {
             throw Self.invalid("the service answered fetchCurrentDownloads with something else")
         }
-        return downloads
+        return reply
     }
 
     func delegateChanged(isSet: Bool) {
@@ -325,6 +332,20 @@ final class ServiceTransport: HostTransport, Sendable {
         }
 
         func request(_ request: ServiceRequest) throws -> ServiceReply {
+            switch try exchange(request) {
+            case .reply(let reply):
+                return reply
+            case .downloads(let reply):
+                do {
+                    return .downloads(try reply.downloads())
+                } catch {
+                    throw ServiceTransport.invalid("the service's reply: \(error)")
+                }
+            }
+        }
+
+        /// Sends `request` and waits for its answer; a failure reply is thrown as the service's error.
+        func exchange(_ request: ServiceRequest) throws -> Answer {
             let id = nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
             let waiter = Waiter()
             waiters.withLock { $0[id] = waiter }
@@ -341,7 +362,7 @@ final class ServiceTransport: HostTransport, Sendable {
             guard let reply = waiter.wait() else {
                 throw ServiceTransport.invalid("the connection to the bahost service ended")
             }
-            if case .failure(let error) = reply { throw NSError(wire: error) }
+            if case .reply(.failure(let error)) = reply { throw NSError(wire: error) }
             return reply
         }
 
@@ -354,12 +375,16 @@ final class ServiceTransport: HostTransport, Sendable {
             // No polling after a reply, unlike the service after a request: the next reply is a whole service call
             // away (a transaction, longer than the poll), so the poll only kept a core busy that the caller and
             // the service needed (docs/PERFORMANCE.md).
-            while let frame = try? socket.receive(),
-                let message = try? ServiceProtocol.decodeServiceMessage(frame)
-            {
+            while let frame = try? socket.receive() {
+                // A reply of downloads is read by its caller, where it is used (`DownloadsReply`).
+                if let downloads = DownloadsReply(frame: frame) {
+                    waiters.withLock { $0.removeValue(forKey: downloads.id) }?.fulfil(.downloads(downloads))
+                    continue
+                }
+                guard let message = try? ServiceProtocol.decodeServiceMessage(frame) else { break }
                 switch message {
                 case .reply(let id, let reply):
-                    waiters.withLock { $0.removeValue(forKey: id) }?.fulfil(reply)
+                    waiters.withLock { $0.removeValue(forKey: id) }?.fulfil(.reply(reply))
                 case .event(let event):
                     transport.handle(event)
                 case .callback(let id, let callback):
@@ -385,17 +410,23 @@ final class ServiceTransport: HostTransport, Sendable {
         }
     }
 
-    /// A caller blocked until its reply arrives, or the connection ends (nil).
+    /// What a request is answered with: a reply of downloads stays a frame until its caller reads it.
+    fileprivate enum Answer {
+        case reply(ServiceReply)
+        case downloads(DownloadsReply)
+    }
+
+    /// A caller blocked until its answer arrives, or the connection ends (nil).
     private final class Waiter: @unchecked Sendable {  // safe: `reply` written before signal, read after wait
         private let semaphore = DispatchSemaphore(value: 0)
-        private var reply: ServiceReply?
+        private var reply: Answer?
 
-        func fulfil(_ reply: ServiceReply?) {
+        func fulfil(_ reply: Answer?) {
             self.reply = reply
             semaphore.signal()
         }
 
-        func wait() -> ServiceReply? {
+        func wait() -> Answer? {
             semaphore.wait()
             return reply
         }
