@@ -43,23 +43,29 @@ enum DownloadList {
         }
 
         var index = 0
-        try reply.forEach { download in
-            let identifier = put(download.identifier), unique = put(download.uniqueIdentifier)
-            let url = put(download.url), group = put(download.applicationGroupIdentifier)
-            let sha256 = put(download.sha256)
-            let headers = download.httpHeaders.count == 0 ? nil : UnsafePointer(headerSlot)
-            for header in download.httpHeaders {
-                headerSlot.pointee = put(header)
-                headerSlot += 1
+        do {
+            try reply.forEach { download in
+                let identifier = put(download.identifier), unique = put(download.uniqueIdentifier)
+                let url = put(download.url), group = put(download.applicationGroupIdentifier)
+                let sha256 = put(download.sha256)
+                let headers = download.httpHeaders.count == 0 ? nil : UnsafePointer(headerSlot)
+                for header in download.httpHeaders {
+                    headerSlot.pointee = put(header)
+                    headerSlot += 1
+                }
+                (values + index).initialize(
+                    to: ba_download_t(
+                        struct_size: UInt32(downloadSize), kind: download.kind.rawValue, identifier: identifier,
+                        unique_identifier: unique, url: url, application_group_identifier: group,
+                        file_size: download.fileSize, priority: download.priority, state: download.state,
+                        essential: download.isEssential, sha256: sha256, http_headers: headers,
+                        http_header_count: UInt32(download.httpHeaders.count)))
+                index += 1
             }
-            (values + index).initialize(
-                to: ba_download_t(
-                    struct_size: UInt32(downloadSize), kind: download.kind.rawValue, identifier: identifier,
-                    unique_identifier: unique, url: url, application_group_identifier: group,
-                    file_size: download.fileSize, priority: download.priority, state: download.state,
-                    essential: download.isEssential, sha256: sha256, http_headers: headers,
-                    http_header_count: UInt32(download.httpHeaders.count)))
-            index += 1
+        } catch {
+            // The first pass checked every byte this one reads; should it throw all the same, the block is not leaked.
+            free(block)
+            throw error
         }
         let strings = (block + stringsAt).assumingMemoryBound(to: CChar.self)
         list.initialize(
