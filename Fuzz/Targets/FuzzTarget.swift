@@ -16,7 +16,9 @@ import Vocabulary
 public enum FuzzTarget: String, CaseIterable, Sendable {
     /// What an extension's process sends the host (`RunnerMessage.decode`).
     case runnerMessages = "runner-messages"
-    /// What an app sends the service: compact frames and JSON (`ServiceProtocol.decodeClientMessage`).
+    /// The frames on the service's socket, both ways, compact and JSON: what an app sends the service
+    /// (`ServiceProtocol.decodeClientMessage`), and what the service sends an app (`decodeServiceMessage`, and a
+    /// reply of downloads read in place as the C library reads it, `DownloadsReply`, which must agree with it).
     case serviceFrames = "service-frames"
     /// An app's Info.plist, XML or binary (`AppConfiguration`).
     case infoPlist = "info-plist"
@@ -39,7 +41,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .runnerMessages:
             return data.withUnsafeBytes { (try? RunnerMessage.decode($0)) != nil }
         case .serviceFrames:
-            return (try? ServiceProtocol.decodeClientMessage(data)) != nil
+            return Self.readServiceFrame(data)
         case .infoPlist:
             return (try? AppConfiguration(infoPlist: data)) != nil
         case .packManifest:
@@ -54,6 +56,22 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .downloadRequest:
             return Self.admitRequest(data)
         }
+    }
+
+    /// Accepted: read as a client's message or as the service's. A reply of downloads is also read in place; the two
+    /// readers must agree on every download, or both refuse it (a disagreement stops the fuzzer: a finding).
+    private static func readServiceFrame(_ data: Data) -> Bool {
+        let request = try? ServiceProtocol.decodeClientMessage(data)
+        let message = try? ServiceProtocol.decodeServiceMessage(data)
+        if let reply = DownloadsReply(frame: data) {
+            let inPlace = try? reply.downloads()
+            if case .reply(let id, .downloads(let decoded))? = message {
+                precondition(id == reply.id && inPlace == decoded, "the two readers of a reply of downloads disagree")
+            } else {
+                precondition(inPlace == nil, "a reply of downloads read in place that the decoder refuses")
+            }
+        }
+        return request != nil || message != nil
     }
 
     /// The input: the URL on the first line, then one request header a line. Accepted: admitted, and made into the

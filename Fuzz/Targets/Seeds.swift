@@ -114,7 +114,15 @@ extension FuzzTarget {
             ("ensure-pack", .request(id: 7, .ensureAssetPack("intro", requireLatestVersion: true))),
             ("callback-reply", .callbackReply(id: 8, CallbackReply(handled: true, disposition: 0, user: "u", password: "p"))),
         ]
+        let bare = Download(identifier: "b", url: nil, applicationGroupIdentifier: "group.com.example.levels", fileSize: 0)
+        let replies: [(String, ServiceMessage)] = [
+            ("reply-downloads", .reply(id: 5, .downloads([download, bare]))),
+            ("reply-ok", .reply(id: 2, .ok)),
+            ("event-began", .event(.began(download))),
+            ("callback-finished", .callback(id: 9, .finished(download, filePath: "/data/containers/g/bonus"))),
+        ]
         return messages.compactMap { name, message in (try? ServiceProtocol.encode(message)).map { (name, $0) } }
+            + replies.compactMap { name, message in (try? ServiceProtocol.encode(message)).map { (name, $0) } }
     }
 
     private static func infoPlists() -> [(name: String, data: Data)] {
