@@ -53,6 +53,17 @@ import TestSupport
         return (try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"], dataRoot: dataRoot), body)
     }
 
+    /// `count` files of 8 to 16 KiB of random bytes, served in a folder of its own (`dir`), and an app whose manifest
+    /// lists them as `f0`, `f1`, … (the example extension's format).
+    func appWithSmallFiles(_ name: String, count: Int) throws -> (dir: String, files: [Data], app: App) {
+        let dir = "\(name)-\(UUID().uuidString)"
+        let files = (0..<count).map { _ in Data.random(count: 8192 + Int.random(in: 0..<8192)) }
+        for (index, data) in files.enumerated() { try nginx.serve(data, at: "\(dir)/f\(index)") }
+        let manifest = files.enumerated().map { index, data in "f\(index) \(data.count) optional \(nginx.http("\(dir)/f\(index)"))" }
+        try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
+        return (dir, files, try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"]))
+    }
+
     func names(_ result: Bahost.Result) -> [String] {
         result.events().map { event in
             let name = event["event"] as? String ?? "?"
@@ -204,12 +215,7 @@ import TestSupport
     /// whole and exactly as served, none half-written, and no file the killed host had finished is fetched again.
     /// Synchronous for the same reason as the test above.
     @Test func killedWithSIGKILLAmongManySmallFilesNothingIsLostOrFetchedTwice() throws {
-        let dir = "many-\(UUID().uuidString)"
-        let files = (0..<300).map { _ in Data.random(count: 8192 + Int.random(in: 0..<8192)) }
-        for (index, data) in files.enumerated() { try nginx.serve(data, at: "\(dir)/f\(index)") }
-        let manifest = files.enumerated().map { index, data in "f\(index) \(data.count) optional \(nginx.http("\(dir)/f\(index)"))" }
-        try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
-        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+        let (dir, files, app) = try appWithSmallFiles("many", count: 300)
 
         let running = try Bahost.start(
             ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install",
@@ -281,12 +287,7 @@ import TestSupport
     /// SIGPIPE (it crashed in Foundation's `FileHandle.write` before), and `bahost resume` finishes every file.
     /// Synchronous: it reads the pipe as `head` does, blocking its own thread.
     @Test func aReaderThatClosesTheOutputEndsTheRunAsSIGPIPEAndResumeFinishesIt() throws {
-        let dir = "reader-\(UUID().uuidString)"
-        let files = (0..<200).map { _ in Data.random(count: 8192 + Int.random(in: 0..<8192)) }
-        for (index, data) in files.enumerated() { try nginx.serve(data, at: "\(dir)/f\(index)") }
-        let manifest = files.enumerated().map { index, data in "f\(index) \(data.count) optional \(nginx.http("\(dir)/f\(index)"))" }
-        try nginx.serve(Data(manifest.joined(separator: "\n").utf8), at: "\(dir)/manifest.txt")
-        let app = try App(manifestURL: nginx.http("\(dir)/manifest.txt"), allowList: ["127.0.0.1"])
+        let (_, files, app) = try appWithSmallFiles("reader", count: 200)
 
         let running = try Bahost.start(
             ["run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install",
