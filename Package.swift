@@ -114,7 +114,7 @@ let package = Package(
             name: "Queue",
             dependencies: [
                 "CBAExtension", "Vocabulary", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .target(
             name: "Transfer",

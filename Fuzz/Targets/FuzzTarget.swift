@@ -59,7 +59,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     /// Accepted: read as a client's message or as the service's. A reply of downloads is also read in place; the two
-    /// readers must agree on every download, or both refuse it (a disagreement stops the fuzzer: a finding).
+    /// readers must agree on every download, or both refuse it, and one they accept, written again from its downloads
+    /// in place as the service writes it (`DownloadsReply.Builder`), must be the same bytes (a disagreement stops the
+    /// fuzzer: a finding).
     private static func readServiceFrame(_ data: Data) -> Bool {
         let request = try? ServiceProtocol.decodeClientMessage(data)
         let message = try? ServiceProtocol.decodeServiceMessage(data)
@@ -69,6 +71,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 precondition(id == reply.id && inPlace == decoded, "the two readers of a reply of downloads disagree")
             } else {
                 precondition(inPlace == nil, "a reply of downloads read in place that the decoder refuses")
+            }
+            if inPlace != nil {
+                let builder = DownloadsReply.Builder()
+                var key: Int64 = 0
+                try? reply.forEach { fields in
+                    builder.append(DownloadInPlace(fields), key: key)
+                    key += 1
+                }
+                precondition(builder.frame(answering: reply.id) == data, "a reply written again is not the frame it was")
             }
         }
         return request != nil || message != nil
@@ -155,5 +166,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .fail(let error): return error.retryAfter != nil || error.challenge != nil
         case .restart: return false
         }
+    }
+}
+
+extension DownloadInPlace {
+    /// A download of a reply's frame, as the service's queue would give it.
+    fileprivate init(_ fields: DownloadFields) {
+        self.init(
+            kind: fields.kind, identifier: fields.identifier, uniqueIdentifier: fields.uniqueIdentifier, url: fields.url,
+            applicationGroupIdentifier: fields.applicationGroupIdentifier, fileSize: fields.fileSize,
+            priority: fields.priority, state: fields.state, isEssential: fields.isEssential, sha256: fields.sha256,
+            httpHeaders: fields.httpHeaders.map { String(decoding: $0, as: UTF8.self) })
     }
 }

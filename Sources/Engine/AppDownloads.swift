@@ -97,6 +97,17 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
         }
     }
 
+    /// `currentDownloads` read in place, each with its place in the queue, in no particular order
+    /// (`QueueStore.forEachCurrentDownload`): for a reply written without a `Download` of each.
+    public func forEachCurrentDownload(_ body: (_ queuePosition: Int64, DownloadInPlace) -> Void) -> HostError? {
+        do {
+            try store.forEachCurrentDownload(for: appIdentifier, body)
+            return nil
+        } catch {
+            return Self.storeFailure(error)
+        }
+    }
+
     public func tryAcquireExclusiveControl() -> Result<Bool, HostError> { lock.tryAcquire() }
 
     public func releaseExclusiveControl() { lock.release() }

@@ -281,36 +281,45 @@ public final class QueueStore: Sendable {
     }
 
     /// What the app's `fetchCurrentDownloads` returns: its scheduled and in-flight downloads in queue order, as the
-    /// ABI describes them, without its asset packs (a managed app's pack downloads are the host's own). Read column
-    /// by column straight into `Download`, not through `QueuedDownload`: an app waits for this reply, and a queue of
-    /// 10,000 spent half its time building and dropping rows it did not need (docs/PERFORMANCE.md).
-    ///
-    /// Put in queue order here rather than by SQLite: found by their state, the rows would be sorted whole in a
-    /// temporary B-tree, nearly half of SQLite's time for 10,000; an index in queue order would cost every insert a
-    /// page more. The rows come in runs already in order (one per state), which Swift's sort takes in about linear
-    /// time.
+    /// ABI describes them, without its asset packs (a managed app's pack downloads are the host's own).
     public func currentDownloads(for appIdentifier: String) throws -> [Download] {
-        let (downloads, order) = try database.read { db in
+        var downloads: [Download] = []
+        var order: [(sequence: Int64, index: Int)] = []
+        try forEachCurrentDownload(for: appIdentifier) { sequence, download in
+            order.append((sequence, downloads.count))
+            downloads.append(download.download)
+        }
+        return order.sorted { $0.sequence < $1.sequence }.map { downloads[$0.index] }
+    }
+
+    /// Calls `body` with each of `currentDownloads` read in place from its row, and its place in the queue
+    /// (`sequence`), without making a `Download` of it: the service writes its reply from these.
+    ///
+    /// In the order SQLite finds the rows, not in queue order: put in queue order by SQLite, the rows would be sorted
+    /// whole in a temporary B-tree, nearly half of SQLite's time for a long queue; an index in queue order would cost
+    /// every insert a page more. The rows come in runs already in order (one per state), which the caller's sort
+    /// takes in about linear time.
+    public func forEachCurrentDownload(
+        for appIdentifier: String, _ body: (_ sequence: Int64, DownloadInPlace) throws -> Void
+    ) throws {
+        try database.read { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT kind, identifier, uniqueIdentifier, url, applicationGroupIdentifier, fileSize, priority,
-                    isEssential, sha256, httpHeaders, state, sequence
+                    isEssential, sha256, httpHeaders, \(TransferState.publicStateSQL), sequence
                 FROM download WHERE \(Self.activeCondition) AND kind != ?
                 """)
             let rows = try Row.fetchCursor(statement, arguments: [appIdentifier, Download.Kind.assetPack.rawValue])
-            var downloads: [Download] = []
-            var order: [(sequence: Int64, index: Int)] = []
-            while let row = try rows.next() {
-                let kind: Int32 = row[0]
-                order.append((row[11], downloads.count))
-                downloads.append(Download(
-                    kind: Download.Kind(rawValue: kind) ?? .url, identifier: row[1], uniqueIdentifier: row[2],
-                    url: row[3], applicationGroupIdentifier: row[4], fileSize: row[5], priority: row[6],
-                    state: (TransferState(rawValue: row[10]) ?? .queued).publicState, isEssential: row[7],
-                    sha256: row[8], httpHeaders: QueuedDownload.headers(row[9])))
+            let row = RowInPlace(statement.sqliteStatement)
+            while try rows.next() != nil {
+                let headers = row.text(9).map { QueuedDownload.headers(String(decoding: $0, as: UTF8.self)) } ?? []
+                try body(row.int(11), DownloadInPlace(
+                    kind: Download.Kind(rawValue: Int32(truncatingIfNeeded: row.int(0))) ?? .url,
+                    identifier: row.textOrEmpty(1), uniqueIdentifier: row.text(2), url: row.text(3),
+                    applicationGroupIdentifier: row.textOrEmpty(4), fileSize: row.int(5), priority: row.int(6),
+                    state: Int32(truncatingIfNeeded: row.int(10)), isEssential: row.int(7) != 0, sha256: row.text(8),
+                    httpHeaders: headers))
             }
-            return (downloads, order)
         }
-        return order.sorted { $0.sequence < $1.sequence }.map { downloads[$0.index] }
     }
 
     /// How many scheduled and in-flight downloads an app has.

@@ -54,7 +54,7 @@ public final class BackgroundAssetsService: Sendable {
             let session = ClientSession(socket: socket, peerPID: pid)
             sessions.add(session)
             session.startReading(
-                immediate: { session, request in self.immediate(request, from: session) },
+                immediate: { session, id, request in self.immediate(request, id: id, from: session) },
                 handle: { session, id, request in await self.handle(request, id: id, from: session) },
                 ended: { session in self.ended(session) })
         }
@@ -100,9 +100,18 @@ public final class BackgroundAssetsService: Sendable {
     // MARK: Requests
 
     /// An introduced app's own requests, answered at once on the connection's thread; nil for anything else.
-    func immediate(_ request: ServiceRequest, from session: ClientSession) -> ServiceReply? {
+    func immediate(_ request: ServiceRequest, id: UInt64, from session: ClientSession) -> ClientSession.Answer? {
         guard let hello = session.hello, hello.role == .app, RequestRoute(request) == .appImmediate else { return nil }
-        return appRequest(request, from: session, app: hello.appIdentifier ?? "")
+        let app = hello.appIdentifier ?? ""
+        if case .currentDownloads = request, (try? engine.app(app)) != nil {
+            // Written straight from the queue's rows: the same frame as the values `appRequest` replies.
+            let reply = DownloadsReply.Builder()
+            if let error = engine.downloads(for: app).forEachCurrentDownload({ reply.append($1, key: $0) }) {
+                return .reply(.failure(error))
+            }
+            return .frame(reply.frame(answering: id))
+        }
+        return .reply(appRequest(request, from: session, app: app))
     }
 
     func handle(_ request: ServiceRequest, id: UInt64, from session: ClientSession) async -> ServiceReply {
@@ -236,6 +245,8 @@ public final class BackgroundAssetsService: Sendable {
         case .cancel(let download):
             return ownGroup(download) ?? reply(services.cancel(download))
         case .currentDownloads:
+            // Only a fetch that reached the service before its connection's hello was taken comes here; the others
+            // are written from the rows by `immediate`.
             switch services.currentDownloads() {
             case .success(let downloads): return .downloads(downloads)
             case .failure(let error): return .failure(error)

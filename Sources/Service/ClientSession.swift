@@ -38,6 +38,12 @@ final class ClientSession: Sendable {
     @discardableResult
     func send(_ message: ServiceMessage) -> Bool {
         guard let data = try? ServiceProtocol.encode(message) else { return false }
+        return send(data)
+    }
+
+    /// Sends an encoded message; false when the connection is gone.
+    @discardableResult
+    private func send(_ data: Data) -> Bool {
         // A large reply (fetchCurrentDownloads of a long queue) leaves tens of MiB freed but held by the heap.
         if data.count > 1 << 20 { HeapRelease.soon() }
         do {
@@ -88,10 +94,17 @@ final class ClientSession: Sendable {
         (waiter ?? fallback)?.resume(returning: result)
     }
 
+    /// An answer given on the reading thread: a reply, or its frame already written (a reply of downloads written
+    /// from the queue's rows, `DownloadsReply.Builder`).
+    enum Answer {
+        case reply(ServiceReply)
+        case frame(Data)
+    }
+
     /// Reads requests until the peer goes away, then calls `ended` once. `immediate` answers a request on the reading
     /// thread, or returns nil to leave it to `handle`, on a task.
     func startReading(
-        immediate: @escaping @Sendable (ClientSession, ServiceRequest) -> ServiceReply?,
+        immediate: @escaping @Sendable (ClientSession, UInt64, ServiceRequest) -> Answer?,
         handle: @escaping @Sendable (ClientSession, UInt64, ServiceRequest) async -> ServiceReply,
         ended: @escaping @Sendable (ClientSession) -> Void
     ) {
@@ -108,8 +121,11 @@ final class ClientSession: Sendable {
                 }
                 switch message {
                 case .request(let id, let request):
-                    if let reply = immediate(self, request) {
-                        self.send(.reply(id: id, reply))
+                    if let answer = immediate(self, id, request) {
+                        switch answer {
+                        case .reply(let reply): self.send(.reply(id: id, reply))
+                        case .frame(let frame): self.send(frame)
+                        }
                         polling = FramedSocket.roundTripPolling
                     } else {
                         Task { self.send(.reply(id: id, await handle(self, id, request))) }

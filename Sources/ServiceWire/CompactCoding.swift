@@ -51,21 +51,32 @@ enum CompactKind: UInt8 {
 /// Writes a compact frame; each field method returns the writer, so that a download reads as one chain. The frame is
 /// written into memory of its own, which becomes the `Data` without a copy; a reply to a fetch is sized before it is
 /// written, so that a large reply is neither moved by growth nor copied (docs/PERFORMANCE.md). Hand-written rather
-/// than an `[UInt8]`: an array cannot become a `Data` without a copy.
-private final class CompactWriter {
-    private var base: UnsafeMutableRawPointer
-    private var capacity: Int
-    private var used = 0
+/// than an `[UInt8]`: an array cannot become a `Data` without a copy. `malloc` rather than Swift's allocation, for
+/// `realloc`: a large buffer that grows is remapped by the kernel, not copied (`DownloadsReply.Builder` cannot size
+/// its buffer before it has read the queue's rows).
+///
+/// Its fields are not checked for exclusive access at run time: a writer is written by one thread, one field method
+/// at a time, and the checks were a large part of the service's CPU in a long reply (docs/PERFORMANCE.md).
+final class CompactWriter {
+    @exclusivity(unchecked) private var base: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var capacity: Int
+    /// Bytes written, the tag included.
+    @exclusivity(unchecked) private(set) var used = 0
     /// Whether `finish` gave the memory to a `Data`.
     private var handedOver = false
 
-    private init(capacity: Int = 256) {
+    init(capacity: Int = 256) {
         self.capacity = capacity
-        base = .allocate(byteCount: capacity, alignment: 1)
+        base = Self.reallocate(nil, capacity)
         byte(ServiceProtocol.compactTag)
     }
 
-    deinit { if !handedOver { base.deallocate() } }
+    deinit { if !handedOver { free(base) } }
+
+    private static func reallocate(_ memory: UnsafeMutableRawPointer?, _ count: Int) -> UnsafeMutableRawPointer {
+        guard let memory = realloc(memory, count) else { fatalError("out of memory: \(count) bytes for a frame") }
+        return memory
+    }
 
     static func encode(_ message: ClientMessage) -> Data? {
         guard case .request(let id, let request) = message else { return nil }
@@ -115,26 +126,32 @@ private final class CompactWriter {
     }
 
     /// The frame, as a `Data` that owns the writer's memory.
-    private func finish() -> Data {
+    func finish() -> Data {
         handedOver = true
-        let base = base
-        return Data(bytesNoCopy: base, count: used, deallocator: .custom { _, _ in base.deallocate() })
+        return Data(bytesNoCopy: base, count: used, deallocator: .free)
     }
 
+    // The field methods are inlined into a frame's writing: called one by one, each returned the writer retained,
+    // and a long reply spent much of the service's CPU on those retains and releases (docs/PERFORMANCE.md).
+    @inline(__always)
     private func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
-        if used + bytes.count > capacity {
-            capacity = max(capacity * 2, used + bytes.count)
-            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
-            grown.copyMemory(from: base, byteCount: used)
-            base.deallocate()
-            base = grown
-        }
+        if used + bytes.count > capacity { grow(toHold: bytes.count) }
         (base + used).copyMemory(from: source, byteCount: bytes.count)
         used += bytes.count
     }
 
-    @discardableResult
+    private func grow(toHold count: Int) {
+        capacity = max(capacity * 2, used + count)
+        base = Self.reallocate(base, capacity)
+    }
+
+    /// Bytes `range` of what `other` wrote, as they are.
+    func copy(_ range: Range<Int>, of other: CompactWriter) {
+        append(UnsafeRawBufferPointer(start: other.base + range.lowerBound, count: range.count))
+    }
+
+    @discardableResult @inline(__always)
     private func byte(_ value: UInt8) -> Self {
         withUnsafeBytes(of: value) { append($0) }
         return self
@@ -145,27 +162,39 @@ private final class CompactWriter {
         byte(kind.rawValue).int(Int64(bitPattern: id))
     }
 
-    @discardableResult
+    @discardableResult @inline(__always)
     func int(_ value: Int64) -> Self {
         withUnsafeBytes(of: value.littleEndian) { append($0) }
         return self
     }
 
-    @discardableResult
+    @discardableResult @inline(__always)
     func count(_ value: Int) -> Self { int(Int64(value)) }
 
-    @discardableResult
+    @discardableResult @inline(__always)
     func bool(_ value: Bool) -> Self { byte(value ? 1 : 0) }
 
-    @discardableResult
+    @discardableResult @inline(__always)
     func string(_ value: String) -> Self {
         var value = value
-        count(value.utf8.count)
-        value.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+        return value.withUTF8 { utf8($0) }
+    }
+
+    /// Text given as its UTF-8 bytes, written as `string` writes it.
+    @discardableResult @inline(__always)
+    func utf8(_ bytes: UnsafeBufferPointer<UInt8>) -> Self {
+        count(bytes.count)
+        append(UnsafeRawBufferPointer(bytes))
         return self
     }
 
-    @discardableResult
+    @discardableResult @inline(__always)
+    func optionalUTF8(_ bytes: UnsafeBufferPointer<UInt8>?) -> Self {
+        guard let bytes else { return bool(false) }
+        return bool(true).utf8(bytes)
+    }
+
+    @discardableResult @inline(__always)
     func optional(_ value: String?) -> Self {
         guard let value else { return bool(false) }
         return bool(true).string(value)
@@ -176,6 +205,16 @@ private final class CompactWriter {
         int(Int64(d.kind.rawValue)).string(d.identifier).optional(d.uniqueIdentifier).optional(d.url)
             .string(d.applicationGroupIdentifier).int(d.fileSize).int(d.priority).int(Int64(d.state))
             .bool(d.isEssential).optional(d.sha256).count(d.httpHeaders.count)
+        for header in d.httpHeaders { string(header) }
+        return self
+    }
+
+    /// A download read in place, written field for field as `download(_:)` writes its value.
+    @discardableResult
+    func download(_ d: DownloadInPlace) -> Self {
+        int(Int64(d.kind.rawValue)).utf8(d.identifier).optionalUTF8(d.uniqueIdentifier).optionalUTF8(d.url)
+            .utf8(d.applicationGroupIdentifier).int(d.fileSize).int(d.priority).int(Int64(d.state))
+            .bool(d.isEssential).optionalUTF8(d.sha256).count(d.httpHeaders.count)
         for header in d.httpHeaders { string(header) }
         return self
     }

@@ -60,6 +60,35 @@ public struct DownloadsReply: Sendable {
     }
 }
 
+extension DownloadsReply {
+    /// Writes a reply from downloads read in place, given in any order with the key that puts each in order: the
+    /// service writes its reply to `fetchCurrentDownloads` from its queue's rows as SQLite finds them, without a
+    /// `Download` of each (docs/PERFORMANCE.md). The frame is byte for byte what `ServiceProtocol.encode` makes of the
+    /// same downloads as values, in key order.
+    public final class Builder {
+        /// The downloads as written, each at its `entries` range; the frame copies them in key order.
+        private let written = CompactWriter(capacity: 64 << 10)
+        @exclusivity(unchecked) private var entries: [(key: Int64, range: Range<Int>)] = []
+
+        public init() {}
+
+        public func append(_ download: DownloadInPlace, key: Int64) {
+            let start = written.used
+            written.download(download)
+            entries.append((key, start..<written.used))
+        }
+
+        /// The frame that answers request `id`.
+        public func frame(answering id: UInt64) -> Data {
+            // The header of `CompactWriter.encode`'s reply of downloads, then the downloads (less the tag written).
+            let frame = CompactWriter(capacity: 1 + 9 + 8 + written.used - 1)
+            frame.header(.replyDownloads, id).count(entries.count)
+            for entry in entries.sorted(by: { $0.key < $1.key }) { frame.copy(entry.range, of: written) }
+            return frame.finish()
+        }
+    }
+}
+
 /// A download as a compact frame holds it: numbers read, strings as their UTF-8 bytes in the frame (checked, not
 /// NUL-terminated). Valid only while the frame's bytes are lent (`DownloadsReply.forEach`).
 public struct DownloadFields {

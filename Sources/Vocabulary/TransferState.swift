@@ -27,4 +27,8 @@ public enum TransferState: String, Codable, Sendable, CaseIterable {
         case .failed: -1
         }
     }
+
+    /// `publicState` as an SQL expression of a `state` column, for a query that reads it without making a value.
+    public static let publicStateSQL = "CASE state "
+        + allCases.map { "WHEN '\($0.rawValue)' THEN \($0.publicState) " }.joined() + "ELSE 1 END"
 }

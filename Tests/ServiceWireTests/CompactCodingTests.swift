@@ -98,6 +98,52 @@ import Vocabulary
         }
     }
 
+    /// A reply written from downloads in place (the service's, from its queue's rows), given in any order with
+    /// their keys, is byte for byte the frame of the same downloads as values in key order: past the writer's first
+    /// buffer, with optional fields absent, with headers, and with none at all.
+    @Test func aReplyWrittenFromDownloadsInPlaceIsTheFrameOfTheirValues() throws {
+        var downloads: [Download] = []
+        for index in 0..<2_000 {
+            var next = index % 3 == 0 ? bare : download
+            next.identifier = "\(index)-\(next.identifier)"
+            next.priority = Int64(index)
+            downloads.append(next)
+        }
+        // Keys in runs (as the queue's rows come, one run per state), then shuffled.
+        let keys = downloads.indices.map { Int64($0 % 2 == 0 ? $0 : 10_000 + $0) }
+        for order in [Array(downloads.indices), Array(downloads.indices).shuffled()] {
+            let builder = DownloadsReply.Builder()
+            for index in order { Self.inPlace(downloads[index]) { builder.append($0, key: keys[index]) } }
+            let inKeyOrder = downloads.indices.sorted { keys[$0] < keys[$1] }.map { downloads[$0] }
+            let values = try ServiceProtocol.encode(ServiceMessage.reply(id: 77, .downloads(inKeyOrder)))
+            #expect(builder.frame(answering: 77) == values)
+        }
+        let empty = try ServiceProtocol.encode(ServiceMessage.reply(id: 5, .downloads([])))
+        #expect(DownloadsReply.Builder().frame(answering: 5) == empty)
+    }
+
+    /// `download` read in place: its strings lent as UTF-8 bytes for the call.
+    private static func inPlace(_ d: Download, _ body: (DownloadInPlace) -> Void) {
+        func lend(_ text: String?, _ then: (UnsafeBufferPointer<UInt8>?) -> Void) {
+            guard let text else { return then(nil) }
+            Array(text.utf8).withUnsafeBufferPointer { then($0) }
+        }
+        lend(d.identifier) { identifier in
+            lend(d.uniqueIdentifier) { uniqueIdentifier in
+                lend(d.url) { url in
+                    lend(d.applicationGroupIdentifier) { group in
+                        lend(d.sha256) { sha256 in
+                            body(DownloadInPlace(
+                                kind: d.kind, identifier: identifier!, uniqueIdentifier: uniqueIdentifier, url: url,
+                                applicationGroupIdentifier: group!, fileSize: d.fileSize, priority: d.priority,
+                                state: d.state, isEssential: d.isEssential, sha256: sha256, httpHeaders: d.httpHeaders))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// A reply to a fetch kept as its frame (`DownloadsReply`) reads back the downloads the service sent, as values
     /// and as fields in place; any other frame is not one; a reply that lies is refused as it is read.
     @Test func aReplyOfDownloadsIsReadInPlace() throws {
