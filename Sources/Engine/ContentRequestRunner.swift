@@ -71,18 +71,21 @@ struct ContentRequestRunner {
 }
 
 /// What a content request returns, admitted as its window receives it (`StagedAdmission`): each download checked
-/// for shape (`DownloadValidation`) and for duplicates on the window's thread, then under the app's policy (which
-/// counts as it admits) and into the stage on a serial queue of its own, so that one packet is checked while the one
-/// before is written (the window's thread alone was the request's bound: docs/PERFORMANCE.md). Queued all at once
-/// when the request returned, or dropped when it did not.
+/// for shape (`DownloadValidation`), for duplicates and against the domain allow list on the window's thread, then
+/// under the app's allowance (which counts as it admits) and into the stage on a serial queue of its own, so that
+/// one packet is checked while the one before is written (the window's thread alone was the request's bound:
+/// docs/PERFORMANCE.md). Queued all at once when the request returned, or dropped when it did not. The allow list is
+/// checked, and the URL's host for the queue's row found, where the URL was just parsed for the shape's check: on
+/// the staging queue each URL was parsed again, and the staging queue became the request's bound.
 ///
 /// Threads: `stage` on the window's thread; the staging on `queue`, in the packets' order, at most two packets
 /// behind (the window waits, and counts the wait as the host's time); `finish` after the window, once the queue has
-/// drained. `policy` is the queue's alone; the window's thread reads only `rules`, taken at the start.
+/// drained. `policy` is the queue's alone; the window's thread reads only `screen`, the policy as the request began
+/// (its rules and allow list, and whether the app is restricted, which the request does not change).
 private final class Admission: @unchecked Sendable {  // safe: see Threads above
     let staged: StagedAdmission
     private let request: ContentRequest
-    private let rules: DownloadRules
+    private let screen: AppPolicy
     private var policy: AppPolicy
     /// The identifiers returned so far: one returned again is refused. The window's thread's.
     private var identifiers = Set<String>()
@@ -94,25 +97,35 @@ private final class Admission: @unchecked Sendable {  // safe: see Threads above
     init(_ staged: StagedAdmission, request: ContentRequest, policy: AppPolicy) {
         self.staged = staged
         self.request = request
-        rules = policy.rules
+        screen = policy
         self.policy = policy
     }
 
     /// On the window's thread, as each packet of downloads arrives.
     func stage(_ downloads: [Download]) {
-        let checked = downloads.map { returned -> (download: Download, error: HostError?) in
+        // Apple's order: the shape, a duplicate, then (on the queue, after one its queue has active) the allow list,
+        // then the allowance.
+        var offAllowList: [HostError?] = []
+        offAllowList.reserveCapacity(downloads.count)
+        let checked = downloads.map { returned -> (download: Download, error: HostError?, host: String?) in
             let download = DownloadValidation.normalized(returned)
-            if let error = DownloadValidation.check(download, for: request, rules: rules) { return (download, error) }
+            if let error = DownloadValidation.check(download, for: request, rules: screen.rules) {
+                offAllowList.append(nil)
+                return (download, error, nil)
+            }
+            offAllowList.append(download.url.flatMap(screen.checkAllowList))
             let first = identifiers.insert(download.identifier).inserted
-            return (download, first ? nil : DownloadValidation.returnedTwice(download))
+            let error = first ? nil : DownloadValidation.returnedTwice(download)
+            return (download, error, QueuedDownload.host(of: download))
         }
+        let allowList = offAllowList
         behind.wait()
         queue.async { [self] in
             defer { behind.signal() }
             guard failure == nil else { return }
             do {
-                try staged.stage(checked) { app, download in
-                    let error = policy.admitChecked(download)
+                try staged.stage(checked) { app, index in
+                    let error = allowList[index] ?? policy.allowance.admit(checked[index].download)
                     app.take(policy)
                     return error
                 }

@@ -105,23 +105,17 @@ public struct AppPolicy: Sendable {
     }
 
     /// While the app is restricted, a URL off the domain allow list is refused (Apple's 202).
-    private func checkAllowList(_ url: String) -> HostError? {
+    public func checkAllowList(_ url: String) -> HostError? {
         guard allowance.restricted && !allowList.permits(url) else { return nil }
         return HostError(
             BA_ERROR_SESSION_DOWNLOAD_DISALLOWED_BY_DOMAIN,
             "\(URLComponentsHost(url)) is not on BADownloadDomainAllowList; it is permitted once the app has launched")
     }
 
-    /// Admits one download for `request` (nil: scheduled through the manager): shape, URL and allowance.
+    /// Admits one download for `request` (nil: scheduled through the manager): shape, URL, allow list and allowance.
     public mutating func admit(_ download: Download, for request: ContentRequest?) -> HostError? {
-        DownloadValidation.check(download, for: request, rules: rules) ?? admitChecked(download)
-    }
-
-    /// Admits a download that `DownloadValidation.check` passed already (a content request's, checked with its
-    /// duplicates): the allow list and the allowance.
-    public mutating func admitChecked(_ download: Download) -> HostError? {
-        if let url = download.url, let error = checkAllowList(url) { return error }
-        return allowance.admit(download)
+        DownloadValidation.check(download, for: request, rules: rules) ?? download.url.flatMap(checkAllowList)
+            ?? allowance.admit(download)
     }
 }
 

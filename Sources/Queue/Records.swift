@@ -42,7 +42,11 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     /// network.
     public var foreground: Bool
 
-    public init(appIdentifier: String, sequence: Int64, download: Download, foreground: Bool = false) {
+    /// - Parameter host: the host of the download's URL (`host(of:)`) when the caller has it already; else it is
+    ///   found here.
+    public init(
+        appIdentifier: String, sequence: Int64, download: Download, foreground: Bool = false, host: String? = nil
+    ) {
         let download = download.withUniqueIdentifier()
         uniqueIdentifier = download.uniqueIdentifier!
         self.appIdentifier = appIdentifier
@@ -51,7 +55,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         identifier = download.identifier
         priority = download.priority
         isEssential = download.isEssential
-        host = Self.host(of: download)
+        self.host = host ?? Self.host(of: download)
         state = .queued
         bytesReceived = 0
         attempts = 0
@@ -60,7 +64,8 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         self.foreground = foreground
     }
 
-    static func host(of download: Download) -> String {
+    /// The host of the download's URL, as its row keeps it (for the per-host limits); empty when it has none.
+    public static func host(of download: Download) -> String {
         URLComponents.parsed(download.url ?? "")?.host ?? ""
     }
 

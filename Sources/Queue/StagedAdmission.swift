@@ -51,12 +51,14 @@ public final class StagedAdmission {
     }
 
     /// Admits downloads as `QueueStore.enqueue` does, into the stage. Each comes with what its checks found already
-    /// (shape, an identifier the request returned before); one without is then refused with Apple's 100 if its
-    /// identifier is active in the queue, else put to `admit` (the app's policy, which may count against the
-    /// record). A refused download is staged as a failed row, to be delivered like any failure once the request is
-    /// committed.
+    /// (shape, an identifier the request returned before), and its URL's host when the checks found it
+    /// (`QueuedDownload.host(of:)`: the URL is then not parsed again here); one without an error is then refused
+    /// with Apple's 100 if its identifier is active in the queue, else put to `admit` with its index in `checked`
+    /// (the app's policy, which may count against the record). A refused download is staged as a failed row, to be
+    /// delivered like any failure once the request is committed.
     public func stage(
-        _ checked: [(download: Download, error: HostError?)], admit: (inout AppRecord, Download) -> HostError?
+        _ checked: [(download: Download, error: HostError?, host: String?)],
+        admit: (inout AppRecord, _ index: Int) -> HostError?
     ) throws {
         try store.write { db in
             // Which of the packet's identifiers the queue has active, in one question rather than one a download.
@@ -68,7 +70,7 @@ public final class StagedAdmission {
             let packet = JSONText.array(checked.lazy.map(\.download.identifier))
             let activeIdentifiers = Set(try String.fetchAll(active, arguments: [appIdentifier, packet]))
             let insert = try db.cachedStatement(sql: Self.insertStatement)
-            for (download, found) in checked {
+            for (index, (download, found, host)) in checked.enumerated() {
                 var error = found
                 if error == nil, activeIdentifiers.contains(download.identifier) {
                     error = QueueStore.alreadyScheduled(download)
@@ -76,10 +78,11 @@ public final class StagedAdmission {
                 // A unique identifier the extension chose that a row holds (queued, or staged by this request) is
                 // replaced, as `enqueue` does.
                 let taken = try download.uniqueIdentifier.map { try isTaken($0, db) } ?? false
-                if error == nil { error = admit(&app, download) }
+                if error == nil { error = admit(&app, index) }
                 var named = taken ? QueueStore.renamed(download) : download
                 if named.uniqueIdentifier == nil { named.uniqueIdentifier = uniqueIdentifiers.next(named) }
-                var row = QueuedDownload(appIdentifier: appIdentifier, sequence: store.nextSequence(), download: named)
+                var row = QueuedDownload(
+                    appIdentifier: appIdentifier, sequence: store.nextSequence(), download: named, host: host)
                 if download.uniqueIdentifier != nil { chosenUniqueIdentifiers.insert(row.uniqueIdentifier) }
                 if let error {
                     row.state = .failed

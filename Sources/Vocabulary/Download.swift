@@ -68,7 +68,7 @@ extension Download {
 
     /// Apple's form of a system-provided identifier, with a given UUID.
     public static func uniqueIdentifier(group: String, uuid: UUID) -> String {
-        "BAURLDownload.\(group).\(uuid.uuidString)"
+        "BAURLDownload.\(group).\(uuid.upperHexString)"
     }
 }
 

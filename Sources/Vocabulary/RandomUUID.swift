@@ -13,4 +13,29 @@ extension UUID {
             return UUID(uuid: raw.load(as: uuid_t.self))
         }
     }
+
+    /// `uuidString` (upper-case hex, in the 8-4-4-4-12 form), written directly: Foundation's on Linux formats it
+    /// with `snprintf`, which showed in the profile of a content request, each of whose downloads is given one
+    /// (docs/PERFORMANCE.md).
+    public var upperHexString: String {
+        withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var written = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[written] = UInt8(ascii: "-")
+                        written += 1
+                    }
+                    text[written] = Self.hexDigit(byte >> 4)
+                    text[written + 1] = Self.hexDigit(byte & 0x0F)
+                    written += 2
+                }
+                return written
+            }
+        }
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
+    }
 }

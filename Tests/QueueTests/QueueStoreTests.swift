@@ -104,8 +104,9 @@ import Vocabulary
         _ = try store.enqueue(odd.map { download($0) }, for: "app") { _, _ in nil }
         let staging = try store.beginStaging(for: "app")
         var admitted: [String] = []
-        try staging.stage((odd + ["fresh"]).map { (download($0), nil) }) { _, download in
-            admitted.append(download.identifier)
+        let checked = (odd + ["fresh"]).map { (download: download($0), error: HostError?.none, host: String?.none) }
+        try staging.stage(checked) { _, index in
+            admitted.append(checked[index].download.identifier)
             return nil
         }
         try staging.commit()
@@ -116,21 +117,42 @@ import Vocabulary
         #expect(refused == Dictionary(uniqueKeysWithValues: odd.map { ($0, Int64(100)) }))
     }
 
+    /// A system-provided unique identifier is Apple's form, its UUID written as Foundation writes one (upper-case hex,
+    /// 8-4-4-4-12), for every digit at every place; a staged download without one is given one in that form.
+    @Test func aSystemProvidedIdentifierWritesItsUUIDAsFoundationDoes() throws {
+        var uuids = [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))]
+        uuids += (0..<16).map { digit in
+            let b = UInt8(digit * 16 + (15 - digit))
+            return UUID(uuid: (b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b))
+        }
+        uuids += (0..<500).map { _ in UUID() }
+        for uuid in uuids {
+            #expect(Download.uniqueIdentifier(group: "g", uuid: uuid) == "BAURLDownload.g.\(uuid.uuidString)")
+        }
+        let (store, _) = try store()
+        let staging = try store.beginStaging(for: "app")
+        try staging.stage([(download("fresh"), nil, nil)]) { _, _ in nil }
+        try staging.commit()
+        let given = try #require(try store.downloads(for: "app").first?.uniqueIdentifier)
+        let uuid = try #require(UUID(uuidString: String(given.dropFirst("BAURLDownload.g.".count))))
+        #expect(given == "BAURLDownload.g.\(uuid.uuidString)")
+    }
+
     /// Requests staged at once share the staging table: the first to end takes only its own rows, the last drops
     /// the table, and the next request stages into a new one.
     @Test func stagesOpenAtOnceKeepTheirOwnRows() throws {
         let (store, _) = try store(apps: ["app", "other"])
         let first = try store.beginStaging(for: "app"), second = try store.beginStaging(for: "other")
-        try first.stage([(download("a1"), nil), (download("a2"), nil)]) { _, _ in nil }
-        try second.stage([(download("o1"), nil)]) { _, _ in nil }
+        try first.stage([(download("a1"), nil, nil), (download("a2"), nil, nil)]) { _, _ in nil }
+        try second.stage([(download("o1"), nil, nil)]) { _, _ in nil }
         try first.commit()
-        try second.stage([(download("o2"), nil)]) { _, _ in nil }
+        try second.stage([(download("o2"), nil, nil)]) { _, _ in nil }
         try second.commit()
         let third = try store.beginStaging(for: "app")
-        try third.stage([(download("a3"), nil)]) { _, _ in nil }
+        try third.stage([(download("a3"), nil, nil)]) { _, _ in nil }
         try third.discard()
         let fourth = try store.beginStaging(for: "app")
-        try fourth.stage([(download("a4"), nil)]) { _, _ in nil }
+        try fourth.stage([(download("a4"), nil, nil)]) { _, _ in nil }
         try fourth.commit()
         #expect(first.queued.count == 2 && second.queued.count == 2 && fourth.queued.count == 1)
         #expect(try store.downloads(for: "app").map(\.identifier) == ["a1", "a2", "a4"])
@@ -149,7 +171,7 @@ import Vocabulary
         let staged = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             // The writer held from inside a transaction, as a long admission holds it.
-            try? staging.stage([(extra, nil)]) { _, _ in
+            try? staging.stage([(extra, nil, nil)]) { _, _ in
                 holding.signal()
                 release.wait()
                 return nil
