@@ -76,7 +76,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 let builder = DownloadsReply.Builder()
                 var key: Int64 = 0
                 try? reply.forEach { fields in
-                    builder.append(DownloadInPlace(fields), key: key)
+                    builder.append(fields, key: key)
                     key += 1
                 }
                 precondition(builder.frame(answering: reply.id) == data, "a reply written again is not the frame it was")
@@ -166,16 +166,5 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .fail(let error): return error.retryAfter != nil || error.challenge != nil
         case .restart: return false
         }
-    }
-}
-
-extension DownloadInPlace {
-    /// A download of a reply's frame, as the service's queue would give it.
-    fileprivate init(_ fields: DownloadFields) {
-        self.init(
-            kind: fields.kind, identifier: fields.identifier, uniqueIdentifier: fields.uniqueIdentifier, url: fields.url,
-            applicationGroupIdentifier: fields.applicationGroupIdentifier, fileSize: fields.fileSize,
-            priority: fields.priority, state: fields.state, isEssential: fields.isEssential, sha256: fields.sha256,
-            httpHeaders: fields.httpHeaders.map { String(decoding: $0, as: UTF8.self) })
     }
 }

@@ -354,11 +354,12 @@ struct CompactReader {
     }
 
     private mutating func download() throws -> Download {
-        try downloadFields().download
+        try downloadInPlace().download
     }
 
-    /// A download's fields in place: every length checked, every string checked to be UTF-8.
-    mutating func downloadFields() throws -> DownloadFields {
+    /// A download read in place: every length checked, every string checked to be UTF-8; its header lines made
+    /// strings (few downloads have any).
+    mutating func downloadInPlace() throws -> DownloadInPlace {
         guard let kind = Download.Kind(rawValue: try int32()) else {
             throw ServiceWireError.protocolViolation("compact frame: unknown download kind")
         }
@@ -372,14 +373,15 @@ struct CompactReader {
         let isEssential = try bool()
         let sha256 = try optionalUTF8()
         let headerCount = try count(each: 8)
-        let headersStart = offset
-        for _ in 0..<headerCount { _ = try utf8() }
-        return DownloadFields(
+        var headers: [String] = []
+        if headerCount > 0 {
+            headers.reserveCapacity(headerCount)
+            for _ in 0..<headerCount { headers.append(try string()) }
+        }
+        return DownloadInPlace(
             kind: kind, identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url,
             applicationGroupIdentifier: group, fileSize: fileSize, priority: priority, state: state,
-            isEssential: isEssential, sha256: sha256,
-            httpHeaders: DownloadFields.Headers(
-                count: headerCount, bytes: UnsafeBufferPointer(rebasing: bytes[headersStart..<offset])))
+            isEssential: isEssential, sha256: sha256, httpHeaders: headers)
     }
 
     private mutating func error() throws -> HostError {

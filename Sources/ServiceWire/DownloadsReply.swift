@@ -46,15 +46,16 @@ public struct DownloadsReply: Sendable {
         return downloads
     }
 
-    /// Calls `body` with each download's fields, in order; they point into the frame, and live only during the call.
-    /// Throws `ServiceWireError.protocolViolation` for a frame that lies (a length past its end, text that is not
-    /// UTF-8, bytes after the last download), which may come after `body` saw the downloads before it.
-    public func forEach(_ body: (DownloadFields) throws -> Void) throws {
+    /// Calls `body` with each download read in place, in order: its strings point into the frame (checked to be
+    /// UTF-8, not NUL-terminated), and live only during the call. Throws `ServiceWireError.protocolViolation` for a
+    /// frame that lies (a length past its end, text that is not UTF-8, bytes after the last download), which may come
+    /// after `body` saw the downloads before it.
+    public func forEach(_ body: (DownloadInPlace) throws -> Void) throws {
         try frame.withUnsafeBytes { raw in
             var reader = CompactReader(raw.assumingMemoryBound(to: UInt8.self))
             _ = try reader.header()
             _ = try reader.count(each: 40)
-            for _ in 0..<count { try body(try reader.downloadFields()) }
+            for _ in 0..<count { try body(try reader.downloadInPlace()) }
             try reader.end()
         }
     }
@@ -86,51 +87,5 @@ extension DownloadsReply {
             for entry in entries.sorted(by: { $0.key < $1.key }) { frame.copy(entry.range, of: written) }
             return frame.finish()
         }
-    }
-}
-
-/// A download as a compact frame holds it: numbers read, strings as their UTF-8 bytes in the frame (checked, not
-/// NUL-terminated). Valid only while the frame's bytes are lent (`DownloadsReply.forEach`).
-public struct DownloadFields {
-    public let kind: Download.Kind
-    public let identifier: UnsafeBufferPointer<UInt8>
-    public let uniqueIdentifier: UnsafeBufferPointer<UInt8>?
-    public let url: UnsafeBufferPointer<UInt8>?
-    public let applicationGroupIdentifier: UnsafeBufferPointer<UInt8>
-    public let fileSize: Int64
-    public let priority: Int64
-    public let state: Int32
-    public let isEssential: Bool
-    public let sha256: UnsafeBufferPointer<UInt8>?
-    public let httpHeaders: Headers
-
-    /// The `Name: value` header lines, each a string of the frame (its length, then its bytes), already checked.
-    public struct Headers: Sequence {
-        public let count: Int
-        let bytes: UnsafeBufferPointer<UInt8>
-
-        public func makeIterator() -> Iterator { Iterator(bytes: bytes) }
-
-        public struct Iterator: IteratorProtocol {
-            let bytes: UnsafeBufferPointer<UInt8>
-            var offset = 0
-
-            public mutating func next() -> UnsafeBufferPointer<UInt8>? {
-                guard offset < bytes.count else { return nil }
-                let length = Int(Int64(littleEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(
-                    fromByteOffset: offset, as: Int64.self)))
-                defer { offset += 8 + length }
-                return UnsafeBufferPointer(rebasing: bytes[offset + 8..<offset + 8 + length])
-            }
-        }
-    }
-
-    /// The download as a value, its strings copied out of the frame.
-    public var download: Download {
-        func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
-        return Download(
-            kind: kind, identifier: text(identifier), uniqueIdentifier: uniqueIdentifier.map(text), url: url.map(text),
-            applicationGroupIdentifier: text(applicationGroupIdentifier), fileSize: fileSize, priority: priority,
-            state: state, isEssential: isEssential, sha256: sha256.map(text), httpHeaders: httpHeaders.map(text))
     }
 }

@@ -1,8 +1,8 @@
-/// A download read where it is stored (a queue's row), without making a `Download` of it: its numbers, and its
-/// strings as the UTF-8 bytes they are stored as, valid only during the call it is given to. A reply of many
-/// downloads is written from these (the service's reply to `fetchCurrentDownloads`), where making and dropping a
-/// `Download` of each, its strings and header array, was most of the service's part of a long fetch
-/// (docs/PERFORMANCE.md).
+/// A download read where it is stored (a queue's row, a frame of the service's reply), without making a `Download`
+/// of it: its numbers, and its strings as the UTF-8 bytes they are stored as, valid only during the call it is given
+/// to. The service writes its reply to `fetchCurrentDownloads` from these, and the app's C library copies them from
+/// that reply, where making and dropping a `Download` of each, its strings and header array, was most of a long
+/// fetch on either side (docs/PERFORMANCE.md).
 public struct DownloadInPlace {
     public let kind: Download.Kind
     public let identifier: UnsafeBufferPointer<UInt8>

@@ -156,7 +156,7 @@ import Vocabulary
         var headers: [[String]] = []
         try reply.forEach { fields in
             seen.append(fields.download)
-            headers.append(fields.httpHeaders.map { String(decoding: $0, as: UTF8.self) })
+            headers.append(fields.httpHeaders)
             #expect(fields.httpHeaders.count == fields.download.httpHeaders.count)
         }
         #expect(seen == downloads)

@@ -18,7 +18,7 @@ enum DownloadList {
             headerCount += download.httpHeaders.count
             stringBytes += length(download.identifier) + length(download.uniqueIdentifier) + length(download.url)
                 + length(download.applicationGroupIdentifier) + length(download.sha256)
-            for header in download.httpHeaders { stringBytes += length(header) }
+            for var header in download.httpHeaders { stringBytes += header.withUTF8 { length($0) } }
         }
         let count = reply.count
         let headersAt = listSize + count * downloadSize
@@ -49,8 +49,8 @@ enum DownloadList {
                 let url = put(download.url), group = put(download.applicationGroupIdentifier)
                 let sha256 = put(download.sha256)
                 let headers = download.httpHeaders.count == 0 ? nil : UnsafePointer(headerSlot)
-                for header in download.httpHeaders {
-                    headerSlot.pointee = put(header)
+                for var header in download.httpHeaders {
+                    headerSlot.pointee = header.withUTF8 { put($0) }
                     headerSlot += 1
                 }
                 (values + index).initialize(
