@@ -103,8 +103,8 @@ private final class Admission: @unchecked Sendable {  // safe: see Threads above
 
     /// On the window's thread, as each packet of downloads arrives.
     func stage(_ downloads: [Download]) {
-        // Apple's order: the shape, a duplicate, then (on the queue, after one its queue has active) the allow list,
-        // then the allowance.
+        // The refusals keep Apple's order: the shape, a duplicate here; then, on the queue, an identifier the queue
+        // has active, the allow list (found here), the allowance.
         var offAllowList: [HostError?] = []
         offAllowList.reserveCapacity(downloads.count)
         let checked = downloads.map { returned -> (download: Download, error: HostError?, host: String?) in

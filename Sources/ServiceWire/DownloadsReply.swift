@@ -47,7 +47,7 @@ public struct DownloadsReply: Sendable {
     }
 
     /// Calls `body` with each download read in place, in order: its strings point into the frame (checked to be
-    /// UTF-8, not NUL-terminated), and live only during the call. Throws `ServiceWireError.protocolViolation` for a
+    /// UTF-8, not NUL-terminated; its header lines are made strings), and live only during the call. Throws `ServiceWireError.protocolViolation` for a
     /// frame that lies (a length past its end, text that is not UTF-8, bytes after the last download), which may come
     /// after `body` saw the downloads before it.
     public func forEach(_ body: (DownloadInPlace) throws -> Void) throws {
