@@ -6,13 +6,17 @@ import Synchronization
 /// Decides what runs next and starts it: foreground first, then the background slots shared between apps (the
 /// next to the app with the fewest running; within an app, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
-/// `TransferJob` on the transfer threads. It asks the queue only for as many downloads as it can start and reserve
+/// `TransferJob` on an event loop of the HTTP client's, then on a transfer thread from its body's end. It asks the queue only for as many downloads as it can start and reserve
 /// (`turn`), so a turn costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes
 /// of the transfers that ended since the last one (`TransferOutcomes`), reads the queue and marks the chosen moving,
 /// in one transaction when there are outcomes.
 final class Scheduler: Sendable {
     private let context: EngineContext
+    /// Where transfers wait for the disk and the queue: from the end of a body to the outcome.
     private let executor: TransferExecutor
+    /// The HTTP client's event loops, where each transfer runs until its body ends.
+    private let loops: [EventLoopExecutor]
+    private let nextLoop = Atomic<Int>(0)
     /// What happens to a completion the moment a transfer records one.
     private let completed: @Sendable (String) -> Void
     private var running: RunningTransfers { context.running }
@@ -23,6 +27,7 @@ final class Scheduler: Sendable {
         self.completed = completed
         // A thread for each transfer on the network and each finishing (`RunningTransfers.releaseSlot`).
         executor = TransferExecutor(threads: 2 * context.settings.maximumConcurrentTransfers)
+        loops = context.client.eventLoopGroup.makeIterator().map { EventLoopExecutor($0) }
     }
 
     var isIdle: Bool { running.isEmpty }
@@ -130,21 +135,26 @@ final class Scheduler: Sendable {
     private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy, added: Bool = false) {
         let uniqueIdentifier = download.uniqueIdentifier
         // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
-        // lock, since making it wakes a transfer thread.
+        // lock, since making it may wake an event loop.
         if !added && !running.add(uniqueIdentifier, host: download.host, app: download.appIdentifier) { return }
-        running.attach(uniqueIdentifier, Task(executorPreference: executor) { [context] in
-            // The job (its paths percent-encoded) is made on the transfer's thread: the turn, which starts every
-            // transfer, is what the next one waits for.
-            let job = TransferJob(context: context, queued: download, app: app, policy: policy) { [weak self] in
+        // A transfer runs on an event loop of the HTTP client's until its body ends: the one this runs on, when a
+        // freed slot starts it (`slotFreed`), so that its request is made without a thread hop; else the next one.
+        let loop = loops.first { $0.loop.inEventLoop }
+            ?? loops[nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+        running.attach(uniqueIdentifier, Task(executorPreference: loop) { [context, executor] in
+            let job = TransferJob(
+                context: context, queued: download, app: app, policy: policy, blocking: executor
+            ) { [weak self] in
                 self?.slotFreed(uniqueIdentifier)
             }
             // An outcome is told once the next turn recorded it; none to record (requeued after a challenge) has
             // changed its row already.
-            let outcome = await job.run()
-            if let outcome { self.context.outcomes.add(outcome) }
-            self.running.remove(uniqueIdentifier)
-            self.context.signal.fire()
-            if outcome == nil { self.context.transferEnded.fire() }
+            await job.run { outcome in
+                if let outcome { context.outcomes.add(outcome) }
+                self.running.remove(uniqueIdentifier)
+                context.signal.fire()
+                if outcome == nil { context.transferEnded.fire() }
+            }
         })
     }
 

@@ -1,11 +1,12 @@
+import NIOCore
 import NIOPosix
 
-/// The threads transfers run on.
+/// The threads where transfers wait: from the end of a body to the outcome (`fsync`, verification, the rename), and
+/// whatever waits for the disk or the queue's single writer before it.
 ///
-/// A transfer blocks its thread: on the disk (writes, `fsync`, renames) and on the queue's single writer. On Swift's
-/// cooperative pool, which has one thread per core, a few such transfers stall every other task, the HTTP client's
-/// included; many small files then ran at a fraction of the network's speed (Benchmarks). Here each transfer's task
-/// runs on a pool of its own, one thread per concurrent transfer, and waiting costs only that thread.
+/// On Swift's cooperative pool, which has one thread per core, a few waiting transfers stall every other task, the
+/// HTTP client's included; many small files then ran at a fraction of the network's speed (Benchmarks). Here
+/// waiting costs only a thread of this pool.
 final class TransferExecutor: TaskExecutor {
     private let pool: NIOThreadPool
 
@@ -22,5 +23,20 @@ final class TransferExecutor: TaskExecutor {
 
     func shutdown() async {
         try? await pool.shutdownGracefully()
+    }
+}
+
+/// Runs a task's jobs on one event loop: where a transfer runs until its body ends, so that its request, its head and
+/// its body are handled by the thread that reads its socket, without a thread wake-up between them
+/// (docs/PERFORMANCE.md, "A transfer on its event loop until its body ends"). Nothing may wait there.
+final class EventLoopExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        loop.execute { job.runSynchronously(on: executor) }
     }
 }

@@ -25,11 +25,14 @@ struct TransferJob {
     private let finishedPath: String
     /// Called when the body has ended, on the HTTP client's event loop: the scheduler gives the slot to the next.
     private let bodyEnded: @Sendable () -> Void
+    /// Where the job waits for the disk and the queue (nil: where it runs).
+    private let blocking: (any TaskExecutor)?
 
     init(
         context: EngineContext, queued: QueuedDownload, app: AppRecord, policy: AppPolicy,
-        bodyEnded: @escaping @Sendable () -> Void
+        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void
     ) {
+        self.blocking = blocking
         self.context = context
         self.queued = queued
         self.app = app
@@ -42,27 +45,37 @@ struct TransferJob {
 
     private var credentials: Credentials { context.credentials }
 
-    /// The outcome to record; nil when nothing is left to record (requeued after a challenge, or the queue failed).
-    func run() async -> TransferOutcome? {
+    /// Runs the attempt and hands `ended` its outcome to record: nil when nothing is left to record (requeued after
+    /// a challenge, or the queue failed). The request and its body run where this is called (the event loop that
+    /// reads the response); the sync, verification and rename, and `ended`, on `blocking` (`TransferClient.perform`).
+    func run<Ended: Sendable>(ended: (TransferOutcome?) -> Ended) async -> Ended {
+        let download = queued.download
+        let limit = Self.byteLimit(download, policy.allowance)
+        // A pack's whole archive is unpacked as it arrives, and every file it holds is checked against the download
+        // manifest's index (its size and SHA-256; no file missing, none extra), which installs nothing else: the
+        // archive's own SHA-256 would check the same bytes a second time (docs/ASSET-PACKS.md).
+        let archiveEntry = ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)
+        let recorder = ProgressRecorder(
+            context: context, download: queued, archiveEntry: archiveEntry, blocking: blocking, bodyEnded: bodyEnded)
+        let request = TransferRequest(
+            url: download.url ?? "", headers: download.httpHeaders,
+            expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
+            sha256: archiveEntry == nil ? download.sha256 : nil,
+            partialPath: partialPath,
+            validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
+            credential: credentials.credential(for: queued.uniqueIdentifier),
+            checkURL: { [policy] url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+        return await context.client.perform(request, observer: recorder, blocking: blocking) { result in
+            ended(await settled(result, validator: recorder.validator, byteLimit: limit))
+        }
+    }
+
+    /// What the attempt's result makes of the row, on `blocking`.
+    private func settled(
+        _ result: Result<Int64, TransferError>, validator: Validator?, byteLimit limit: Int64?
+    ) async -> TransferOutcome? {
         let uniqueIdentifier = queued.uniqueIdentifier
         do {
-            let download = queued.download
-            let limit = Self.byteLimit(download, policy.allowance)
-            // A pack's whole archive is unpacked as it arrives, and every file it holds is checked against the
-            // download manifest's index (its size and SHA-256; no file missing, none extra), which installs nothing
-            // else: the archive's own SHA-256 would check the same bytes a second time (docs/ASSET-PACKS.md).
-            let archiveEntry = ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)
-            let recorder = ProgressRecorder(
-                context: context, download: queued, archiveEntry: archiveEntry, bodyEnded: bodyEnded)
-            let request = TransferRequest(
-                url: download.url ?? "", headers: download.httpHeaders,
-                expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
-                sha256: archiveEntry == nil ? download.sha256 : nil,
-                partialPath: partialPath,
-                validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
-                credential: credentials.credential(for: uniqueIdentifier),
-                checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
-            let result = await context.client.perform(request, observer: recorder)
             if case .success(let size) = result {
                 context.streamedUnpacks.finished(uniqueIdentifier, length: size)
             } else {
@@ -72,8 +85,8 @@ struct TransferJob {
             // Nothing but a cancel changes a moving row's columns that the engine saves (a promotion sets only
             // `foreground`), so the copy here is current; a cancel deleted the row, which the save finds (below).
             var current = queued
-            current.etag = recorder.validator?.etag ?? current.etag
-            current.lastModified = recorder.validator?.lastModified ?? current.lastModified
+            current.etag = validator?.etag ?? current.etag
+            current.lastModified = validator?.lastModified ?? current.lastModified
             switch result {
             case .success(let size):
                 credentials.forget(uniqueIdentifier)
@@ -225,6 +238,8 @@ private final class ProgressRecorder: TransferObserver {
     private let context: EngineContext
     /// The pack whose whole archive this is, unpacked as it arrives.
     private let archiveEntry: DownloadManifest.Entry?
+    /// Where the queue's writes and a pack's unpacking are started: off the event loop that reports.
+    private let blocking: (any TaskExecutor)?
     private let onBodyEnded: @Sendable () -> Void
     private let lock: Mutex<State>
     private struct State {
@@ -238,17 +253,18 @@ private final class ProgressRecorder: TransferObserver {
 
     init(
         context: EngineContext, download: QueuedDownload, archiveEntry: DownloadManifest.Entry?,
-        bodyEnded: @escaping @Sendable () -> Void
+        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void
     ) {
         self.context = context
         self.archiveEntry = archiveEntry
+        self.blocking = blocking
         onBodyEnded = bodyEnded
         lock = Mutex(State(download: download))
     }
 
     var validator: Validator? { lock.withLock { $0.validator } }
 
-    func began(validator: Validator, resumingAt offset: Int64) {
+    func began(validator: Validator, resumingAt offset: Int64) async {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
             let stored = Validator(etag: state.download.etag, lastModified: state.download.lastModified)
             state.validator = validator
@@ -265,10 +281,14 @@ private final class ProgressRecorder: TransferObserver {
             state.validatorSaved = storedAny
             return (state.download, storedAny && stored != validator)
         }
-        if save { try? context.store.save(download) }
-        // The body starts: the file holds `offset` bytes of this body's archive, and the rest follow.
-        if let archiveEntry, let app = try? context.store.app(download.appIdentifier) {
-            ManagedPacks(context: context).startStreamedUnpack(for: download, entry: archiveEntry, app: app)
+        if save || archiveEntry != nil {
+            await withTaskExecutorPreference(blocking) { [context, archiveEntry] in
+                if save { try? context.store.save(download) }
+                // The body starts: the file holds `offset` bytes of this body's archive, and the rest follow.
+                if let archiveEntry, let app = try? context.store.app(download.appIdentifier) {
+                    ManagedPacks(context: context).startStreamedUnpack(for: download, entry: archiveEntry, app: app)
+                }
+            }
         }
         context.observe(.began(download.status, resumingAt: offset))
     }
@@ -276,7 +296,7 @@ private final class ProgressRecorder: TransferObserver {
     /// Its network slot goes to the next download while this one's file is synced and recorded.
     func bodyEnded() { onBodyEnded() }
 
-    func progress(received: Int64, expected: Int64) {
+    func progress(received: Int64, expected: Int64) async {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
             state.download.bytesReceived = received
             // The last report (the file is whole) is left to the transfer's outcome, which records the validator.
@@ -290,7 +310,7 @@ private final class ProgressRecorder: TransferObserver {
             }
             return (state.download, due)
         }
-        if save { try? context.store.save(download) }
+        if save { await withTaskExecutorPreference(blocking) { [context] in try? context.store.save(download) } }
         context.observe(.progress(download.status, received: received, expected: expected))
     }
 }

@@ -9,8 +9,10 @@ import Synchronization
 /// `progressInterval`, and of the end.
 ///
 /// Why on the event loop: a body handed to the transfer's task chunk by chunk cost a thread wake-up per chunk on top
-/// of its write. A `write` of what is already in memory does not wait for the disk (the sync, which does, stays on
-/// the transfer's thread), so the loop is held no longer than by a copy.
+/// of its write. A `write` of what is already in memory does not wait for the disk (the sync, which does, runs on
+/// `TransferClient.perform`'s `blocking` executor), so the loop is held no longer than by a copy. The host's
+/// transfers run their task on this same event loop until the body ends, so the head's event and the end's wake
+/// no other thread.
 ///
 /// Sequence: `.head` first; the task judges it and either lends the file (`writeBody`) or refuses the body
 /// (`discard`); `.ended` comes last, once, after which `returnFile` gives the file back. What arrives before the

@@ -108,12 +108,14 @@ public struct TransferRequest: Sendable {
     }
 }
 
-/// What a transfer reports while it runs. Called on the transfer's task, in order, but for `bodyEnded`.
+/// What a transfer reports while it runs. Called on the transfer's task, in order, but for `bodyEnded`: until the
+/// body ends, on the executor that made the request (for the host's transfers, the event loop that reads the
+/// response), so what waits for the disk or the queue hops elsewhere and is awaited; the last progress on `blocking`.
 public protocol TransferObserver: Sendable {
     /// The server answered; `validator` identifies the bytes about to be written (store it before they are).
-    func began(validator: Validator, resumingAt offset: Int64)
+    func began(validator: Validator, resumingAt offset: Int64) async
     /// `received` bytes of the file are now in the partial file.
-    func progress(received: Int64, expected: Int64)
+    func progress(received: Int64, expected: Int64) async
     /// The body ended and the connection is free; the file is still to be synced and verified. Called on the HTTP
     /// client's event loop, the moment it happens: it must not block.
     func bodyEnded()
@@ -149,49 +151,103 @@ public final class TransferClient: Sendable {
         try await client.shutdown()
     }
 
+    /// The event loops that read the responses.
+    public var eventLoopGroup: any EventLoopGroup { client.eventLoopGroup }
+
     /// Runs one attempt. On success the partial file holds exactly the verified file. On a transient failure the
     /// partial file keeps what arrived (to resume); on a permanent one it is deleted.
     public func perform(_ request: TransferRequest, observer: TransferObserver) async -> Result<Int64, TransferError> {
-        let result = await attempt(request, observer: observer)
-        if case .failure(let error) = result, error.kind == .permanent { unlink(request.partialPath) }
-        return result
+        await perform(request, observer: observer, blocking: nil) { $0 }
     }
 
-    private func attempt(_ request: TransferRequest, observer: TransferObserver) async -> Result<Int64, TransferError> {
+    /// Runs one attempt, as `perform(_:observer:)`, and hands its result to `finish`.
+    ///
+    /// The request, its head and its body run on the caller's executor: for a transfer, the event loop that reads
+    /// its response, so that nothing crosses threads from the request to the body's last byte. What waits for the
+    /// disk (the bytes of a resume hashed, a truncation, the sync, the verification) runs on `blocking`, and so does
+    /// `finish`, which the caller's own disk work then follows without another hop. Nil: all on the caller's.
+    public func perform<Finished: Sendable>(
+        _ request: TransferRequest, observer: TransferObserver, blocking: (any TaskExecutor)?,
+        finish: (Result<Int64, TransferError>) async -> Finished
+    ) async -> Finished {
+        let (file, ending) = await receive(request, observer: observer, blocking: blocking)
+        return await withTaskExecutorPreference(blocking) {
+            var file = file
+            let result = await settle(request, &file, ending, observer: observer)
+            file?.close()
+            if case .failure(let error) = result, error.kind == .permanent { unlink(request.partialPath) }
+            return await finish(result)
+        }
+    }
+
+    /// How the network's part of an attempt ended; what is left waits for the disk (`settle`).
+    private enum Ending {
+        /// The file was whole before anything was asked: verify it.
+        case verify
+        /// The body ended whole: sync, report and verify. `expected` is what progress counted against.
+        case body(expected: Int64)
+        /// The body stopped with this failure: sync what arrived (it is resumed from), then fail.
+        case bodyFailed(TransferError)
+        /// Nothing of a body was written.
+        case failed(TransferError)
+    }
+
+    /// The disk's part of an attempt: on `blocking`.
+    private func settle(
+        _ request: TransferRequest, _ file: inout PartialFile?, _ ending: Ending, observer: TransferObserver
+    ) async -> Result<Int64, TransferError> {
+        switch ending {
+        case .failed(let error):
+            return .failure(error)
+        case .verify:
+            return verify(request, file: file!)
+        case .bodyFailed(let error):
+            if let syncFailure = file!.sync() { return .failure(syncFailure) }
+            return .failure(error)
+        case .body(let expected):
+            if let syncFailure = file!.sync() { return .failure(syncFailure) }
+            await observer.progress(received: file!.length, expected: max(expected, file!.length))
+            return verify(request, file: file!)
+        }
+    }
+
+    /// The network's part of an attempt, on the caller's executor: the partial file opened, then each request
+    /// (redirects vetted and followed, a mismatched resume started again) until one's body ends or the attempt fails.
+    private func receive(
+        _ request: TransferRequest, observer: TransferObserver, blocking: (any TaskExecutor)?
+    ) async -> (PartialFile?, Ending) {
         var file: PartialFile
         do {
             file = try PartialFile(path: request.partialPath)
         } catch {
-            return .failure(error)
+            return (nil, .failed(error))
         }
-        defer { file.close() }
         // Bytes without a validator, or more bytes than the file has, cannot be resumed.
         if file.length > 0 && (request.validator?.ifRange == nil
             || (request.expectedSize > 0 && file.length > request.expectedSize))
         {
-            if let error = file.truncate() { return .failure(error) }
+            if let error = await truncate(&file, blocking) { return (file, .failed(error)) }
         }
-        if request.expectedSize > 0 && file.length == request.expectedSize {
-            return verify(request, file: &file)
-        }
-        if let error = Self.checkFreeSpace(for: request, have: file.length) { return .failure(error) }
+        if request.expectedSize > 0 && file.length == request.expectedSize { return (file, .verify) }
+        if let error = Self.checkFreeSpace(for: request, have: file.length) { return (file, .failed(error)) }
 
         var url = request.url
         var redirects = 0
         var restarts = 0
         while true {
-            if let refusal = request.checkURL(url) { return .failure(refusal) }
+            if let refusal = request.checkURL(url) { return (file, .failed(refusal)) }
             let offset = file.length
             let writer = BodyWriter(minimumRate: configuration.minimumRate) { observer.bodyEnded() }
             let task: HTTPClient.Task<Void>
             do {
                 task = client.execute(request: try request.httpRequest(url: url, offset: offset), delegate: writer)
             } catch {
-                return .failure(Self.classify(error))
+                return (file, .failed(Self.classify(error)))
             }
             let outcome = await withTaskCancellationHandler {
                 await respond(
-                    to: request, url: url, offset: offset, writer: writer, task: task, file: &file, observer: observer)
+                    to: request, url: url, offset: offset, writer: writer, task: task, file: &file, observer: observer,
+                    blocking: blocking)
             } onCancel: {
                 task.cancel()
             }
@@ -199,51 +255,85 @@ public final class TransferClient: Sendable {
             case .redirect(let next):
                 redirects += 1
                 guard redirects <= configuration.maximumRedirects else {
-                    return .failure(TransferError(
+                    return (file, .failed(TransferError(
                         .permanent, code: TransferError.tooManyRedirects, domain: TransferError.urlDomain,
-                        message: "more than \(configuration.maximumRedirects) redirects"))
+                        message: "more than \(configuration.maximumRedirects) redirects")))
                 }
                 url = next
             case .restart(let giveUp):
                 // Start the file again, twice at most.
                 restarts += 1
-                guard restarts <= 2 else { return .failure(giveUp) }
-                if let error = file.truncate() { return .failure(error) }
-            case .fail(let error):
-                return .failure(error)
-            case .body:
-                return verify(request, file: &file)
+                guard restarts <= 2 else { return (file, .failed(giveUp)) }
+                if let error = await truncate(&file, blocking) { return (file, .failed(error)) }
+            case .ended(let ending):
+                return (file, ending)
             }
         }
     }
 
+    /// Empties the partial file, on `blocking` (freeing a large file's blocks waits for the disk).
+    private func truncate(_ file: inout PartialFile, _ blocking: (any TaskExecutor)?) async -> TransferError? {
+        let (truncated, error) = await withTaskExecutorPreference(blocking) { [file] in
+            var truncated = file
+            let error = truncated.truncate()
+            return (truncated, error)
+        }
+        file = truncated
+        return error
+    }
+
+    /// What became of one request: another to make, or the attempt's network part done.
+    private enum Response {
+        case redirect(String)
+        case restart(giveUp: TransferError)
+        case ended(Ending)
+    }
+
     /// One request's response: its head judged by `ResponseVerdict`, then, for a body, the body written by the
-    /// event loop (`BodyWriter`) while this task waits for its end, reporting progress as the writer does. Returns
-    /// the verdict; `.body` once the body is whole and synced, `.fail` when it was not.
+    /// event loop (`BodyWriter`) while this task waits for its end, reporting progress as the writer does.
     private func respond(
         to request: TransferRequest, url: String, offset: Int64, writer: BodyWriter, task: HTTPClient.Task<Void>,
-        file: inout PartialFile, observer: TransferObserver
-    ) async -> ResponseVerdict {
+        file: inout PartialFile, observer: TransferObserver, blocking: (any TaskExecutor)?
+    ) async -> Response {
         var events = writer.events.makeAsyncIterator()
         let first = await events.next()
         guard case .head(let status, let headers)? = first else {
-            if case .ended(let failure?)? = first { return .fail(failure) }
-            return .fail(Self.classify(CancellationError()))
+            if case .ended(let failure?)? = first { return .ended(.failed(failure)) }
+            return .ended(.failed(Self.classify(CancellationError())))
         }
-        let verdict = ResponseVerdict.of(status: status, headers: headers, url: url, offset: offset, request: request)
-        guard case .body(let start, let validator) = verdict else {
+        let start: Int64
+        let validator: Validator
+        switch ResponseVerdict.of(status: status, headers: headers, url: url, offset: offset, request: request) {
+        case .body(let bodyStart, let bodyValidator):
+            (start, validator) = (bodyStart, bodyValidator)
+        case .redirect(let next):
             writer.discard(task)
-            return verdict
-        }
-        if start == 0 && file.length > 0, let error = file.truncate() {
+            return .redirect(next)
+        case .restart(let giveUp):
             writer.discard(task)
-            return .fail(error)
-        }
-        if request.sha256 != nil, let error = file.startHashing() {
+            return .restart(giveUp: giveUp)
+        case .fail(let error):
             writer.discard(task)
-            return .fail(error)
+            return .ended(.failed(error))
         }
-        observer.began(validator: validator, resumingAt: start)
+        if start == 0 && file.length > 0, let error = await truncate(&file, blocking) {
+            writer.discard(task)
+            return .ended(.failed(error))
+        }
+        if request.sha256 != nil {
+            // A resume's bytes are read to be hashed: on `blocking`.
+            let (hashing, error) = await withTaskExecutorPreference(file.length > 0 ? blocking : nil) { [file] in
+                var hashing = file
+                let error = hashing.startHashing()
+                return (hashing, error)
+            }
+            file = hashing
+            if let error {
+                writer.discard(task)
+                return .ended(.failed(error))
+            }
+        }
+        await observer.began(validator: validator, resumingAt: start)
         // Progress counts against the promised size, else what the server says the file is, else the hint.
         let expected = request.expectedSize > 0
             ? request.expectedSize
@@ -257,7 +347,7 @@ public final class TransferClient: Sendable {
             case .head:
                 break
             case .progress(let received):
-                observer.progress(received: received, expected: expected)
+                await observer.progress(received: received, expected: expected)
             case .ended(let ending):
                 ended = true
                 failure = failure ?? ending
@@ -266,15 +356,13 @@ public final class TransferClient: Sendable {
         // The stream also stops when this task is cancelled (the request is cancelled with it).
         if !ended { failure = failure ?? Self.classify(CancellationError()) }
         if let lent = writer.returnFile() { file = lent }
-        // What arrived is made durable either way: a failed body is resumed from it.
-        if let error = file.sync() { return .fail(error) }
-        if let failure { return .fail(failure) }
-        observer.progress(received: file.length, expected: max(expected, file.length))
-        return .body(start: start, validator: validator)
+        // What arrived is made durable either way (`settle`): a failed body is resumed from it.
+        if let failure { return .ended(.bodyFailed(failure)) }
+        return .ended(.body(expected: expected))
     }
 
     /// Size and checksum of a complete partial file; a mismatch is permanent.
-    private func verify(_ request: TransferRequest, file: inout PartialFile) -> Result<Int64, TransferError> {
+    private func verify(_ request: TransferRequest, file: PartialFile) -> Result<Int64, TransferError> {
         if request.expectedSize > 0 && file.length != request.expectedSize {
             // The body ended early without an error: resume what is missing.
             return .failure(TransferError(
