@@ -51,7 +51,14 @@ public final class BackgroundAssetsService: Sendable {
     /// socket closes, running transfers stop with their partial files kept, and the queue is left as it stands.
     public func run() async throws {
         listener.start { [self] socket, pid in
-            let session = ClientSession(socket: socket, peerPID: pid)
+            let session = ClientSession(
+                socket: socket, peerPID: pid,
+                limits: .init(unreadBytes: settings.unreadBytesLimit, stall: settings.unreadTimeout)
+            ) { [logger] reason in
+                logger.notice("closed a connection that does not read what the service sends: \(reason)", metadata: [
+                    "pid": "\(pid)",
+                ])
+            }
             sessions.add(session)
             session.startReading(
                 immediate: { session, id, request in self.immediate(request, id: id, from: session) },

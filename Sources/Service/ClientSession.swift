@@ -13,6 +13,8 @@ final class ClientSession: Sendable {
     let socket: FramedSocket
     let peerPID: Int32
     private let state = Mutex(State())
+    /// Everything sent to the client goes through it: no sender waits for the client to read.
+    private let outbox: SessionOutbox
 
     private struct State {
         var hello: Hello?
@@ -22,9 +24,15 @@ final class ClientSession: Sendable {
         var ended = false
     }
 
-    init(socket: FramedSocket, peerPID: Int32) {
+    /// - Parameter closedOverLimit: called once, with why, when the client's unread backlog passed a bound of
+    ///   `limits` and its connection was closed.
+    init(
+        socket: FramedSocket, peerPID: Int32, limits: SessionOutbox.Limits,
+        closedOverLimit: @escaping @Sendable (String) -> Void
+    ) {
         self.socket = socket
         self.peerPID = peerPID
+        outbox = SessionOutbox(socket: socket, limits: limits, overLimit: closedOverLimit)
     }
 
     var hello: Hello? { state.withLock { $0.hello } }
@@ -34,7 +42,7 @@ final class ClientSession: Sendable {
     func introduce(_ hello: Hello) { state.withLock { $0.hello = hello } }
     func setDelegate(_ set: Bool) { state.withLock { $0.hasDelegate = set } }
 
-    /// Sends a message; false when the connection is gone.
+    /// Sends a message; false when the connection is gone. Never waits for the client (`SessionOutbox`).
     @discardableResult
     func send(_ message: ServiceMessage) -> Bool {
         guard let data = try? ServiceProtocol.encode(message) else { return false }
@@ -43,15 +51,16 @@ final class ClientSession: Sendable {
 
     /// Sends an encoded message; false when the connection is gone.
     @discardableResult
-    private func send(_ data: Data) -> Bool {
+    private func send(_ data: Data, fromReader: Bool = false) -> Bool {
         // A large reply (fetchCurrentDownloads of a long queue) leaves tens of MiB freed but held by the heap.
         if data.count > 1 << 20 { HeapRelease.soon() }
-        do {
-            try socket.send(data)
-            return true
-        } catch {
-            return false
-        }
+        return (fromReader ? outbox.sendAndWait(data) : outbox.send(data)) == .accepted
+    }
+
+    /// Sends a reply from the reading thread: it waits until the client has taken everything sent to it.
+    private func reply(_ message: ServiceMessage) {
+        guard let data = try? ServiceProtocol.encode(message) else { return }
+        send(data, fromReader: true)
     }
 
     /// How a question to the app ended.
@@ -115,7 +124,7 @@ final class ClientSession: Sendable {
                 polling = .zero
                 guard let message = try? ServiceProtocol.decodeClientMessage(frame) else {
                     // Not our protocol: say so and end the connection rather than guess.
-                    self.send(.reply(id: 0, .failure(HostError(
+                    self.reply(.reply(id: 0, .failure(HostError(
                         code: 56, domain: "BAErrorDomain", message: "the service could not read a message; closing"))))
                     break
                 }
@@ -123,8 +132,8 @@ final class ClientSession: Sendable {
                 case .request(let id, let request):
                     if let answer = immediate(self, id, request) {
                         switch answer {
-                        case .reply(let reply): self.send(.reply(id: id, reply))
-                        case .frame(let frame): self.send(frame)
+                        case .reply(let reply): self.reply(.reply(id: id, reply))
+                        case .frame(let frame): self.send(frame, fromReader: true)
                         }
                         polling = FramedSocket.roundTripPolling
                     } else {

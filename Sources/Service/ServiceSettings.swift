@@ -26,6 +26,14 @@ public struct ServiceSettings: Sendable {
     public var declaredAppSettle: Duration
     /// How long a declared app's folder must stay gone before the service uninstalls the app.
     public var declaredAppRemovalGrace: Duration
+    /// The most bytes the service keeps for a client that is not reading them, beyond the message being sent,
+    /// before it closes the connection (`SessionOutbox`).
+    public var unreadBytesLimit: Int
+    /// The longest a client may take none of what waits for it before the service closes the connection.
+    public var unreadTimeout: Duration
+    /// A backlog a client reading as fast as it can never comes near: a burst of events for thousands of downloads.
+    public static let standardUnreadBytesLimit = 4 << 20
+    public static let standardUnreadTimeout = Duration.seconds(30)
 
     var declaredApps: DeclaredAppFolders { DeclaredAppFolders(roots: declaredAppFolders) }
 
@@ -34,8 +42,11 @@ public struct ServiceSettings: Sendable {
         schedulerInterval: Duration = .seconds(60), sysfsRoot: String = "/sys", development: Bool = false,
         allowInsecureLoopback: Bool = false, deliveredRetention: TimeInterval = 7 * 86400,
         appCallbackTimeout: Duration = .seconds(30), declaredAppFolders: [String] = DeclaredAppFolders.standard().roots,
-        declaredAppSettle: Duration = .seconds(1), declaredAppRemovalGrace: Duration = .seconds(10)
+        declaredAppSettle: Duration = .seconds(1), declaredAppRemovalGrace: Duration = .seconds(10),
+        unreadBytesLimit: Int = Self.standardUnreadBytesLimit, unreadTimeout: Duration = Self.standardUnreadTimeout
     ) {
+        self.unreadBytesLimit = unreadBytesLimit
+        self.unreadTimeout = unreadTimeout
         self.declaredAppFolders = declaredAppFolders
         self.declaredAppSettle = declaredAppSettle
         self.declaredAppRemovalGrace = declaredAppRemovalGrace

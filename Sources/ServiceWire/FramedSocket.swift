@@ -10,7 +10,8 @@ import Synchronization
 /// async channels (peers checked through `SocketOptionProvider`) was measured slower, an event-loop wake-up and two
 /// task hops per round trip (the figures are in docs/PERFORMANCE.md).
 ///
-/// Thread rule: `send` from any thread (frames never interleave); `receive` from one reader thread at a time.
+/// Thread rule: `send` and `sendAvailable` from any thread (frames never interleave, though a frame that
+/// `sendAvailable` left unfinished must be finished before another is begun); `receive` from one reader thread at a time.
 public final class FramedSocket: Sendable {
     /// Frames longer than this end the connection: no message of the protocol comes near it.
     public static let maximumFrame = 64 << 20
@@ -57,47 +58,73 @@ public final class FramedSocket: Sendable {
         return address
     }
 
-    /// Sends one frame.
+    /// Sends one frame, waiting for the socket as long as it takes.
     public func send(_ payload: Data) throws(ServiceWireError) {
-        // The length and the payload go out together (one sendmsg of two parts), without copying the payload into
-        // a frame first: a fetch of 10,000 downloads is a frame of megabytes.
+        var sent = 0
+        _ = try writeLock.withLock { _ throws(ServiceWireError) in try write(payload, sent: &sent, flags: 0) }
+    }
+
+    /// Sends what the socket takes now of one frame, without waiting: `sent` counts the frame's bytes sent so far
+    /// (its 4-byte length included) and grows by what this call sent. True once the frame is whole. For a writer that
+    /// must not wait for a peer that may not read (the service's: `SessionOutbox`); it keeps frames from interleaving.
+    public func sendAvailable(_ payload: Data, sent: inout Int) throws(ServiceWireError) -> Bool {
+        try writeLock.withLock { _ throws(ServiceWireError) in try write(payload, sent: &sent, flags: Int32(MSG_DONTWAIT)) }
+    }
+
+    /// Waits until the socket can take more bytes, at most `timeout`; false when the time passed first.
+    public func waitWritable(timeout: Duration) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            let ready = poll(&entry, 1, Int32(clamping: max(1, milliseconds)))
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { return true }  // the next send reports the error
+        }
+    }
+
+    /// Writes the frame from `sent` on, until it is whole or (with `MSG_DONTWAIT`) the socket is full; true when whole.
+    /// The length and the payload go out together (one sendmsg of two parts), without copying the payload into a
+    /// frame first: a fetch of 10,000 downloads is a frame of megabytes.
+    private func write(_ payload: Data, sent: inout Int, flags: Int32) throws(ServiceWireError) -> Bool {
         var length = UInt32(payload.count).bigEndian
-        let failure: Int32? = writeLock.withLock { _ in
-            withUnsafeBytes(of: &length) { header in
-                payload.withUnsafeBytes { body -> Int32? in
-                    var sent = 0
-                    let total = 4 + body.count
-                    while sent < total {
-                        let headerSent = min(sent, 4)
-                        var parts: [iovec] = []
-                        if headerSent < 4 {
-                            parts.append(iovec(
-                                iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress! + headerSent),
-                                iov_len: 4 - headerSent))
-                        }
-                        let bodySent = sent - headerSent
-                        if bodySent < body.count {
-                            parts.append(iovec(
-                                iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodySent),
-                                iov_len: body.count - bodySent))
-                        }
-                        let written = parts.withUnsafeMutableBufferPointer { parts in
-                            var message = msghdr()
-                            message.msg_iov = parts.baseAddress
-                            message.msg_iovlen = parts.count
-                            return sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL))
-                        }
-                        if written < 0 {
-                            if errno == EINTR { continue }
-                            return errno
-                        }
-                        sent += written
+        let total = 4 + payload.count
+        let failure: Int32? = withUnsafeBytes(of: &length) { header in
+            payload.withUnsafeBytes { body -> Int32? in
+                while sent < total {
+                    let headerSent = min(sent, 4)
+                    var parts: [iovec] = []
+                    if headerSent < 4 {
+                        parts.append(iovec(
+                            iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress! + headerSent),
+                            iov_len: 4 - headerSent))
                     }
-                    return nil
+                    let bodySent = sent - headerSent
+                    if bodySent < body.count {
+                        parts.append(iovec(
+                            iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodySent),
+                            iov_len: body.count - bodySent))
+                    }
+                    let written = parts.withUnsafeMutableBufferPointer { parts in
+                        var message = msghdr()
+                        message.msg_iov = parts.baseAddress
+                        message.msg_iovlen = parts.count
+                        return sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL) | flags)
+                    }
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+                        return errno
+                    }
+                    sent += written
                 }
+                return nil
             }
         }
         if let failure { throw .system("send", failure) }
+        return sent == total
     }
 
     /// How long the service looks for an app's next request without sleeping, right after answering one. An app

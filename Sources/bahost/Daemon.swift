@@ -53,6 +53,14 @@ struct Daemon: AsyncParsableCommand {
         discussion: "A completion whose callback takes longer stays with the app until the method returns or the process ends; a challenge not answered in time goes to the extension."))
     var appCallbackTimeout: Double = 30
 
+    @Option(help: ArgumentHelp(
+        "Bytes the service keeps for a client that is not reading them before it closes the connection.",
+        discussion: "What waits behind the message being sent: events and replies an app, or a command following an install, has not read yet. No sender in the service waits for a client to read."))
+    var maxUnreadBytes: Int = ServiceSettings.standardUnreadBytesLimit
+
+    @Option(help: "Seconds a client may read none of what waits for it before the service closes the connection.")
+    var unreadTimeout: Double = ServiceSettings.standardUnreadTimeout.inSeconds
+
     @Option(help: "Where power supplies are read (sysfs).")
     var sysfsRoot: String = "/sys"
 
@@ -80,6 +88,9 @@ struct Daemon: AsyncParsableCommand {
         }
         guard keepDeliveredDays >= 0 else { throw ValidationError("--keep-delivered-days must not be negative") }
         guard appCallbackTimeout > 0 else { throw ValidationError("--app-callback-timeout must be positive") }
+        guard maxUnreadBytes > 0, unreadTimeout > 0 else {
+            throw ValidationError("--max-unread-bytes and --unread-timeout must be positive")
+        }
         guard settleSeconds >= 0, removalGraceSeconds >= 0 else {
             throw ValidationError("--settle-seconds and --removal-grace-seconds must not be negative")
         }
@@ -104,7 +115,8 @@ struct Daemon: AsyncParsableCommand {
                 ? DeclaredAppFolders.standard().roots
                 : appsFolder.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
             declaredAppSettle: .milliseconds(Int64(settleSeconds * 1000)),
-            declaredAppRemovalGrace: .milliseconds(Int64(removalGraceSeconds * 1000)))
+            declaredAppRemovalGrace: .milliseconds(Int64(removalGraceSeconds * 1000)),
+            unreadBytesLimit: maxUnreadBytes, unreadTimeout: .milliseconds(Int64(unreadTimeout * 1000)))
         let service: BackgroundAssetsService
         do {
             service = try BackgroundAssetsService(settings: settings, logger: logger)
