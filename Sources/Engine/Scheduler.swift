@@ -6,10 +6,10 @@ import Synchronization
 /// Decides what runs next and starts it: foreground first, then the background slots shared between apps (the
 /// next to the app with the fewest running; within an app, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
-/// `TransferJob` on an event loop of the HTTP client's, then on a transfer thread from its body's end. It asks the queue only for as many downloads as it can start and reserve
-/// (`turn`), so a turn costs the same whatever the queue's length. A turn (`QueueStore.turn`) records the outcomes
-/// of the transfers that ended since the last one (`TransferOutcomes`), reads the queue and marks the chosen moving,
-/// in one transaction when there are outcomes.
+/// `TransferJob` on an event loop of the HTTP client's, then on a transfer thread from its body's end. It asks the
+/// queue only for as many downloads as it can start and reserve (`turn`), so a turn costs the same whatever the
+/// queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that ended since the last one
+/// (`TransferOutcomes`), reads the queue and marks the chosen moving, in one transaction when there are outcomes.
 final class Scheduler: Sendable {
     private let context: EngineContext
     /// Where transfers wait for the disk and the queue: from the end of a body to the outcome.

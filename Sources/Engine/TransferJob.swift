@@ -54,7 +54,11 @@ struct TransferJob {
         // A pack's whole archive is unpacked as it arrives, and every file it holds is checked against the download
         // manifest's index (its size and SHA-256; no file missing, none extra), which installs nothing else: the
         // archive's own SHA-256 would check the same bytes a second time (docs/ASSET-PACKS.md).
-        let archiveEntry = ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)
+        let archiveEntry = download.kind == .assetPack
+            ? await withTaskExecutorPreference(blocking) { [context, queued, app] in
+                ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)  // reads the download manifest
+            }
+            : nil
         let recorder = ProgressRecorder(
             context: context, download: queued, archiveEntry: archiveEntry, blocking: blocking, bodyEnded: bodyEnded)
         let request = TransferRequest(

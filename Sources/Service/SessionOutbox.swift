@@ -11,8 +11,8 @@ import Synchronization
 /// hold that thread, and with it every other app's transfers and deliveries. Here a frame is written at once as far
 /// as the socket takes it; what is left waits here, and the connection's writer (a serial queue, busy only while
 /// something waits) sends it as the client reads. Bounds, both named in the notice that closes the connection:
-/// - `Limits.unreadBytes`: what may wait behind the frame being written. A sender that would pass it closes the
-///   connection instead (the client has been reading nothing of a backlog that size).
+/// - `Limits.unreadBytes`: the events that may wait behind the frame being written (a reply is not counted: the
+///   reader thread that sends it waits for it). A sender that would pass it closes the connection instead.
 /// - `Limits.stall`: how long the writer waits for the client to take any byte at all.
 ///
 /// The connection's own reader thread (its requests' replies) is the one sender that waits: after a reply it waits
@@ -20,7 +20,7 @@ import Synchronization
 /// further, and its replies pile up nowhere.
 final class SessionOutbox: Sendable {
     struct Limits: Sendable {
-        /// Bytes that may wait behind the frame being written.
+        /// Bytes of events that may wait behind the frame being written.
         var unreadBytes: Int
         /// The longest the client may take no byte of what waits.
         var stall: Duration
@@ -37,7 +37,9 @@ final class SessionOutbox: Sendable {
     private struct State {
         /// The frame the writer is sending, and how much of it (its length included) is sent.
         var current: (frame: Data, sent: Int)?
-        var waiting: [Data] = []
+        /// Frames waiting their turn; `counted`: an event's, counted in `waitingBytes` against the bound (a reply is
+        /// not: the reader thread that sends it waits for it, which bounds replies to one).
+        var waiting: [(frame: Data, counted: Bool)] = []
         var waitingBytes = 0
         /// A sender or the writer is writing: a new frame waits its turn.
         var writing = false
@@ -71,7 +73,7 @@ final class SessionOutbox: Sendable {
                 return .write
             }
             guard state.waitingBytes + payload.count <= limits.unreadBytes else { return .over(state.waitingBytes) }
-            state.waiting.append(payload)
+            state.waiting.append((payload, true))
             state.waitingBytes += payload.count
             return .queued
         }
@@ -106,11 +108,11 @@ final class SessionOutbox: Sendable {
     /// is closed): the reader's backpressure. Its only wait is on this client.
     @discardableResult
     func sendAndWait(_ payload: Data) -> Sent {
-        // A reply is the client's own answer: it waits whatever the backlog, which the wait below then bounds.
+        // A reply is the client's own answer: it waits whatever the backlog (the stall bound ends a client that
+        // takes none of it).
         let semaphore = state.withLock { state -> DispatchSemaphore? in
             guard !state.closed, state.writing || !state.waiting.isEmpty else { return nil }
-            state.waiting.append(payload)
-            state.waitingBytes += payload.count
+            state.waiting.append((payload, false))
             let semaphore = DispatchSemaphore(value: 0)
             state.drainWaiters.append(semaphore)
             return semaphore
@@ -150,16 +152,23 @@ final class SessionOutbox: Sendable {
     /// On the writer: sends what waits, in order, as the client takes it.
     private func drain() {
         while true {
+            var waiters: [DispatchSemaphore] = []
             let next = state.withLock { state -> (Data, Int)? in
-                if state.closed { return nil }
-                if let current = state.current { return current }
-                guard !state.waiting.isEmpty else { return nil }
-                let frame = state.waiting.removeFirst()
-                state.waitingBytes -= frame.count
+                if let current = state.current, !state.closed { return current }
+                guard !state.closed, !state.waiting.isEmpty else {
+                    // Nothing waits any more: in the same lock as a sender's look, so that none queues behind a
+                    // writer that has stopped.
+                    state.writing = false
+                    waiters = state.drainWaiters
+                    state.drainWaiters = []
+                    return nil
+                }
+                let (frame, counted) = state.waiting.removeFirst()
+                if counted { state.waitingBytes -= frame.count }
                 state.current = (frame, 0)
                 return (frame, 0)
             }
-            guard let (frame, alreadySent) = next else { return drained() }
+            guard let (frame, alreadySent) = next else { return waiters.forEach { $0.signal() } }
             var sent = alreadySent
             do {
                 if try socket.sendAvailable(frame, sent: &sent) {
@@ -174,16 +183,6 @@ final class SessionOutbox: Sendable {
                 return close("the client took no byte of what waited for it in \(limits.stall)")
             }
         }
-    }
-
-    /// Nothing waits any more (or the connection is closed): wakes the reader threads waiting for that.
-    private func drained() {
-        let waiters = state.withLock { state -> [DispatchSemaphore] in
-            state.writing = false
-            defer { state.drainWaiters = [] }
-            return state.drainWaiters
-        }
-        waiters.forEach { $0.signal() }
     }
 
     /// Closes the connection (its reader then ends the session) and drops what waits; `reason` is a bound passed.

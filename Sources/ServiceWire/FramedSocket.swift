@@ -11,7 +11,8 @@ import Synchronization
 /// task hops per round trip (the figures are in docs/PERFORMANCE.md).
 ///
 /// Thread rule: `send` and `sendAvailable` from any thread (frames never interleave, though a frame that
-/// `sendAvailable` left unfinished must be finished before another is begun); `receive` from one reader thread at a time.
+/// `sendAvailable` left unfinished must be finished before another is begun); `receive` from one reader thread at a
+/// time.
 public final class FramedSocket: Sendable {
     /// Frames longer than this end the connection: no message of the protocol comes near it.
     public static let maximumFrame = 64 << 20
@@ -68,7 +69,9 @@ public final class FramedSocket: Sendable {
     /// (its 4-byte length included) and grows by what this call sent. True once the frame is whole. For a writer that
     /// must not wait for a peer that may not read (the service's: `SessionOutbox`); it keeps frames from interleaving.
     public func sendAvailable(_ payload: Data, sent: inout Int) throws(ServiceWireError) -> Bool {
-        try writeLock.withLock { _ throws(ServiceWireError) in try write(payload, sent: &sent, flags: Int32(MSG_DONTWAIT)) }
+        try writeLock.withLock { _ throws(ServiceWireError) in
+            try write(payload, sent: &sent, flags: Int32(MSG_DONTWAIT))
+        }
     }
 
     /// Waits until the socket can take more bytes, at most `timeout`; false when the time passed first.

@@ -54,8 +54,9 @@ struct Daemon: AsyncParsableCommand {
     var appCallbackTimeout: Double = 30
 
     @Option(help: ArgumentHelp(
-        "Bytes the service keeps for a client that is not reading them before it closes the connection.",
-        discussion: "What waits behind the message being sent: events and replies an app, or a command following an install, has not read yet. No sender in the service waits for a client to read."))
+        "Bytes of events the service keeps for a client that is not reading them before it closes the connection.",
+        discussion: "Events an app, or a command following an install, has not read yet. No sender in the service "
+            + "waits for a client to read."))
     var maxUnreadBytes: Int = ServiceSettings.standardUnreadBytesLimit
 
     @Option(help: "Seconds a client may read none of what waits for it before the service closes the connection.")

@@ -26,7 +26,8 @@ import TestSupport
 
         let follower = try FramedSocket.connect(to: daemon.socket)
         defer { follower.close() }
-        try follower.send(try ServiceProtocol.encode(ClientMessage.request(id: 1, .hello(Hello(role: .control, appIdentifier: nil)))))
+        let hello = Hello(role: .control, appIdentifier: nil)
+        try follower.send(try ServiceProtocol.encode(ClientMessage.request(id: 1, .hello(hello))))
         _ = try #require(try follower.receive())
         try follower.send(try ServiceProtocol.encode(
             ClientMessage.request(id: 2, .control(.install(appDirectory: app.folder.path)))))
