@@ -26,8 +26,8 @@ public struct ServiceSettings: Sendable {
     public var declaredAppSettle: Duration
     /// How long a declared app's folder must stay gone before the service uninstalls the app.
     public var declaredAppRemovalGrace: Duration
-    /// The most bytes the service keeps for a client that is not reading them, beyond the message being sent,
-    /// before it closes the connection (`SessionOutbox`).
+    /// The most bytes of events the service keeps for a client that is not reading them, beyond the message being
+    /// sent, before it closes the connection (`SessionOutbox`).
     public var unreadBytesLimit: Int
     /// The longest a client may take none of what waits for it before the service closes the connection.
     public var unreadTimeout: Duration

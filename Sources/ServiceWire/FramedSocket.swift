@@ -118,7 +118,8 @@ public final class FramedSocket: Sendable {
                     }
                     if written < 0 {
                         if errno == EINTR { continue }
-                        if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+                        // A full socket ends a send that may not wait; a blocking one never says so.
+                        if (errno == EAGAIN || errno == EWOULDBLOCK) && flags & Int32(MSG_DONTWAIT) != 0 { return nil }
                         return errno
                     }
                     sent += written
