@@ -36,12 +36,14 @@ public final class HostEngine: Sendable {
         /// How long the transfers that end may gather before the engine's next turn records them, while the reserve
         /// starts the next ones (`Scheduler.paceNextTurn`).
         public var turnPace: Duration
+        /// The HTTP client's event loops (`TransferConfiguration.eventLoops`).
+        public var networkThreads: Int
 
         public init(
             additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
             retryDelay: Duration = RetryPolicy.default.baseDelay, maximumAttempts: Int = RetryPolicy.default.maximumAttempts,
             limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
-            deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10)
+            deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10), networkThreads: Int = 1
         ) {
             self.additionalCAFile = additionalCAFile
             self.connectTimeout = connectTimeout
@@ -53,13 +55,14 @@ public final class HostEngine: Sendable {
             self.maximumTransfersPerHost = maximumTransfersPerHost
             self.deliveryDelay = deliveryDelay
             self.turnPace = turnPace
+            self.networkThreads = networkThreads
         }
 
         /// The HTTP client's configuration: a connection per transfer a host may have at once.
         var transfer: TransferConfiguration {
             TransferConfiguration(
                 additionalCAFile: additionalCAFile, connectTimeout: connectTimeout, readTimeout: readTimeout,
-                connectionsPerHost: maximumTransfersPerHost)
+                connectionsPerHost: maximumTransfersPerHost, eventLoops: networkThreads)
         }
 
         var retry: RetryPolicy {

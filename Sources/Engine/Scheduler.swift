@@ -32,6 +32,11 @@ final class Scheduler: Sendable {
 
     var isIdle: Bool { running.isEmpty }
 
+    /// How many times the limit the reserve holds. Small files free slots faster than turns come (paced, and each
+    /// waiting for a core): a reserve of the limit often ran dry, and the slots that freed then waited for a turn;
+    /// a deeper one lasts until the queue runs out (docs/PERFORMANCE.md, "One event loop, a deeper reserve").
+    static let reserveDepth = 4
+
     /// Whether the reserve holds enough to fill the slots that free while the next turn waits (`paceNextTurn`): a
     /// quarter of the limit at least.
     private var reserveLasts: Bool {
@@ -40,9 +45,10 @@ final class Scheduler: Sendable {
 
     /// Records the outcomes that came since the last turn and starts what may start for `apps`; returns the queue as
     /// it was read (after what this recorded, before what it started). What it chooses beyond the free slots, up to
-    /// the limit again, is reserved: started the moment a transfer's body ends (`slotFreed`), which the next turn
-    /// then records. The last turn's reserve serves until this one's replaces it, so a reserved download waits for
-    /// at most one turn's choice; one that both start (the reserve and the turn) runs once (`RunningTransfers.add`).
+    /// `reserveDepth` times the limit, is reserved: started the moment a transfer's body ends (`slotFreed`), which
+    /// the next turn then records. The last turn's reserve serves until this one's replaces it, so a reserved
+    /// download waits for at most one turn's choice; one that both start (the reserve and the turn) runs once
+    /// (`RunningTransfers.add`).
     ///
     /// Why a reserve: while many small files run, the engine is busy with turns almost all the time (each with its
     /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
@@ -51,7 +57,7 @@ final class Scheduler: Sendable {
         let settings = context.settings
         context.turnWanted.store(false, ordering: .relaxed)
         var reserve: [QueuedDownload] = []
-        let reserveLimit = settings.maximumConcurrentTransfers
+        let reserveLimit = settings.maximumConcurrentTransfers * Self.reserveDepth
         var records: [String: (AppRecord, AppPolicy)] = [:]
         func record(_ id: String) throws -> (AppRecord, AppPolicy)? {
             // Each app read once a turn: its policy (its allow list canonicalized) serves every transfer it starts.

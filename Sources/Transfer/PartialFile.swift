@@ -62,6 +62,13 @@ struct PartialFile: Sendable {
         return nil
     }
 
+    /// Bytes free for an unprivileged writer on the filesystem that holds the file; nil when the kernel will not say.
+    func availableBytes() -> Int64? {
+        var stats = statvfs()
+        guard fstatvfs(descriptor, &stats) == 0 else { return nil }
+        return Int64(stats.f_bavail) * Int64(stats.f_frsize)
+    }
+
     /// Makes what was written durable before the queue records it.
     func sync() -> TransferError? {
         fsync(descriptor) == 0 ? nil : Self.failure("cannot sync \(path)")

@@ -20,10 +20,17 @@ public struct TransferConfiguration: Sendable {
     /// Connections kept per host.
     public var connectionsPerHost: Int
     public var maximumRedirects: Int
+    /// The event loops that read the responses and write their bodies (and, over TLS, decrypt them).
+    ///
+    /// One by default: every response's bytes are copied into the page cache by the thread that reads them, which
+    /// one thread does for many transfers at once, while a second loop costs more wake-ups and hand-offs than it
+    /// saves (docs/PERFORMANCE.md, "One event loop, a deeper reserve"). More for many fast TLS transfers.
+    public var eventLoops: Int
 
     public init(
         additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
-        minimumRate: MinimumRate = .default, connectionsPerHost: Int = 2, maximumRedirects: Int = 10
+        minimumRate: MinimumRate = .default, connectionsPerHost: Int = 2, maximumRedirects: Int = 10,
+        eventLoops: Int = 1
     ) {
         self.additionalCAFile = additionalCAFile
         self.connectTimeout = connectTimeout
@@ -31,6 +38,7 @@ public struct TransferConfiguration: Sendable {
         self.minimumRate = minimumRate
         self.connectionsPerHost = connectionsPerHost
         self.maximumRedirects = maximumRedirects
+        self.eventLoops = eventLoops
     }
 }
 
@@ -130,6 +138,7 @@ extension TransferObserver {
 /// Knows nothing about extensions or queues: one call, one attempt.
 public final class TransferClient: Sendable {
     private let client: HTTPClient
+    private let loops: MultiThreadedEventLoopGroup
     private let configuration: TransferConfiguration
 
     public init(_ configuration: TransferConfiguration) throws {
@@ -143,12 +152,20 @@ public final class TransferClient: Sendable {
                 connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
             decompression: .disabled)
         http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.connectionsPerHost
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoops))
+        client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: http)
         self.configuration = configuration
     }
 
+    /// Closes the connections, then stops the event loops (also when closing failed).
     public func shutdown() async throws {
-        try await client.shutdown()
+        do {
+            try await client.shutdown()
+        } catch {
+            try? await loops.shutdownGracefully()
+            throw error
+        }
+        try await loops.shutdownGracefully()
     }
 
     /// The event loops that read the responses.
@@ -229,7 +246,7 @@ public final class TransferClient: Sendable {
             if let error = await truncate(&file, blocking) { return (file, .failed(error)) }
         }
         if request.expectedSize > 0 && file.length == request.expectedSize { return (file, .verify) }
-        if let error = Self.checkFreeSpace(for: request, have: file.length) { return (file, .failed(error)) }
+        if let error = Self.checkFreeSpace(for: request, file: file) { return (file, .failed(error)) }
 
         var url = request.url
         var redirects = 0
@@ -383,15 +400,15 @@ public final class TransferClient: Sendable {
         return .success(file.length)
     }
 
-    /// Refuses to start when the disk cannot hold what is left to receive (plus a margin for everything else).
-    static func checkFreeSpace(for request: TransferRequest, have: Int64) -> TransferError? {
-        var stats = statvfs()
-        let path = request.partialPath
-        let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        guard statvfs(folder, &stats) == 0 else { return nil }
-        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
-        let needed = max(0, request.expectedSize - have) + (16 << 20)
+    /// Refuses to start when the disk cannot hold what is left to receive (plus a margin for everything else). Asked
+    /// of the open file, not of its folder's path: a path's walk, and the folder's name cut from it, cost every small
+    /// file more than the answer (docs/PERFORMANCE.md).
+    static func checkFreeSpace(for request: TransferRequest, file: PartialFile) -> TransferError? {
+        guard let free = file.availableBytes() else { return nil }
+        let needed = max(0, request.expectedSize - file.length) + (16 << 20)
         guard free < needed else { return nil }
+        let path = request.partialPath
+        let folder = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
         return .permanent(
             TransferError.insufficientSpace,
             "not enough free space in \(folder): \(needed) bytes needed, \(free) available")

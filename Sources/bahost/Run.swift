@@ -192,12 +192,19 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Seconds to keep trying to connect to a server before waiting for the network.")
     var connectTimeout: Double = 10
 
+    @Option(help: "Threads that read the network and write what arrives (1 to 64; more for many fast https transfers).")
+    var networkThreads: Int = 1
+
+    func validate() throws {
+        guard (1...64).contains(networkThreads) else { throw ValidationError("--network-threads must be 1 to 64") }
+    }
+
     func settings(limits: WindowLimits) -> HostEngine.Settings {
         HostEngine.Settings(
             additionalCAFile: caFile, connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
             readTimeout: .milliseconds(Int64(readTimeout * 1000)), retryDelay: .milliseconds(Int64(retryDelay * 1000)),
             maximumAttempts: maxAttempts, limits: limits, maximumConcurrentTransfers: maxConcurrent,
-            maximumTransfersPerHost: maxPerHost)
+            maximumTransfersPerHost: maxPerHost, networkThreads: networkThreads)
     }
 
     var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }

@@ -121,6 +121,14 @@ import TestSupport
         ])
         #expect(plist.status == 64)
         #expect(plist.stderr.contains("the required key BAManifestURL is missing"))
+        for threads in ["0", "65"] {
+            let loops = try bahost([
+                "run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--manifest", manifest,
+                "--network-threads", threads,
+            ])
+            #expect(loops.status == 64, "\(threads)")
+            #expect(loops.stderr.contains("--network-threads must be 1 to 64"), "\(threads)")
+        }
     }
 
     @Test func aMissingRunnerIsTheHostsProblemNotTheExtensions() throws {
