@@ -333,13 +333,24 @@ final class RunningTransfers: Sendable {
     /// marked moving by the next turn (`takeStartedEarly`). Its copy says what the mark will write.
     func takeReserved(_ settings: HostEngine.Settings) -> Reserved? {
         state.withLock { state in
-            // What a turn started meanwhile is no longer reserved.
-            state.reserved = state.reserved.filter { !state.holds($0.download.uniqueIdentifier) }
-            guard state.slotsTaken < settings.maximumConcurrentTransfers,
-                let index = state.reserved.firstIndex(where: {
-                    state.perHost[$0.download.host, default: 0] < settings.maximumTransfersPerHost
-                })
-            else { return nil }
+            guard state.slotsTaken < settings.maximumConcurrentTransfers else { return nil }
+            // The first that fits, in place: the reserve is deeper than the limit, and filtering it into a copy (an
+            // entry carries a row, an app and its policy), or asking of each entry whether it runs, at every freed
+            // slot showed in profiles. What a turn started meanwhile is no longer reserved: dropped when met (one
+            // behind the first that fits stays counted in `reservedCount` until the next turn replaces the reserve).
+            var index = state.reserved.startIndex
+            while index < state.reserved.endIndex {
+                if state.holds(state.reserved[index].download.uniqueIdentifier) {
+                    state.reserved.remove(at: index)
+                } else if state.perHost[state.reserved[index].download.host, default: 0]
+                    < settings.maximumTransfersPerHost
+                {
+                    break
+                } else {
+                    index += 1
+                }
+            }
+            guard index < state.reserved.endIndex else { return nil }
             var next = state.reserved.remove(at: index)
             next.download.state = .downloading
             next.download.attempts += 1

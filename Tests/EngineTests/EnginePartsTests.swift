@@ -213,6 +213,13 @@ import Vocabulary
         running.remove(a.download.uniqueIdentifier)
         running.cancel(b.download.uniqueIdentifier)
         #expect(running.takeReserved(settings) == nil, "b was cancelled while reserved")
+        // One that a turn started after the reserve was made is dropped from it, not started again (counted on
+        // another host here, so that only its running keeps it from starting).
+        let d = reserved("d", "two.example")
+        running.reserve([d])
+        #expect(running.add(d.download.uniqueIdentifier, host: "elsewhere.example", app: "app"))
+        #expect(running.takeReserved(settings) == nil && running.reservedCount == 0, "d runs already")
+        running.remove(d.download.uniqueIdentifier)
         running.reserve([b])
         running.dropReserve()
         #expect(running.takeReserved(settings) == nil && running.isEmpty)
