@@ -53,12 +53,11 @@ extension QueueStore {
     /// and a read of its own cost a reader's connection and a transaction besides the write's (docs/PERFORMANCE.md);
     /// the snapshot also sees the outcomes it recorded. With none, the snapshot is read on a reader and the writer
     /// is taken only for what `choose` picked (marking moving checks that each is still waiting): a turn with
-    /// nothing to write must not wait behind another writer, such as a content request's commit of 100,000 rows
-    /// (0.85 s).
+    /// nothing to write must not wait behind another writer, such as a content request's commit of 100,000 rows.
     ///
     /// `startedEarly` are transfers the engine started since its last turn without a turn marking them moving (from
-    /// its reserve, the moment a slot freed): they are marked first, so that an outcome of theirs recorded in the
-    /// same turn stands.
+    /// its reserve, the moment a slot freed): they are marked before the outcomes are saved, so that an outcome of
+    /// theirs recorded in the same turn stands; one whose outcome is among them is saved once, by its outcome.
     public func turn(
         recording outcomes: [QueuedDownload], startedEarly: [QueuedDownload] = [], now: Date, apps: Set<String>,
         excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int?, running: [String: Int] = [:],
@@ -71,8 +70,7 @@ extension QueueStore {
         }
         guard outcomes.isEmpty && startedEarly.isEmpty else {
             return try write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
-                _ = try Self.markMoving(startedEarly, db)
-                let gone = try Self.record(outcomes, db)
+                let gone = try Self.record(outcomes, startedEarly: startedEarly, db)
                 let snapshot = try read(db)
                 return (snapshot, try Self.markMoving(choose(snapshot.runnable), db), gone)
             }

@@ -233,10 +233,23 @@ public final class QueueStore: Sendable {
     ) throws -> (started: [QueuedDownload], gone: Set<String>) {
         guard !outcomes.isEmpty || !startedEarly.isEmpty || !downloads.isEmpty else { return ([], []) }
         return try write { db in
-            _ = try Self.markMoving(startedEarly, db)
-            let gone = try Self.record(outcomes, db)
+            let gone = try Self.record(outcomes, startedEarly: startedEarly, db)
             return (try Self.markMoving(downloads, db), gone)
         }
+    }
+
+    /// Marks `startedEarly` moving, then saves `outcomes` (`record`). A download started early whose outcome is
+    /// among them is not marked: its outcome's row sets every column the mark would (the state, the attempt counted
+    /// when it started, the retry time), so with many small files, most of which end before the turn after their
+    /// start, each row is written once instead of twice.
+    static func record(
+        _ outcomes: [QueuedDownload], startedEarly: [QueuedDownload], _ db: Database
+    ) throws -> Set<String> {
+        if !startedEarly.isEmpty {
+            let ended = Set(outcomes.lazy.map(\.uniqueIdentifier))
+            _ = try markMoving(startedEarly.filter { !ended.contains($0.uniqueIdentifier) }, db)
+        }
+        return try record(outcomes, db)
     }
 
     /// Saves outcomes (each row's state, as `save`); returns the unique identifiers of those whose row is gone.

@@ -14,6 +14,9 @@ import Synchronization
 /// transfers run their task on this same event loop until the body ends, so the head's event and the end's wake
 /// no other thread.
 ///
+/// A large body is the exception: past `handOffAfter` bytes its parts are written on a queue of their own
+/// (`BodyWriteQueue`), so that the loop reads the socket while the disk's side copies.
+///
 /// Sequence: `.head` first; the task judges it and either lends the file (`writeBody`) or refuses the body
 /// (`discard`); `.ended` comes last, once, after which `returnFile` gives the file back. What arrives before the
 /// task has judged the head is kept in memory (up to `heldBytesLimit`, then the socket waits): a connection that
@@ -39,8 +42,18 @@ final class BodyWriter: HTTPClientResponseDelegate {
     /// The most body bytes held in memory while the task judges the head.
     static let heldBytesLimit = 1 << 20
 
+    /// A body's bytes written on the event loop before the rest goes to a `BodyWriteQueue`: a body this large is
+    /// bound by its copies, not by its round trips.
+    static let handOffAfter: Int64 = 8 << 20
+
     private struct State {
+        /// The file while the event loop writes it; nil once handed to `writes`, until they give it back.
         var file: PartialFile?
+        var writes: BodyWriteQueue?
+        /// The file's length once every part written or queued is in it.
+        var length: Int64 = 0
+        /// This response's bytes, written or queued.
+        var bodyBytes: Int64 = 0
         var bounds = Bounds(expectedSize: 0, byteLimit: nil)
         /// Whether the task has lent the file (or refused the body).
         var judged = false
@@ -79,20 +92,40 @@ final class BodyWriter: HTTPClientResponseDelegate {
             String(format: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
         }
 
-        /// Writes one part within the bounds; false (with `refusal` set) when it cannot.
-        mutating func write(_ buffer: ByteBuffer) -> Bool {
-            guard refusal == nil else { return false }
-            let after = file!.length + Int64(buffer.readableBytes)
+        /// Writes one part within the bounds: here, or queued on `writes` once the body has passed `handOffAfter`
+        /// (`loop` is the event loop reading it; none for the parts held before the head was judged). Returns false
+        /// (with `refusal` set) when it cannot, else what to wait for before reading on (a full queue), if anything.
+        mutating func write(
+            _ buffer: ByteBuffer, readOn loop: (any EventLoop)? = nil
+        ) -> (Bool, EventLoopFuture<Void>?) {
+            guard refusal == nil else { return (false, nil) }
+            var wait: EventLoopFuture<Void>?
+            let after = length + Int64(buffer.readableBytes)
             if bounds.expectedSize > 0 && after > bounds.expectedSize {
                 refusal = .permanent(
                     TransferError.sizeMismatch, "the server sent more than the declared \(bounds.expectedSize) bytes")
             } else if let limit = bounds.byteLimit, after > limit {
                 refusal = .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
+            } else if let writes {
+                switch writes.append(buffer) {
+                case .success(let full): wait = full
+                case .failure(let error): refusal = error
+                }
             } else if let error = buffer.withUnsafeReadableBytes({ file!.append($0) }) {
                 refusal = error
             }
-            return refusal == nil
+            guard refusal == nil else { return (false, nil) }
+            length = after
+            bodyBytes += Int64(buffer.readableBytes)
+            if writes == nil, let loop, bodyBytes >= BodyWriter.handOffAfter {
+                writes = BodyWriteQueue(file!, readOn: loop)
+                file = nil
+            }
+            return (true, wait)
         }
+
+        /// The file's length as written so far.
+        var writtenLength: Int64 { writes?.writtenLength ?? file!.length }
     }
 
     let events: AsyncStream<Event>
@@ -118,13 +151,14 @@ final class BodyWriter: HTTPClientResponseDelegate {
     func writeBody(into file: PartialFile, bounds: Bounds) -> TransferError? {
         let (refusal, resume, finished) = state.withLock { state in
             state.file = file
+            state.length = file.length
             state.bounds = bounds
             state.judged = true
             state.lastReport = .now
             // The body's pace counts from here: before the head is judged the socket may wait for the host, and
             // the connection and the server's first answer are the timeouts' business.
             state.stretchStart = .now
-            for part in state.held where !state.write(part) { break }
+            for part in state.held where !state.write(part).0 { break }
             state.held = []
             state.heldBytes = 0
             defer { state.resumeReading = nil }
@@ -168,7 +202,7 @@ final class BodyWriter: HTTPClientResponseDelegate {
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         enum Next {
-            case read, wait(EventLoopPromise<Void>), refuse(TransferError), report(Int64)
+            case read, wait(EventLoopFuture<Void>), refuse(TransferError), report(Int64, wait: EventLoopFuture<Void>?)
         }
         let now = ContinuousClock.now
         let next = state.withLock { state -> Next in
@@ -178,43 +212,59 @@ final class BodyWriter: HTTPClientResponseDelegate {
                 guard state.heldBytes >= Self.heldBytesLimit else { return .read }
                 let promise = task.eventLoop.makePromise(of: Void.self)
                 state.resumeReading = promise
-                return .wait(promise)
+                return .wait(promise.futureResult)
             }
-            guard state.file != nil else { return .read }  // refused by `discard`: the request is being cancelled
-            guard state.keepsUp(buffer, now: now, minimumRate), state.write(buffer) else { return .refuse(state.refusal!) }
-            guard now - state.lastReport >= progressInterval else { return .read }
+            // Neither: refused by `discard`, the request is being cancelled.
+            guard state.file != nil || state.writes != nil else { return .read }
+            guard state.keepsUp(buffer, now: now, minimumRate) else { return .refuse(state.refusal!) }
+            let (written, wait) = state.write(buffer, readOn: task.eventLoop)
+            guard written else { return .refuse(state.refusal!) }
+            guard now - state.lastReport >= progressInterval else { return wait.map { .wait($0) } ?? .read }
             state.lastReport = now
-            return .report(state.file!.length)
+            return .report(state.writtenLength, wait: wait)
         }
         switch next {
         case .read:
             return task.eventLoop.makeSucceededVoidFuture()
-        case .wait(let promise):
-            return promise.futureResult
+        case .wait(let future):
+            return future
         case .refuse(let refusal):
             return task.eventLoop.makeFailedFuture(refusal)
-        case .report(let length):
+        case .report(let length, let wait):
             continuation.yield(.progress(length))
-            return task.eventLoop.makeSucceededVoidFuture()
+            return wait ?? task.eventLoop.makeSucceededVoidFuture()
         }
     }
 
     func didReceiveError(task: HTTPClient.Task<Void>, _ error: Error) {
-        let (resume, refusal) = state.withLock { state in
+        let (resume, refusal, writes) = state.withLock { state in
             defer { state.resumeReading = nil }
-            return (state.resumeReading, state.refusal)
+            return (state.resumeReading, state.refusal, state.writes)
         }
         resume?.fail(error)
-        end(refusal ?? TransferClient.classify(error))
+        let failure = refusal ?? TransferClient.classify(error)
+        guard let writes else { return end(failure) }
+        // What was queued is written first: the file is resumed from all that arrived.
+        writes.finish { [self] file, _ in
+            state.withLock { $0.file = file }
+            end(failure)
+        }
     }
 
     func didFinishRequest(task: HTTPClient.Task<Void>) throws {
-        let lent = state.withLock { state in
+        let (lent, writes) = state.withLock { state in
             if !state.judged { state.finishedEarly = true }
-            return state.file != nil
+            return (state.file != nil, state.writes)
         }
-        if lent { bodyEnded() }
-        end(nil)
+        guard let writes else {
+            if lent { bodyEnded() }
+            return end(nil)
+        }
+        writes.finish { [self] file, failure in
+            state.withLock { $0.file = file }
+            if failure == nil { bodyEnded() }
+            end(failure)
+        }
     }
 
     private func end(_ failure: TransferError?) {

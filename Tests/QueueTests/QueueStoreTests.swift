@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+@testable import Queue
 import Testing
 import TestSupport
 import Vocabulary
@@ -66,6 +66,34 @@ import Vocabulary
         let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0) })
         #expect(rows["d1"]?.state == .finished && rows["d3"]?.state == .finished && rows["d4"]?.state == .downloading)
         #expect(rows["d3"]?.attempts == 1 && rows["d2"] == nil)
+    }
+
+    /// Downloads the engine started from its reserve are marked moving by the next turn, before its outcomes; one
+    /// whose outcome that turn records too is written once, by the outcome (which carries the attempt its start
+    /// counted), and ends as the outcome says.
+    @Test func aDownloadStartedEarlyAndEndedByTheSameTurnIsWrittenOnce() throws {
+        let (store, _) = try store()
+        _ = try store.enqueue((1...3).map { download("d\($0)") }, for: "app") { _, _ in nil }
+        // As `RunningTransfers.takeReserved` starts them: moving, their attempt counted, the queue not told yet.
+        let early = try store.runnable(now: Date(), backgroundLimit: 3).map { queued in
+            var started = queued
+            started.state = .downloading
+            started.attempts += 1
+            return started
+        }
+        var ended = early[0]
+        ended.state = .finished
+        ended.filePath = "/container/d1"
+        let before = try store.write { $0.totalChangesCount }
+        _ = try store.turn(
+            recording: [ended], startedEarly: early, now: Date(), apps: ["app"],
+            excluding: Set(early.map(\.uniqueIdentifier)), saturatedHosts: [], backgroundLimit: 0
+        ) { _ in [] }
+        #expect(try store.write { $0.totalChangesCount } - before == 3)
+        let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0) })
+        #expect(rows["d1"]?.state == .finished && rows["d1"]?.attempts == 1 && rows["d1"]?.filePath == "/container/d1")
+        #expect(rows["d2"]?.state == .downloading && rows["d2"]?.attempts == 1)
+        #expect(rows["d3"]?.state == .downloading && rows["d3"]?.attempts == 1)
     }
 
     /// A turn with outcomes is one transaction: they are recorded first, the queue is then read as they left it (a

@@ -192,6 +192,54 @@ import TestSupport
         }
     }
 
+    /// Past `BodyWriter.handOffAfter` a body is written on a queue beside the event loop (`BodyWriteQueue`): it keeps
+    /// the promises of a body written on the loop. Its bytes land whole and in order (checked by its SHA-256, computed
+    /// as they are written); a body cut short leaves every byte that arrived written before the attempt ends, and is
+    /// resumed from there; a byte limit still stops it; the body's end frees the slot once, and only when whole.
+    @Test func aLargeBodyWrittenBesideTheLoopKeepsEveryPromise() async throws {
+        let size = Int(BodyWriter.handOffAfter) + (4 << 20)
+        let body = try #require(FileHandle(forReadingAtPath: "/dev/urandom")?.readData(ofLength: size))
+        let name = "large-\(UUID().uuidString)"
+        let cut = Int(BodyWriter.handOffAfter) + (2 << 20) + 12_345
+        Self.faults.serve(body, at: name, faults: [.truncate(afterBytes: cut)])
+        try Nginx.shared.serve(body, at: "plain/\(name)")
+        try await withClient { client in
+            let whole = partial()
+            let done = await client.perform(
+                request(Nginx.shared.http("plain/\(name)"), size: size, path: whole, sha256: Self.sha256(body)),
+                observer: Recorder())
+            let doneSize = try done.get()
+            #expect(doneSize == Int64(size))
+            #expect(contents(whole) == body)
+
+            let path = partial()
+            let recorder = Recorder()
+            guard case .failure(let error) = await client.perform(
+                request(Self.faults.url(name), size: size, path: path), observer: recorder)
+            else { Issue.record("a truncated body passed"); return }
+            #expect(error.kind == .transient)
+            #expect(contents(path) == body.prefix(cut))
+            #expect(recorder.bodiesEnded.withLock { $0 } == 0)
+            let validator = recorder.began.withLock { $0.first?.0 }
+            let resumed = await client.perform(
+                request(Self.faults.url(name), size: size, path: path, validator: validator, sha256: Self.sha256(body)),
+                observer: recorder)
+            let resumedSize = try resumed.get()
+            #expect(resumedSize == Int64(size))
+            #expect(contents(path) == body)
+            #expect(recorder.bodiesEnded.withLock { $0 } == 1)
+
+            let limited = partial()
+            let limit = BodyWriter.handOffAfter + (1 << 20)
+            let url = Nginx.shared.http("plain/\(name)")
+            guard case .failure(let passed) = await client.perform(
+                request(url, size: 0, path: limited, byteLimit: limit), observer: Recorder())
+            else { Issue.record("the limit was passed"); return }
+            #expect(passed.code == TransferError.byteLimitExceeded, "\(passed)")
+            #expect(!FileManager.default.fileExists(atPath: limited))
+        }
+    }
+
     @Test func serverThatAnswers200ToARangeRestartsTheFileCleanly() async throws {
         let body = data(200_000)
         let name = "ignores-range-\(UUID().uuidString)"
