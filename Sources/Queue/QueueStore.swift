@@ -240,8 +240,8 @@ public final class QueueStore: Sendable {
 
     /// Marks `startedEarly` moving, then saves `outcomes` (`record`). A download started early whose outcome is
     /// among them is not marked: its outcome's row sets every column the mark would (the state, the attempt counted
-    /// when it started, the retry time), so with many small files, most of which end before the turn after their
-    /// start, each row is written once instead of twice.
+    /// when it started, the retry time), so with many small files, many of which end before the turn after their
+    /// start, each such row is written once instead of twice.
     static func record(
         _ outcomes: [QueuedDownload], startedEarly: [QueuedDownload], _ db: Database
     ) throws -> Set<String> {

@@ -242,12 +242,12 @@ final class BodyWriter: HTTPClientResponseDelegate {
             return (state.resumeReading, state.refusal, state.writes)
         }
         resume?.fail(error)
-        let failure = refusal ?? TransferClient.classify(error)
-        guard let writes else { return end(failure) }
-        // What was queued is written first: the file is resumed from all that arrived.
-        writes.finish { [self] file, _ in
+        guard let writes else { return end(refusal ?? TransferClient.classify(error)) }
+        // What was queued is written first: the file is resumed from all that arrived. A write that failed (a full
+        // disk) says more than the request's end.
+        writes.finish { [self] file, written in
             state.withLock { $0.file = file }
-            end(failure)
+            end(refusal ?? written ?? TransferClient.classify(error))
         }
     }
 
