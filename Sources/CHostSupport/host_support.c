@@ -256,66 +256,10 @@ int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
     return 0;
 }
 
-/* The write-behind's own thread: starting a step's writeback is the filesystem's work (allocating the blocks,
- * building the requests), which on the writer's thread held up the event loop that also reads the socket. Each step
- * goes with a descriptor of its own (dup), so that the file's owner may close it whatever the thread has yet to do.
- * A full queue, or a thread that cannot be started, does the step on the caller's thread: the queue's depth is what
- * bounds the dirty pages ahead of the disk. */
-#define WRITEBACK_QUEUE 16
-static struct writeback_step { int fd; int64_t offset, length; } writeback_queue[WRITEBACK_QUEUE];
-static int writeback_head, writeback_count, writeback_state; /* state: 0 not started, 1 running, -1 failed */
-static pthread_mutex_t writeback_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t writeback_ready = PTHREAD_COND_INITIALIZER;
-
-static void *writeback_thread(void *unused) {
-    (void)unused;
-    pthread_setname_np(pthread_self(), "bahost-wback");
-    pthread_mutex_lock(&writeback_lock);
-    for (;;) {
-        while (writeback_count == 0) pthread_cond_wait(&writeback_ready, &writeback_lock);
-        struct writeback_step step = writeback_queue[writeback_head];
-        writeback_head = (writeback_head + 1) % WRITEBACK_QUEUE;
-        writeback_count--;
-        pthread_mutex_unlock(&writeback_lock);
-        (void)sync_file_range(step.fd, step.offset, step.length, SYNC_FILE_RANGE_WRITE);
-        close(step.fd);
-        pthread_mutex_lock(&writeback_lock);
-    }
-    return NULL;
-}
-
-/* Queues the step; false when it must be done by the caller. */
-static bool queue_writeback(int fd, int64_t offset, int64_t length) {
-    pthread_mutex_lock(&writeback_lock);
-    if (writeback_state == 0) {
-        pthread_t thread;
-        pthread_attr_t attributes;
-        pthread_attr_init(&attributes);
-        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        sigset_t all, previous;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &previous);
-        writeback_state = pthread_create(&thread, &attributes, writeback_thread, NULL) == 0 ? 1 : -1;
-        pthread_sigmask(SIG_SETMASK, &previous, NULL);
-        pthread_attr_destroy(&attributes);
-    }
-    int copy = -1;
-    if (writeback_state == 1 && writeback_count < WRITEBACK_QUEUE) copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy >= 0) {
-        writeback_queue[(writeback_head + writeback_count) % WRITEBACK_QUEUE] =
-            (struct writeback_step){copy, offset, length};
-        writeback_count++;
-        pthread_cond_signal(&writeback_ready);
-    }
-    pthread_mutex_unlock(&writeback_lock);
-    return copy >= 0;
-}
-
 void bahost_write_behind(int fd, int64_t *written_back, int64_t length, bool finished) {
     int64_t pending = length - *written_back;
     if (pending <= 0 || (pending < BAHOST_WRITEBACK_STEP && !finished)) return;
-    if (!queue_writeback(fd, *written_back, pending))
-        (void)sync_file_range(fd, *written_back, pending, SYNC_FILE_RANGE_WRITE);
+    (void)sync_file_range(fd, *written_back, pending, SYNC_FILE_RANGE_WRITE);
     *written_back = length;
 }
 

@@ -59,8 +59,7 @@ int bahost_peer_credentials(int fd, pid_t *pid, uid_t *uid);
  * more than `*written_back`, or at all when `finished`, starts writing them to disk without waiting
  * (sync_file_range with SYNC_FILE_RANGE_WRITE, which Swift cannot import) and advances `*written_back`. The sync
  * that ends the file then waits for the last step only, and dirty pages do not pile up behind a fast writer. Only
- * a hint: a failure shows up, if it matters, in that sync. The step is made by a thread of the process's own, on
- * a duplicate of `fd`, so the caller may close its descriptor at once; thread-safe. */
+ * a hint: a failure shows up, if it matters, in that sync. */
 #define BAHOST_WRITEBACK_STEP ((int64_t)8 << 20)
 void bahost_write_behind(int fd, int64_t *written_back, int64_t length, bool finished);
 
