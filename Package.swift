@@ -133,7 +133,7 @@ let package = Package(
             name: "Engine",
             dependencies: [
                 "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Packs", "Policy", "Queue",
-                "Transfer", "Vocabulary", .product(name: "NIOPosix", package: "swift-nio"),
+                "Transfer", "Vocabulary",
             ]),
         // Above the engine: the service and the command line speak to it in its own values and intents
         // (`DownloadStatus`, `InstalledApp`, `LifecycleEvent`, `HostEngine.install`), never in its queue's rows, so

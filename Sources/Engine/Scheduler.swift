@@ -2,6 +2,7 @@ import Foundation
 import Policy
 import Queue
 import Synchronization
+import Transfer
 
 /// Decides what runs next and starts it: foreground first, then the background slots shared between apps (the
 /// next to the app with the fewest running; within an app, essential, priority, age), within the global and

@@ -7,21 +7,23 @@ import NIOPosix
 /// On Swift's cooperative pool, which has one thread per core, a few waiting transfers stall every other task, the
 /// HTTP client's included; many small files then ran at a fraction of the network's speed (Benchmarks). Here
 /// waiting costs only a thread of this pool.
-final class TransferExecutor: TaskExecutor {
+public final class TransferExecutor: TaskExecutor {
     private let pool: NIOThreadPool
 
-    init(threads: Int) {
+    /// Starts `threads` threads (at least one).
+    public init(threads: Int) {
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
         pool.start()
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         pool.submit { _ in job.runSynchronously(on: executor) }
     }
 
-    func shutdown() async {
+    /// Stops the threads once what was submitted has run.
+    public func shutdown() async {
         try? await pool.shutdownGracefully()
     }
 }
@@ -29,12 +31,13 @@ final class TransferExecutor: TaskExecutor {
 /// Runs a task's jobs on one event loop: where a transfer runs until its body ends, so that its request, its head and
 /// its body are handled by the thread that reads its socket, without a thread wake-up between them
 /// (docs/PERFORMANCE.md, "A transfer on its event loop until its body ends"). Nothing may wait there.
-final class EventLoopExecutor: TaskExecutor {
-    let loop: any EventLoop
+public final class EventLoopExecutor: TaskExecutor {
+    /// The loop every job runs on.
+    public let loop: any EventLoop
 
-    init(_ loop: any EventLoop) { self.loop = loop }
+    public init(_ loop: any EventLoop) { self.loop = loop }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         loop.execute { job.runSynchronously(on: executor) }
