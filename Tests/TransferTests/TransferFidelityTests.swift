@@ -23,8 +23,8 @@ import TestSupport
 
     /// One attempt, run as the host runs a transfer: its request, head and body on the event loop that reads it, what
     /// waits for the disk on a transfer thread. On Swift's cooperative pool instead, what the attempt reports would
-    /// depend on what else holds the pool's threads: in a parallel test run, a synchronous test holding both of a
-    /// 2-core machine's kept the task from judging the head until the body had ended, and progress came only then.
+    /// depend on what else holds the pool's threads: in a parallel test run, synchronous tests holding all of them kept
+    /// the task from judging the head until the body had ended, and progress came only then.
     func perform(
         _ request: TransferRequest, observer: TransferObserver = Progress(), connectTimeout: Duration = .seconds(10)
     ) async throws -> Result<Int64, TransferError> {
