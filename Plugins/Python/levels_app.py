@@ -101,6 +101,10 @@ def main():
     parser.add_argument("--foreground", action="append", type=spec, default=[], help="ID=URL@SIZE, now")
     parser.add_argument("--promote", action="append", default=[], help="a scheduled download to the foreground")
     parser.add_argument("--cancel", action="append", default=[], help="a scheduled download")
+    parser.add_argument("--then-cancel", action="store_true",
+                        help="cancel each download scheduled here, with the value it was scheduled with")
+    parser.add_argument("--then-promote", action="store_true",
+                        help="promote each download scheduled here, with the value it was scheduled with")
     parser.add_argument("--delegate", choices=["full", "progress-only", "none"], default="full")
     parser.add_argument("--wait-for", type=int, default=0, help="exit after this many completions")
     parser.add_argument("--timeout", type=float, default=60)
@@ -150,6 +154,12 @@ def main():
 
     for download in arguments.schedule:
         attempt("schedule", download.identifier, lambda: manager.schedule_download(download))
+    # What an app does: the BAURLDownload it scheduled names the download it scheduled.
+    for download in arguments.schedule:
+        if arguments.then_promote:
+            attempt("promote", download.identifier, lambda: manager.start_foreground_download(download))
+        if arguments.then_cancel:
+            attempt("cancel", download.identifier, lambda: manager.cancel(download))
     for download in arguments.foreground:
         attempt("startForeground", download.identifier, lambda: manager.start_foreground_download(download))
     for identifier in arguments.promote:

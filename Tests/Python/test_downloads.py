@@ -3,6 +3,7 @@
 launched processes."""
 
 import errno
+import json
 import os
 import signal
 import time
@@ -87,6 +88,33 @@ def test_cancel_and_the_current_downloads(service, nginx):
     assert cancels[0]["ok"] is True, output
     assert cancels[1]["ok"] is False and cancels[1]["error"].startswith("BAErrorDomain 101"), output
     assert first(found, "currentDownloads")["identifiers"] == [], output
+
+
+def test_the_download_an_app_scheduled_is_the_one_it_cancels_or_promotes(service, nginx):
+    # A newcomer's code: the BAURLDownload the app scheduled (no unique identifier of its own) is the one it cancels
+    # or promotes. 2 MB at /slow/'s 1 MB/s: were the cancel refused, the download would finish while the app stays.
+    url = nginx.serve(f"slow/{service.dir}/gone.pack", bytes(2_000_000))
+    status, found, output = service.run_app("--schedule", f"gone={url}@2000000", "--then-cancel", "--stay", "4",
+                                            "--list")
+    assert first(found, "cancel", identifier="gone")["ok"] is True, output
+    assert not [e for e in found if e.get("event") in ("began", "finished", "failed")], output
+    assert first(found, "currentDownloads")["identifiers"] == [], output
+    assert "gone" not in service.downloads()
+    time.sleep(1)
+    assert "kept gone" not in service.log_text()
+
+    url = nginx.serve(f"slow/{service.dir}/now.pack", bytes(24_000_000))
+    app = service.start_app("--schedule", f"now={url}@24000000", "--then-promote", "--stay", "3")
+    promoted = None
+    while promoted is None:
+        line = app.stdout.readline()
+        assert line, "the app ended before it promoted"
+        if line.startswith("{") and json.loads(line).get("event") == "promote":
+            promoted = json.loads(line)
+    assert promoted["ok"] is True, promoted
+    assert wait_until(lambda: service.downloads().get("now", {}).get("foreground") is True
+                      and service.downloads()["now"].get("bytesReceived", 0) > 0, 2)
+    app.wait()
 
 
 def test_exclusive_control_holds_between_app_processes(service):

@@ -113,6 +113,41 @@ import TestSupport
         #expect(!partials.contains { $0.contains("big") })
     }
 
+    /// A newcomer's code: the value the app scheduled (a C struct whose `unique_identifier` it left NULL, a Swift
+    /// object) is the one it cancels or promotes. The cancelled download never completes, to the app or its extension.
+    @Test(arguments: LevelsApp.all) func theDownloadAnAppScheduledIsTheOneItCancelsOrPromotes(levelsApp: LevelsApp) throws {
+        let (daemon, app) = try installed(manifest: #"{"assets": []}"#, plugin: TestPlugins.swiftExample)
+        let dir = "slow/own-\(UUID().uuidString.prefix(8))"
+        // 2 MB at /slow/'s 1 MB/s: were the cancel refused, the download would finish while the app stays.
+        try nginx.serve(Data(count: 2_000_000), at: "\(dir)/gone.pack")
+        try nginx.serve(Data(count: 24_000_000), at: "\(dir)/now.pack")
+        let cancelled = try levelsApp.run(
+            ["--schedule", "gone=\(nginx.https("\(dir)/gone.pack"))@2000000", "--then-cancel", "--stay", "4", "--list"],
+            app: app.identifier, daemon: daemon)
+        let answer = cancelled.events().first { $0["event"] as? String == "cancel" }
+        #expect(answer?["ok"] as? Bool == true, "\(cancelled.stdout)")
+        #expect(!cancelled.events().contains { ["began", "finished", "failed"].contains($0["event"] as? String) },
+                "\(cancelled.stdout)")
+        #expect(try daemon.downloads(app.identifier)["gone"] == nil)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(!daemon.logText.contains("kept gone"))
+
+        // Promoted with the value it was scheduled with: in the foreground, started at once, while the app stays.
+        let promoter = try levelsApp.start(
+            ["--schedule", "now=\(nginx.https("\(dir)/now.pack"))@24000000", "--then-promote", "--stay", "3"],
+            app: app.identifier, daemon: daemon)
+        var promoted: [String: Any]?
+        while promoted == nil, let line = firstLine(promoter.out) {
+            if line["event"] as? String == "promote" { promoted = line }
+        }
+        #expect(promoted?["ok"] as? Bool == true, "\(promoted ?? [:])")
+        #expect(try ServiceDaemon.waitUntil(2) {
+            let row = try daemon.downloads(app.identifier)["now"]
+            return row?["foreground"] as? Bool == true && (row?["bytesReceived"] as? Int ?? 0) > 0
+        })
+        promoter.process.waitUntilExit()
+    }
+
     @Test(arguments: LevelsApp.all) func twoAppsSeeAndTouchOnlyTheirOwnDownloads(levelsApp: LevelsApp) throws {
         let (daemon, levels) = try installed(manifest: #"{"assets": []}"#, plugin: TestPlugins.swiftExample)
         let (_, other) = try installed(

@@ -45,6 +45,7 @@ static struct {
     bool exclusive_control;
     int64_t exclusive_timeout_ms;
     bool list, json, library_thread, answer_later;
+    bool then_cancel, then_promote; /* with the very ba_download_t each --schedule was scheduled with */
 } options = {.delegate = "full", .timeout = 60};
 
 static ba_app_t *app;
@@ -329,6 +330,8 @@ static void usage(FILE *out) {
             "  --foreground ID=URL@SIZE    start a download in the foreground now\n"
             "  --promote ID                promote a scheduled download to the foreground\n"
             "  --cancel ID                 cancel a scheduled download\n"
+            "  --then-cancel               cancel each download scheduled here, with the struct it was scheduled with\n"
+            "  --then-promote              promote each download scheduled here, with the struct it was scheduled with\n"
             "  --delegate KIND             full, progress-only (no completion functions) or none\n"
             "  --wait-for N                exit after N completions reached the delegate\n"
             "  --timeout SECONDS           how long to wait for them (60)\n"
@@ -345,7 +348,7 @@ static void usage(FILE *out) {
 
 static void parse(int argc, char **argv) {
     enum { SCHEDULE = 256, FOREGROUND, PROMOTE, CANCEL, DELEGATE, WAIT_FOR, TIMEOUT, STAY, CREDENTIAL, IN_FINISHED,
-           EXCLUSIVE, HOLD, LIST, JSON, CALLBACKS, ANSWER_LATER, HELP };
+           EXCLUSIVE, HOLD, LIST, JSON, CALLBACKS, ANSWER_LATER, THEN_CANCEL, THEN_PROMOTE, HELP };
     static const struct option long_options[] = {
         {"schedule", required_argument, 0, SCHEDULE}, {"foreground", required_argument, 0, FOREGROUND},
         {"promote", required_argument, 0, PROMOTE}, {"cancel", required_argument, 0, CANCEL},
@@ -355,6 +358,7 @@ static void parse(int argc, char **argv) {
         {"exclusive-control", required_argument, 0, EXCLUSIVE}, {"hold", required_argument, 0, HOLD},
         {"list", no_argument, 0, LIST}, {"json", no_argument, 0, JSON}, {"callbacks", required_argument, 0, CALLBACKS},
         {"answer-challenge-later", no_argument, 0, ANSWER_LATER},
+        {"then-cancel", no_argument, 0, THEN_CANCEL}, {"then-promote", no_argument, 0, THEN_PROMOTE},
         {"help", no_argument, 0, HELP}, {0, 0, 0, 0}};
     for (int option; (option = getopt_long(argc, argv, "h", long_options, NULL)) != -1;) {
         bool ok = true;
@@ -382,6 +386,8 @@ static void parse(int argc, char **argv) {
         case LIST: options.list = true; break;
         case JSON: options.json = true; break;
         case ANSWER_LATER: options.answer_later = true; break;
+        case THEN_CANCEL: options.then_cancel = true; break;
+        case THEN_PROMOTE: options.then_promote = true; break;
         case CALLBACKS:
             ok = !strcmp(optarg, "thread") || !strcmp(optarg, "dispatch");
             options.library_thread = !strcmp(optarg, "thread");
@@ -446,9 +452,18 @@ int main(int argc, char **argv) {
         }
     }
 
+    ba_download_t scheduled[MAX_SPECS];
     for (int i = 0; i < options.schedule_count; i++) {
-        ba_download_t download = describe_spec(&options.schedule[i]);
-        report("schedule", download.identifier, ba_app_schedule_download(app, &download, &error), &error);
+        scheduled[i] = describe_spec(&options.schedule[i]);
+        report("schedule", scheduled[i].identifier, ba_app_schedule_download(app, &scheduled[i], &error), &error);
+    }
+    /* What a game does: the struct it filled (unique_identifier NULL) names the download it scheduled. */
+    for (int i = 0; i < options.schedule_count; i++) {
+        if (options.then_promote)
+            report("promote", scheduled[i].identifier, ba_app_start_foreground_download(app, &scheduled[i], &error),
+                   &error);
+        if (options.then_cancel)
+            report("cancel", scheduled[i].identifier, ba_app_cancel_download(app, &scheduled[i], &error), &error);
     }
     for (int i = 0; i < options.foreground_count; i++) {
         ba_download_t download = describe_spec(&options.foreground[i]);

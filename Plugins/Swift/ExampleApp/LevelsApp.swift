@@ -16,6 +16,8 @@ struct LevelsApp: AsyncParsableCommand {
     @Option(help: "Start a download in the foreground now: ID=URL@SIZE.") var foreground: [DownloadSpec] = []
     @Option(help: "Promote a scheduled download (by identifier) to the foreground.") var promote: [String] = []
     @Option(help: "Cancel a scheduled download (by identifier).") var cancel: [String] = []
+    @Flag(help: "Cancel each download scheduled here, with the object it was scheduled with.") var thenCancel = false
+    @Flag(help: "Promote each download scheduled here, with the object it was scheduled with.") var thenPromote = false
     @Option(help: "Which delegate to set: full, progress-only (no completion methods), or none.")
     var delegate: DelegateKind = .full
     @Option(help: "Exit after this many completions (finished or failed) reached the delegate.") var waitFor = 0
@@ -70,7 +72,13 @@ struct LevelsApp: AsyncParsableCommand {
                 printer.event(action, ["identifier": identifier, "ok": false, "error": Printer.describe(error)])
             }
         }
-        for spec in schedule { attempt("schedule", spec.identifier) { try manager.scheduleDownload(spec.download) } }
+        let scheduled = schedule.map(\.download)
+        for download in scheduled { attempt("schedule", download.identifier) { try manager.scheduleDownload(download) } }
+        // What an app does: the object it scheduled names the download it scheduled.
+        for download in scheduled {
+            if thenPromote { attempt("promote", download.identifier) { try manager.startForegroundDownload(download) } }
+            if thenCancel { attempt("cancel", download.identifier) { try manager.cancel(download) } }
+        }
         for spec in foreground { attempt("startForeground", spec.identifier) { try manager.startForegroundDownload(spec.download) } }
         for identifier in promote {
             attempt("promote", identifier) {

@@ -8,9 +8,10 @@ import Vocabulary
 /// The 1.0 size of `ba_download_t` (pinned in SDK/C/abi_layout.c).
 private let downloadSize10 = 88
 
-/// A caller's download as the SDK's object, or nil after filling `error` (Apple's code 0) for a malformed one.
-private func object(_ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?) -> BADownload? {
-    func invalid(_ message: String) -> BADownload? {
+/// A caller's download as it described it (`unique_identifier` NULL stays nil: the service then matches the app's
+/// active download by `identifier`), or nil after filling `error` (Apple's code 0) for a malformed one.
+private func described(_ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?) -> Download? {
+    func invalid(_ message: String) -> Download? {
         ErrorOut.fill(
             error, domain: BAErrorDomain, code: Int64(BAErrorCode.downloadInvalid.rawValue), message: message)
         return nil
@@ -28,31 +29,31 @@ private func object(_ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMu
     guard download.pointee.http_header_count == 0 || download.pointee.http_headers != nil else {
         return invalid("the download has \(download.pointee.http_header_count) headers and no array of them")
     }
-    return ABIDownload.object(download.pointee)
+    return ABIDownload.value(download.pointee)
 }
 
 @_cdecl("ba_app_schedule_download")
 public func ba_app_schedule_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    guard let object = object(download, error) else { return false }
-    return withConnection(app, error) { _ in try BADownloadManager.shared.scheduleDownload(object) }
+    guard let download = described(download, error) else { return false }
+    return withConnection(app, error) { _ in try BADownloadManager.shared.scheduleDownload(described: download) }
 }
 
 @_cdecl("ba_app_start_foreground_download")
 public func ba_app_start_foreground_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    guard let object = object(download, error) else { return false }
-    return withConnection(app, error) { _ in try BADownloadManager.shared.startForegroundDownload(object) }
+    guard let download = described(download, error) else { return false }
+    return withConnection(app, error) { _ in try BADownloadManager.shared.startForegroundDownload(described: download) }
 }
 
 @_cdecl("ba_app_cancel_download")
 public func ba_app_cancel_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    guard let object = object(download, error) else { return false }
-    return withConnection(app, error) { _ in try BADownloadManager.shared.cancel(object) }
+    guard let download = described(download, error) else { return false }
+    return withConnection(app, error) { _ in try BADownloadManager.shared.cancel(described: download) }
 }
 
 @_cdecl("ba_app_fetch_current_downloads")

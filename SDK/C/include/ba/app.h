@@ -117,6 +117,11 @@ int ba_app_dispatch(ba_app_t *app);
 /* [any thread; blocks for a round trip] Apple's scheduleDownload(_:): queued, to run at the system's discretion. */
 bool ba_app_schedule_download(ba_app_t *app, const ba_download_t *download, ba_error_t *error);
 
+/* Which download a call names: the one with download->unique_identifier when it is set (a download the library
+ * handed the app: fetched, or passed to a delegate function); when it is NULL (a download the app filled itself), the
+ * app's scheduled or running download with download->identifier, which is unique among them. So the struct an app
+ * scheduled is the one it promotes or cancels, as the object an app schedules on Apple is. */
+
 /* [any thread; blocks for a round trip] Apple's startForegroundDownload(_:): now, or a scheduled one promoted. */
 bool ba_app_start_foreground_download(ba_app_t *app, const ba_download_t *download, ba_error_t *error);
 

@@ -33,7 +33,7 @@ typedef struct ba_download {
     uint32_t struct_size;                   /* sizeof(ba_download_t) as the filler compiled it */
     int32_t kind;                           /* ba_download_kind_t */
     const char *identifier;                 /* client-defined; unique within the app; required */
-    const char *unique_identifier;          /* system-provided; NULL on a download the extension creates */
+    const char *unique_identifier;          /* system-provided; NULL on a download the extension or app creates */
     const char *url;                        /* https (plain http only to loopback when the host allows it) */
     const char *application_group_identifier; /* the app group the finished file is stored for; required */
     int64_t file_size;                      /* exact bytes on the wire; 0 = unknown (non-essential only) */

@@ -9,22 +9,18 @@ import Vocabulary
     }
 
     /// The object an entry point receives: a `BAURLDownload`, or the manifest's private download class.
-    public static func object(_ d: ba_download_t) -> BADownload {
+    public static func object(_ d: ba_download_t) -> BADownload { value(d).object }
+
+    /// The download's fields as the host's value, `uniqueIdentifier` nil where the caller left it NULL.
+    public static func value(_ d: ba_download_t) -> Download {
         func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
-        let identifier = text(d.identifier) ?? ""
-        let group = text(d.application_group_identifier) ?? ""
-        let state = BADownload.State(rawValue: Int(d.state)) ?? .failed
-        let priority = BADownload.Priority(Int(d.priority))
         // The host checked the URL when the download was returned or scheduled; it is parsed only if asked for.
-        guard d.kind == Int32(BA_DOWNLOAD_KIND_URL.rawValue), let url = text(d.url) else {
-            return BAManifestDownload(
-                identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, priority: priority,
-                isEssential: d.essential, applicationGroupIdentifier: group, fileSize: Int(d.file_size))
-        }
-        let headerLines = (0..<Int(d.http_header_count)).compactMap { text(d.http_headers[$0]) }
-        return BAURLDownload(
-            identifier: identifier, uniqueIdentifier: text(d.unique_identifier), state: state, url: url,
-            headerLines: headerLines, essential: d.essential, fileSize: Int(d.file_size),
-            applicationGroupIdentifier: group, priority: priority, sha256: text(d.sha256))
+        let isURL = d.kind == Int32(BA_DOWNLOAD_KIND_URL.rawValue) && d.url != nil
+        return Download(
+            kind: isURL ? .url : .manifest, identifier: text(d.identifier) ?? "",
+            uniqueIdentifier: text(d.unique_identifier), url: isURL ? text(d.url) : nil,
+            applicationGroupIdentifier: text(d.application_group_identifier) ?? "", fileSize: d.file_size,
+            priority: d.priority, state: d.state, isEssential: d.essential, sha256: isURL ? text(d.sha256) : nil,
+            httpHeaders: isURL ? (0..<Int(d.http_header_count)).compactMap { text(d.http_headers[$0]) } : [])
     }
 }

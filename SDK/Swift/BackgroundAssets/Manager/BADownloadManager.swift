@@ -42,22 +42,17 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {  // safe: 
 
     /// Schedules a download to run in the background at the system's discretion.
     public func scheduleDownload(_ download: BADownload) throws {
-        if answeringContentRequest.withLock({ $0 }) {
-            throw NSError.backgroundAssets(
-                .callFromExtensionNotAllowed,
-                "downloads cannot be scheduled inside downloads(for:manifestURL:extensionInfo:); return them")
-        }
-        try transport.schedule(download)
+        try scheduleDownload(described: Download(download))
     }
 
     /// Starts a download now, or promotes a scheduled one (resuming it). App only: an extension gets code 50.
     public func startForegroundDownload(_ download: BADownload) throws {
-        try transport.startForeground(download)
+        try transport.startForeground(Download(download))
     }
 
     /// Cancels a scheduled or running download; code 101 when it is not scheduled.
     public func cancel(_ download: BADownload) throws {
-        try transport.cancel(download)
+        try transport.cancel(Download(download))
     }
 
     /// The app's scheduled and in-flight downloads. Blocks: do not call it from the main thread.

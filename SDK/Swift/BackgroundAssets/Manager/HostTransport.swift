@@ -7,9 +7,11 @@ import Vocabulary
 protocol HostTransport: Sendable {
     /// True inside an extension, where some calls are not allowed (Apple's code 50).
     var isExtension: Bool { get }
-    func schedule(_ download: BADownload) throws
-    func startForeground(_ download: BADownload) throws
-    func cancel(_ download: BADownload) throws
+    /// A download as its caller described it: `uniqueIdentifier` nil names the app's active download with its
+    /// `identifier` (a download a binding's caller made and never fetched).
+    func schedule(_ download: Download) throws
+    func startForeground(_ download: Download) throws
+    func cancel(_ download: Download) throws
     func currentDownloads() throws -> [BADownload]
     /// The same downloads as the service's reply, for the language bindings, which copy them into C memory.
     func currentDownloadsReply() throws -> DownloadsReply
@@ -32,16 +34,16 @@ struct ExtensionChannel: HostTransport, @unchecked Sendable {  // safe: the tabl
         guard body(&error) else { throw NSError(abi: error) }
     }
 
-    func schedule(_ download: BADownload) throws {
-        try call { error in ABIDownload.with(download) { host.pointee.schedule_download(host, $0, error) } }
+    func schedule(_ download: Download) throws {
+        try call { error in download.withABI { host.pointee.schedule_download(host, $0, error) } }
     }
 
-    func startForeground(_ download: BADownload) throws {
-        try call { error in ABIDownload.with(download) { host.pointee.start_foreground_download(host, $0, error) } }
+    func startForeground(_ download: Download) throws {
+        try call { error in download.withABI { host.pointee.start_foreground_download(host, $0, error) } }
     }
 
-    func cancel(_ download: BADownload) throws {
-        try call { error in ABIDownload.with(download) { host.pointee.cancel_download(host, $0, error) } }
+    func cancel(_ download: Download) throws {
+        try call { error in download.withABI { host.pointee.cancel_download(host, $0, error) } }
     }
 
     func currentDownloads() throws -> [BADownload] {

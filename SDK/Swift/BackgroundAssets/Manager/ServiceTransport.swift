@@ -77,11 +77,11 @@ final class ServiceTransport: HostTransport, Sendable {
 
     // MARK: Calls
 
-    func schedule(_ download: BADownload) throws { try expectOK(.schedule(Download(download))) }
+    func schedule(_ download: Download) throws { try expectOK(.schedule(download)) }
 
-    func startForeground(_ download: BADownload) throws { try expectOK(.startForeground(Download(download))) }
+    func startForeground(_ download: Download) throws { try expectOK(.startForeground(download)) }
 
-    func cancel(_ download: BADownload) throws { try expectOK(.cancel(Download(download))) }
+    func cancel(_ download: Download) throws { try expectOK(.cancel(download)) }
 
     func currentDownloads() throws -> [BADownload] {
         let reply = try currentDownloadsReply()
