@@ -26,7 +26,42 @@ private struct AppleHostedExtension: StoreDownloaderExtension {
     func shouldDownload(_ assetPack: AssetPack) -> Bool { assetPack.id != "skip" }
 }
 
+/// A SwiftUI app's download controller: isolated to the main actor, its delegate methods marked so too, its state
+/// not Sendable. Against Apple's SDK this conforms (the protocol comes from Objective-C); here, in Swift 6 mode, too.
+@MainActor private final class DownloadController: NSObject, BADownloadManagerDelegate {
+    var progress: [String: Double] = [:]
+    var finished: [URL] = []
+    var failures: [String] = []
+
+    @MainActor func downloadDidBegin(_ download: BADownload) { progress[download.identifier] = 0 }
+    @MainActor func downloadDidPause(_ download: BADownload) {}
+    @MainActor func download(
+        _ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {
+        progress[download.identifier] = Double(totalBytesWritten) / Double(max(totalBytesExpectedToWrite, 1))
+    }
+    @MainActor func download(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        completionHandler(.performDefaultHandling, nil)
+    }
+    @MainActor func download(_ download: BADownload, failedWithError error: any Error) {
+        failures.append(download.identifier)
+    }
+    @MainActor func download(_ download: BADownload, finishedWithFileURL fileURL: URL) { finished.append(fileURL) }
+}
+
 @Suite struct AppleDeclarationsTests {
+    /// The main-actor controller is a delegate like any other.
+    @MainActor @Test func aMainActorControllerIsADelegate() {
+        let controller = DownloadController()
+        BADownloadManager.shared.delegate = controller
+        #expect(BADownloadManager.shared.delegate === controller)
+        BADownloadManager.shared.delegate = nil
+    }
+
     /// The declarations' exact types, as Apple's swiftinterface spells them.
     @available(*, deprecated)
     @Test func theManagersDeclarationsHaveApplesTypes() async throws {

@@ -38,6 +38,30 @@ import TestSupport
         #expect(!daemon.logText.contains("kept extra"))
     }
 
+    /// A `@MainActor` controller as the delegate (Swift 6 mode, as SwiftUI apps write it): its methods run on the main
+    /// queue, in order, and it keeps the completion, exactly once.
+    @Test func aMainActorDelegateGetsItsCallbacksOnTheMainActor() throws {
+        let (daemon, app, dir) = try installed()
+        let extra = Data.random(count: 150_000)
+        try nginx.serve(extra, at: "\(dir)/extra.pack")
+        let launched = try Bahost.run([
+            "launch", app.identifier, "--socket", daemon.socket, "--", try LevelsApp.swift.path, "--json",
+            "--delegate", "main-actor", "--wait-for", "1", "--timeout", "30",
+            "--schedule", "extra=\(nginx.https("\(dir)/extra.pack"))@150000",
+        ])
+        #expect(launched.status == 0, "\(launched.stdout)\n\(launched.stderr)")
+        let events = launched.events()
+        let began = try #require(events.first { $0["event"] as? String == "began" })
+        #expect(began["mainQueue"] as? Bool == true)
+        let finished = try #require(events.first { $0["event"] as? String == "finished" })
+        #expect(finished["mainQueue"] as? Bool == true)
+        #expect(finished["sawBegin"] as? Bool == true)
+        let path = try #require(finished["path"] as? String)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == extra)
+        #expect(try daemon.downloads(app.identifier)["extra"]?["delivered"] as? Bool == true)
+        #expect(!daemon.logText.contains("kept extra"))
+    }
+
     @Test(arguments: LevelsApp.all) func anAppWithoutTheCompletionMethodsLeavesThemToTheExtension(levelsApp: LevelsApp) throws {
         let (daemon, app, dir) = try installed()
         try nginx.serve(Data.random(count: 120_000), at: "\(dir)/extra.pack")

@@ -29,4 +29,22 @@ SWIFT
 ! typecheck "$work/without-await.swift" || fail "statusUpdates was read without await: Apple's is actor-isolated"
 grep -q "actor-isolated property 'statusUpdates' can not be referenced from a nonisolated context" "$work/out" || {
     cat "$work/out" >&2; fail "statusUpdates without await failed for another reason"; }
+# An extension's methods are not isolated to the main actor, on Apple as here: Apple's BADownloaderExtension and
+# ManagedDownloaderExtension are Swift protocols whose methods are nonisolated, so a `@MainActor` extension type does
+# not conform there, and bahost's runner calls an extension on a thread of its own, where no main actor runs. (The
+# app's delegate differs: Apple imports it from Objective-C, and AppleDeclarationsTests holds a `@MainActor` one.)
+for protocol in BADownloaderExtension ManagedDownloaderExtension; do
+    cat > "$work/main-actor-$protocol.swift" <<SWIFT
+import BackgroundAssets
+import Foundation
+@MainActor struct LevelsExtension: $protocol {
+    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo)
+        -> Set<BADownload> { [] }
+    func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {}
+}
+SWIFT
+    ! typecheck "$work/main-actor-$protocol.swift" || fail "a @MainActor $protocol conformed: Apple's refuses it"
+    grep -q "conformance of 'LevelsExtension' to protocol 'BADownloaderExtension' crosses into main actor-isolated" \
+        "$work/out" || { cat "$work/out" >&2; fail "the @MainActor $protocol failed for another reason"; }
+done
 echo "PASS: Apple's actor isolation holds for code written against bahost"

@@ -18,7 +18,7 @@ struct LevelsApp: AsyncParsableCommand {
     @Option(help: "Cancel a scheduled download (by identifier).") var cancel: [String] = []
     @Flag(help: "Cancel each download scheduled here, with the object it was scheduled with.") var thenCancel = false
     @Flag(help: "Promote each download scheduled here, with the object it was scheduled with.") var thenPromote = false
-    @Option(help: "Which delegate to set: full, progress-only (no completion methods), or none.")
+    @Option(help: "Which delegate to set: full, progress-only (no completion methods), main-actor (a @MainActor class), or none.")
     var delegate: DelegateKind = .full
     @Option(help: "Exit after this many completions (finished or failed) reached the delegate.") var waitFor = 0
     @Option(help: "Seconds to wait for them.") var timeout: Double = 60
@@ -41,6 +41,7 @@ struct LevelsApp: AsyncParsableCommand {
         let delegateObject: (any BADownloadManagerDelegate)? = switch delegate {
         case .full: FullDelegate(printer: printer, received: received, credential: credential, misbehaviour: inFinished)
         case .progressOnly: ProgressOnlyDelegate(printer: printer)
+        case .mainActor: await MainActorDelegate(printer: printer, received: received)
         case .none: nil
         }
         manager.delegate = delegateObject
@@ -119,7 +120,7 @@ struct LevelsApp: AsyncParsableCommand {
 }
 
 enum DelegateKind: String, ExpressibleByArgument {
-    case full, progressOnly = "progress-only", none
+    case full, progressOnly = "progress-only", mainActor = "main-actor", none
 }
 
 /// What `--in-finished` asks the finished method to do wrong.
@@ -231,19 +232,61 @@ final class FullDelegate: NSObject, BADownloadManagerDelegate, @unchecked Sendab
         case .exit: Foundation.exit(3)
         default: break
         }
-        if let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.levels") {
-            let assets = container.appendingPathComponent("Assets")
-            let destination = assets.appendingPathComponent(download.identifier)
-            do {
-                try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
-                try? FileManager.default.removeItem(at: destination)
-                try FileManager.default.moveItem(at: fileURL, to: destination)
-                fields["path"] = destination.path
-            } catch {
-                fields["error"] = "\(error)"
-            }
-        }
+        keep(download, at: fileURL, describedIn: &fields)
         if case .kill(let pid) = misbehaviour { kill(pid, SIGKILL) }
+        printer.event("finished", fields)
+        received.add()
+    }
+}
+
+/// Moves a finished file into the app group's container (as an app must before its method returns), saying where in
+/// `fields`.
+func keep(_ download: BADownload, at fileURL: URL, describedIn fields: inout [String: Any]) {
+    guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.levels")
+    else { return }
+    let assets = container.appendingPathComponent("Assets")
+    let destination = assets.appendingPathComponent(download.identifier)
+    do {
+        try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(at: destination)
+        try FileManager.default.moveItem(at: fileURL, to: destination)
+        fields["path"] = destination.path
+    } catch {
+        fields["error"] = "\(error)"
+    }
+}
+
+/// A delegate as SwiftUI apps write one: a controller isolated to the main actor, with state of its own, whose
+/// methods Swift 6 runs there. Each event says whether it ran on the main queue.
+@MainActor final class MainActorDelegate: NSObject, BADownloadManagerDelegate {
+    let printer: Printer
+    let received: Received
+    private var began: Set<String> = []
+    private static let mainQueue = DispatchSpecificKey<Bool>()
+
+    init(printer: Printer, received: Received) {
+        self.printer = printer
+        self.received = received
+        DispatchQueue.main.setSpecific(key: Self.mainQueue, value: true)
+    }
+
+    private var onMainQueue: Bool { DispatchQueue.getSpecific(key: Self.mainQueue) == true }
+
+    func downloadDidBegin(_ download: BADownload) {
+        began.insert(download.identifier)
+        printer.event("began", ["identifier": download.identifier, "mainQueue": onMainQueue])
+    }
+
+    func download(_ download: BADownload, failedWithError error: any Error) {
+        printer.event("failed", ["identifier": download.identifier, "error": Printer.describe(error), "mainQueue": onMainQueue])
+        received.add()
+    }
+
+    func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
+        var fields: [String: Any] = [
+            "identifier": download.identifier, "mainQueue": onMainQueue, "sawBegin": began.contains(download.identifier),
+        ]
+        keep(download, at: fileURL, describedIn: &fields)
         printer.event("finished", fields)
         received.add()
     }

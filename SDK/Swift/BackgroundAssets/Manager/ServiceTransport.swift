@@ -19,8 +19,8 @@ final class ServiceTransport: HostTransport, Sendable {
     private let state = Mutex(State())
     /// Where managed asset packs' status updates go (`AssetPackManager`'s transport only).
     private let assetPackEvents: (@Sendable (AssetPackInfo, WirePackUpdate) -> Void)?
-    /// Delegate methods run here, one at a time, off the thread that reads the socket.
-    private let delegateQueue = DispatchQueue(label: "BADownloadManager.delegate")
+    /// Delegate methods run here, one at a time and in order, off the thread that reads the socket.
+    private let delegateCalls = DelegateCalls()
 
     private struct State {
         var connection: Connection?
@@ -254,13 +254,13 @@ final class ServiceTransport: HostTransport, Sendable {
             assetPackEvents?(pack, update)
             return
         }
-        delegateQueue.async {
+        delegateCalls.post {
             guard !self.isClosed, let delegate = BADownloadManager.shared.delegate else { return }
             switch event {
-            case .began(let download): delegate.downloadDidBegin(download.object)
-            case .paused(let download): delegate.downloadDidPause(download.object)
+            case .began(let download): await delegate.downloadDidBegin(download.object)
+            case .paused(let download): await delegate.downloadDidPause(download.object)
             case .progress(let download, let written, let total, let expected):
-                delegate.download(
+                await delegate.download(
                     download.object, didWriteBytes: written, totalBytesWritten: total,
                     totalBytesExpectedToWrite: expected)
             case .assetPack:
@@ -270,7 +270,7 @@ final class ServiceTransport: HostTransport, Sendable {
     }
 
     fileprivate func handle(_ callback: AppCallback, id: UInt64, on connection: Connection) {
-        delegateQueue.async {
+        let run = { @Sendable in
             // A callback of a transport the app closed is not answered: the service offers it again.
             guard !self.isClosed else { return }
             guard let delegate = BADownloadManager.shared.delegate else {
@@ -283,20 +283,20 @@ final class ServiceTransport: HostTransport, Sendable {
             // Apple deletes then too), and only then does the answer: a service killed in between still knows the
             // completion was delivered, and never hands it to the extension as well.
             case .finished(let download, let path):
-                DelegateCall.$current.withValue(call) {
-                    delegate.download(download.object, finishedWithFileURL: URL(fileURLWithPath: path))
+                await DelegateCall.$current.withValue(call) {
+                    await delegate.download(download.object, finishedWithFileURL: URL(fileURLWithPath: path))
                 }
                 if !call.unhandled { unlink(path) }
                 connection.answer(id, CallbackReply(handled: !call.unhandled))
             case .failed(let download, let error, let ticket):
-                DelegateCall.$current.withValue(call) {
-                    delegate.download(download.object, failedWithError: NSError(wire: error))
+                await DelegateCall.$current.withValue(call) {
+                    await delegate.download(download.object, failedWithError: NSError(wire: error))
                 }
                 if !call.unhandled { unlink(ticket) }
                 connection.answer(id, CallbackReply(handled: !call.unhandled))
             case .challenge(let download, let challenge):
-                DelegateCall.$current.withValue(call) {
-                    delegate.download(download.object, didReceive: challenge.object) { disposition, credential in
+                await DelegateCall.$current.withValue(call) {
+                    await delegate.download(download.object, didReceive: challenge.object) { disposition, credential in
                         connection.answer(
                             id,
                             CallbackReply(
@@ -306,6 +306,7 @@ final class ServiceTransport: HostTransport, Sendable {
                 }
             }
         }
+        if case .challenge = callback { delegateCalls.postBeside(run) } else { delegateCalls.post(run) }
     }
 
     static func invalid(_ message: String) -> NSError { .backgroundAssets(.callerConnectionInvalid, message) }
