@@ -97,7 +97,7 @@ def test_the_download_an_app_scheduled_is_the_one_it_cancels_or_promotes(service
     status, found, output = service.run_app("--schedule", f"gone={url}@2000000", "--then-cancel", "--stay", "4",
                                             "--list")
     assert first(found, "cancel", identifier="gone")["ok"] is True, output
-    assert not [e for e in found if e.get("event") in ("began", "finished", "failed")], output
+    assert not [e for e in found if e.get("event") in ("finished", "failed")], output
     assert first(found, "currentDownloads")["identifiers"] == [], output
     assert "gone" not in service.downloads()
     time.sleep(1)

@@ -126,7 +126,7 @@ import TestSupport
             app: app.identifier, daemon: daemon)
         let answer = cancelled.events().first { $0["event"] as? String == "cancel" }
         #expect(answer?["ok"] as? Bool == true, "\(cancelled.stdout)")
-        #expect(!cancelled.events().contains { ["began", "finished", "failed"].contains($0["event"] as? String) },
+        #expect(!cancelled.events().contains { ["finished", "failed"].contains($0["event"] as? String) },
                 "\(cancelled.stdout)")
         #expect(try daemon.downloads(app.identifier)["gone"] == nil)
         Thread.sleep(forTimeInterval: 1)
