@@ -46,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Base64 without Foundation: an asset pack's userInfo on the wire, in a module the app library links.
+        .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
         // `swift package generate-documentation`: the SDK's DocC (scripts/docs.sh). A plugin: nothing links it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -73,7 +75,14 @@ let package = Package(
             ]),
         // The value types every layer shares (a download, an error, a content request, window limits, the data
         // root's layout). It depends on nothing but the ABI's header, so that no layer needs one above it for a type.
-        .target(name: "Vocabulary", dependencies: ["CBAExtension"]),
+        // Without Foundation, as every module the app library links: Foundation on Linux brings ICU's data, tens of
+        // megabytes in every game that ships the library.
+        .target(
+            name: "Vocabulary",
+            dependencies: ["CBAExtension", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
+        // The host's shared values that need Foundation (dates, file URLs, UUIDs, URL components): the data root's
+        // layout, an app's schedule, a process's stamp. Apart from Vocabulary so that the app library carries none.
+        .target(name: "HostVocabulary", dependencies: ["Vocabulary"]),
         // The messages between the service and its clients (apps, the command line), shared by both sides.
         .target(name: "ServiceWire", dependencies: ["Vocabulary"]),
 
@@ -108,17 +117,17 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
-        .target(name: "Policy", dependencies: ["CBAExtension", "Vocabulary", "AppConfig"]),
+        .target(name: "Policy", dependencies: ["HostVocabulary", "CBAExtension", "Vocabulary", "AppConfig"]),
         // The durable queue, and the names of a queued download's files (a long one's SHA-256: swift-crypto).
         .target(
             name: "Queue",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "CBAExtension", "Vocabulary", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .target(
             name: "Transfer",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "CHostSupport", "Vocabulary",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -128,10 +137,10 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "Vocabulary"]),
-        .target(name: "Delivery", dependencies: ["ExtensionRuntime", "Queue", "Vocabulary"]),
+        .target(name: "Delivery", dependencies: ["HostVocabulary", "ExtensionRuntime", "Queue", "Vocabulary"]),
         .target(
             name: "Engine",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Packs", "Policy", "Queue",
                 "Transfer", "Vocabulary",
             ]),
@@ -140,13 +149,13 @@ let package = Package(
         // they depend on none of Queue, Transfer, Delivery or Policy.
         .target(
             name: "Service",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire",
                 "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "bahost",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "Packs", "PackServer", "Service",
                 "ServiceWire", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -218,16 +227,16 @@ let package = Package(
         .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary"]),
         .testTarget(
             name: "EngineTests",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "Engine", "Delivery", "ExtensionRuntime", "Queue", "Transfer", "Vocabulary", "TestSupport", "ExtensionRunner",
             ]),
-        .testTarget(name: "PolicyTests", dependencies: ["Policy", "Vocabulary"]),
+        .testTarget(name: "PolicyTests", dependencies: ["HostVocabulary", "Policy", "Vocabulary"]),
         .testTarget(
             name: "ExtensionRuntimeTests",
             dependencies: [
                 "ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "Vocabulary", "TestSupport", "ExtensionRunner",
             ]),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "Vocabulary", "TestSupport"]),
+        .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
         .testTarget(
             name: "TransferTests",
@@ -239,7 +248,7 @@ let package = Package(
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
             name: "ServiceTests",
-            dependencies: [
+            dependencies: ["HostVocabulary", 
                 "Service", "ServiceWire", "ExtensionRuntime", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost",
                 "ExtensionRunner", "ExampleApp", "ManagedApp",
             ]),

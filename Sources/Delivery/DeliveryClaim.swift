@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Queue
 import Vocabulary
 

@@ -1,4 +1,5 @@
 import ExtensionRuntime
+import HostVocabulary
 import Policy
 import Queue
 import Transfer

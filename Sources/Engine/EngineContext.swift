@@ -1,6 +1,7 @@
 import Delivery
 import ExtensionRuntime
 import Foundation
+import HostVocabulary
 import Queue
 import Synchronization
 import Transfer

@@ -1,5 +1,6 @@
 import AppConfig
 import Foundation
+import HostVocabulary
 import Queue
 import Vocabulary
 

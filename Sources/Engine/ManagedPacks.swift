@@ -108,7 +108,7 @@ struct ManagedPacks {
         let events = entries.map { entry in
             WindowEvent.shouldDownload(AssetPackInfo(
                 id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
-                userInfo: entry.userInfo.flatMap { try? encoder.encode($0) }, language: entry.language))
+                userInfo: entry.userInfo.flatMap { try? Array(encoder.encode($0)) }, language: entry.language))
         }
         let outcome = try await WindowLauncher(context: context).open(app, for: .assetPackQuestions(entries.count), events)
         for entry in entries where outcome.assetPackAnswers[entry.id] == false {

@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Synchronization
 import Vocabulary
 

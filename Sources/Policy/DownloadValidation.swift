@@ -1,5 +1,6 @@
 import CBAExtension
 import Foundation
+import HostVocabulary
 import Vocabulary
 
 /// The rules every download an extension returns or schedules must meet before anything else happens to it.

@@ -1,4 +1,5 @@
 import Crypto
+import HostVocabulary
 import Vocabulary
 
 /// Where a queued download's bytes lie in the data root, by its unique identifier: the queue's key is also the

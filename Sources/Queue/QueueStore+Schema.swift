@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HostVocabulary
 import Vocabulary
 
 /// The queue's schema: every migration, in order. A release only ever adds one at the end.

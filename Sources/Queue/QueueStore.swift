@@ -1,6 +1,7 @@
 import CBAExtension
 import Foundation
 import GRDB
+import HostVocabulary
 import Synchronization
 import Vocabulary
 

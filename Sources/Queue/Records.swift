@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HostVocabulary
 import Vocabulary
 
 /// One download in the queue, with everything needed to resume it after the host is killed.

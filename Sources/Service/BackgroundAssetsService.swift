@@ -155,7 +155,7 @@ public final class BackgroundAssetsService: Sendable {
                 return .assetPacks(try await engine.offeredPacks(app).map { entry in
                     AssetPackInfo(
                         id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
-                        userInfo: try entry.userInfo.map { try decoder.encode($0) }, language: entry.language)
+                        userInfo: try entry.userInfo.map { Array(try decoder.encode($0)) }, language: entry.language)
                 })
             case .assetPackStatus(let id):
                 return .assetPackStatus(try await engine.packStatus(app, id: id))

@@ -2,6 +2,7 @@ import AppConfig
 import ExtensionRuntime
 import Engine
 import Foundation
+import HostVocabulary
 import Packs
 import ServiceWire
 import Vocabulary

@@ -1,5 +1,6 @@
 import Foundation
 import Engine
+import HostVocabulary
 import Vocabulary
 
 /// How the service runs: where it listens and keeps its data, how it downloads, and its periodic policy.

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HostVocabulary
 import NIOHTTP1
 import Vocabulary
 

@@ -1,4 +1,3 @@
-import Foundation
 
 /// What the service last did for an app that a package declared in a folder (docs/PACKAGING.md): the
 /// folder, the version (`CFBundleVersion`) it acted on, and whether that action is done. A row whose action is not

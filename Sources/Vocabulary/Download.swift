@@ -1,5 +1,5 @@
 import CBAExtension
-import Foundation
+import Glibc
 
 /// A download in the host's terms: the fields of the C ABI's `ba_download_t`, whoever described it (an extension
 /// through the runner, an app through the service's socket, the queue from its row). The host never sees a
@@ -64,11 +64,13 @@ extension Download {
         return copy
     }
 
-    public static func newUniqueIdentifier(group: String) -> String { uniqueIdentifier(group: group, uuid: .random()) }
+    public static func newUniqueIdentifier(group: String) -> String {
+        uniqueIdentifier(group: group, uuidText: UUIDText.random())
+    }
 
-    /// Apple's form of a system-provided identifier, with a given UUID.
-    public static func uniqueIdentifier(group: String, uuid: UUID) -> String {
-        "BAURLDownload.\(group).\(uuid.upperHexString)"
+    /// Apple's form of a system-provided identifier, with a given UUID as text.
+    public static func uniqueIdentifier(group: String, uuidText: String) -> String {
+        "BAURLDownload.\(group).\(uuidText)"
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Languages as BCP-47 tags (`fr`, `pt-BR`), chosen the way a localized asset pack is: the user's preferred
 /// languages in order, each matching a tag exactly (case aside) or, failing that, by its language subtag.
@@ -6,12 +6,12 @@ public enum LanguageTags {
     /// The user's preferred languages, as POSIX sets them: `LANGUAGE` (a list, GNU's), then `LC_ALL`, `LC_MESSAGES`,
     /// `LANG`; `C` and `POSIX` say nothing. `fr_CA.UTF-8` becomes `fr-CA`. (Foundation's `Locale.preferredLanguages`
     /// reads none of these on Linux.)
-    public static func preferred(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+    public static func preferred(_ environment: [String: String] = ProcessEnvironment.variables) -> [String] {
         var tags: [String] = []
         var values = (environment["LANGUAGE"] ?? "").split(separator: ":").map(String.init)
         values += ["LC_ALL", "LC_MESSAGES", "LANG"].compactMap { environment[$0] }
         for value in values {
-            let tag = String(value.prefix { $0 != "." && $0 != "@" }).replacingOccurrences(of: "_", with: "-")
+            let tag = String(value.prefix { $0 != "." && $0 != "@" }.map { $0 == "_" ? "-" : $0 })
             guard !tag.isEmpty, tag != "C", tag != "POSIX", !tags.contains(where: { same($0, tag) }) else { continue }
             tags.append(tag)
         }

@@ -32,7 +32,7 @@ extension String {
 
     /// The text with the user information of a URL's authority removed.
     public var withoutUserInfo: String {
-        guard let scheme = range(of: "://") else { return self }
+        guard let scheme = firstRange(of: "://") else { return self }
         let authorityStart = scheme.upperBound
         let authorityEnd = self[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? endIndex
         guard let at = self[authorityStart..<authorityEnd].lastIndex(of: "@") else { return self }

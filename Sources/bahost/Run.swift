@@ -3,6 +3,7 @@ import ArgumentParser
 import ExtensionRuntime
 import Foundation
 import Engine
+import HostVocabulary
 import Vocabulary
 
 /// `bahost run`: Apple's life cycle for one app and one content request.

@@ -3,6 +3,7 @@ import Delivery
 import ExtensionRuntime
 import Foundation
 @testable import Queue
+import HostVocabulary
 import Synchronization
 import Testing
 import TestSupport

@@ -1,3 +1,4 @@
+import HostVocabulary
 import Policy
 import Testing
 import Vocabulary

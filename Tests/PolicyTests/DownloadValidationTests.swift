@@ -1,5 +1,6 @@
 import Foundation
 @testable import Policy
+import HostVocabulary
 import Testing
 import Vocabulary
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Service
+import HostVocabulary
 import Testing
 import TestSupport
 import Vocabulary

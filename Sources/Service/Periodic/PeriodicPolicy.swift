@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Vocabulary
 
 /// When an app gets a `.periodic` content request, and how much extension runtime it may use in a day. Pure:

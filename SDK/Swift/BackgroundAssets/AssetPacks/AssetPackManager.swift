@@ -63,7 +63,7 @@ public actor AssetPackManager {
             }
             let set = Set(packs.map {
                 AssetPack(
-                    id: $0.id, version: $0.version, downloadSize: Int($0.downloadSize), userInfo: $0.userInfo,
+                    id: $0.id, version: $0.version, downloadSize: Int($0.downloadSize), userInfo: $0.userInfo.map { Data($0) },
                     language: $0.language)
             })
             updates.remember(set)

@@ -1,4 +1,5 @@
 import CBAExtension
+import Vocabulary
 
 /// An in-progress or concluded asset download (Apple's `BADownload`).
 ///
@@ -54,7 +55,7 @@ open class BADownload: NSObject, NSCopying, @unchecked Sendable {  // safe: ever
     ) {
         self.identifier = identifier
         self.uniqueIdentifier =
-            uniqueIdentifier ?? "\(Self.className).\(applicationGroupIdentifier).\(UUID.random().uuidString)"
+            uniqueIdentifier ?? "\(Self.className).\(applicationGroupIdentifier).\(UUIDText.random())"
         self.state = state
         self.priority = priority
         self.isEssential = isEssential
