@@ -5,7 +5,7 @@ import Vocabulary
 /// and completions; the progress lines a following command line gets) in a compact binary form; every other message is JSON. A binary frame starts with byte 0x01,
 /// which no JSON text does.
 ///
-/// Why not JSON for these too: Foundation's JSON coders cost tens of microseconds for one download, which made a
+/// Why not JSON for these too: JSON coders cost tens of microseconds for one download, which made a
 /// `scheduleDownload` round trip and a `fetchCurrentDownloads` of thousands mostly encoding (Benchmarks). The form is
 /// small enough to write by hand: fixed-width little-endian integers, strings as a 64-bit length and UTF-8 bytes,
 /// optionals behind a presence byte. The reader checks every length against what is left of the frame.
@@ -14,16 +14,16 @@ extension ServiceProtocol {
 
     public static func encode(_ message: ClientMessage) throws -> Data {
         if let compact = CompactWriter.encode(message) { return compact }
-        return try encoder.encode(message)
+        return Data(try WireJSON.encode(message))
     }
 
     public static func encode(_ message: ServiceMessage) throws -> Data {
         if let compact = CompactWriter.encode(message) { return compact }
-        return try encoder.encode(message)
+        return Data(try WireJSON.encode(message))
     }
 
     public static func decodeClientMessage(_ frame: Data) throws -> ClientMessage {
-        guard frame.first == compactTag else { return try JSONDecoder().decode(ClientMessage.self, from: frame) }
+        guard frame.first == compactTag else { return try WireJSON.decode(ClientMessage.self, from: frame) }
         return try frame.withUnsafeBytes { bytes in
             var reader = CompactReader(bytes.assumingMemoryBound(to: UInt8.self))
             return try reader.clientMessage()
@@ -31,7 +31,7 @@ extension ServiceProtocol {
     }
 
     public static func decodeServiceMessage(_ frame: Data) throws -> ServiceMessage {
-        guard frame.first == compactTag else { return try JSONDecoder().decode(ServiceMessage.self, from: frame) }
+        guard frame.first == compactTag else { return try WireJSON.decode(ServiceMessage.self, from: frame) }
         return try frame.withUnsafeBytes { bytes in
             var reader = CompactReader(bytes.assumingMemoryBound(to: UInt8.self))
             return try reader.serviceMessage()

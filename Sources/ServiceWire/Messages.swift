@@ -3,7 +3,7 @@ import Vocabulary
 
 /// The messages between the bahost service and its clients: apps (through the SDK's `BADownloadManager`) and the
 /// `bahost` command line (control commands). Each is one frame on a `FramedSocket`: compact binary for the hot
-/// messages (`CompactCoding`), JSON for the rest.
+/// messages (`CompactCoding`), JSON for the rest (`WireJSON`).
 ///
 /// A client opens with `hello`; every request carries an id that its reply repeats. The service sends apps
 /// one-way events (begin, pause, progress) and callbacks that the app must answer (a completion offered to its
@@ -15,17 +15,12 @@ public enum ServiceProtocol {
     /// Where the service listens: `$BAHOST_SOCKET`, else `$XDG_RUNTIME_DIR/bahost/service.sock`, else a per-user
     /// folder under /tmp.
     public static var defaultSocketPath: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let path = environment["BAHOST_SOCKET"], !path.isEmpty { return path }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return "\(runtime)/bahost/service.sock" }
+        if let path = ProcessEnvironment.value("BAHOST_SOCKET"), !path.isEmpty { return path }
+        if let runtime = ProcessEnvironment.value("XDG_RUNTIME_DIR"), !runtime.isEmpty {
+            return "\(runtime)/bahost/service.sock"
+        }
         return "/tmp/bahost-\(getuid())/service.sock"
     }
-
-    public static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 }
 
 // MARK: Client to service
