@@ -79,7 +79,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                     builder.append(fields, key: key)
                     key += 1
                 }
-                precondition(builder.frame(answering: reply.id) == data, "a reply written again is not the frame it was")
+                precondition(Data(builder.frame(answering: reply.id)) == data, "a reply written again is not the frame it was")
             }
         }
         return request != nil || message != nil

@@ -121,8 +121,8 @@ extension FuzzTarget {
             ("event-began", .event(.began(download))),
             ("callback-finished", .callback(id: 9, .finished(download, filePath: "/data/containers/g/bonus"))),
         ]
-        return messages.compactMap { name, message in (try? ServiceProtocol.encode(message)).map { (name, $0) } }
-            + replies.compactMap { name, message in (try? ServiceProtocol.encode(message)).map { (name, $0) } }
+        return messages.compactMap { name, message in (try? ServiceProtocol.encode(message)).map { (name, Data($0)) } }
+            + replies.compactMap { name, message in (try? ServiceProtocol.encode(message)).map { (name, Data($0)) } }
     }
 
     private static func infoPlists() -> [(name: String, data: Data)] {

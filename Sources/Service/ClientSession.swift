@@ -51,7 +51,7 @@ final class ClientSession: Sendable {
 
     /// Sends an encoded message; false when the connection is gone.
     @discardableResult
-    private func send(_ data: Data, fromReader: Bool = false) -> Bool {
+    private func send(_ data: Frame, fromReader: Bool = false) -> Bool {
         // A large reply (fetchCurrentDownloads of a long queue) leaves tens of MiB freed but held by the heap.
         if data.count > 1 << 20 { HeapRelease.soon() }
         return (fromReader ? outbox.sendAndWait(data) : outbox.send(data)) == .accepted
@@ -107,7 +107,7 @@ final class ClientSession: Sendable {
     /// from the queue's rows, `DownloadsReply.Builder`).
     enum Answer {
         case reply(ServiceReply)
-        case frame(Data)
+        case frame(Frame)
     }
 
     /// Reads requests until the peer goes away, then calls `ended` once. `immediate` answers a request on the reading

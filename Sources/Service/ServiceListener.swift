@@ -70,7 +70,7 @@ final class ServiceListener: Sendable {
                 func refuse(_ message: String) {
                     let refusal = ServiceMessage.reply(
                         id: 0, .failure(HostError(code: 55, domain: "BAErrorDomain", message: message)))
-                    if let data = try? WireJSON.encode(refusal) { try? socket.send(Data(data)) }
+                    if let data = try? WireJSON.encode(refusal) { try? socket.send(data) }
                     socket.close()
                 }
                 guard bahost_peer_credentials(fd, &pid, &uid) == 0, uid == getuid() else {

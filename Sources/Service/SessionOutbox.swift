@@ -36,10 +36,10 @@ final class SessionOutbox: Sendable {
 
     private struct State {
         /// The frame the writer is sending, and how much of it (its length included) is sent.
-        var current: (frame: Data, sent: Int)?
+        var current: (frame: Frame, sent: Int)?
         /// Frames waiting their turn; `counted`: an event's, counted in `waitingBytes` against the bound (a reply is
         /// not: the reader thread that sends it waits for it, which bounds replies to one).
-        var waiting: [(frame: Data, counted: Bool)] = []
+        var waiting: [(frame: Frame, counted: Bool)] = []
         var waitingBytes = 0
         /// A sender or the writer is writing: a new frame waits its turn.
         var writing = false
@@ -64,7 +64,7 @@ final class SessionOutbox: Sendable {
     /// Sends one frame's payload, never waiting for the client: written now as far as the socket takes it, the
     /// rest in order by the connection's writer.
     @discardableResult
-    func send(_ payload: Data) -> Sent {
+    func send(_ payload: Frame) -> Sent {
         enum Step { case write, queued, closed, over(Int) }
         let step = state.withLock { state -> Step in
             if state.closed { return .closed }
@@ -107,7 +107,7 @@ final class SessionOutbox: Sendable {
     /// Sends a reply from the connection's reader thread and waits until all that waits is sent (or the connection
     /// is closed): the reader's backpressure. Its only wait is on this client.
     @discardableResult
-    func sendAndWait(_ payload: Data) -> Sent {
+    func sendAndWait(_ payload: Frame) -> Sent {
         // A reply is the client's own answer: it waits whatever the backlog (the stall bound ends a client that
         // takes none of it).
         let semaphore = state.withLock { state -> DispatchSemaphore? in
@@ -153,7 +153,7 @@ final class SessionOutbox: Sendable {
     private func drain() {
         while true {
             var waiters: [DispatchSemaphore] = []
-            let next = state.withLock { state -> (Data, Int)? in
+            let next = state.withLock { state -> (Frame, Int)? in
                 if let current = state.current, !state.closed { return current }
                 guard !state.closed, !state.waiting.isEmpty else {
                     // Nothing waits any more: in the same lock as a sender's look, so that none queues behind a

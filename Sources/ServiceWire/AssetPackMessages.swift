@@ -1,4 +1,3 @@
-import Foundation
 import Vocabulary
 
 /// Where a pack's download stands: Apple's `AssetPackManager.DownloadStatusUpdate`, without the pack.

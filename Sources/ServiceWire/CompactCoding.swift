@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Vocabulary
 
 /// The frames of the messages exchanged most (an app's schedule, cancel, fetch, their replies, the delegate's events
@@ -12,28 +12,28 @@ import Vocabulary
 extension ServiceProtocol {
     static let compactTag: UInt8 = 0x01
 
-    public static func encode(_ message: ClientMessage) throws -> Data {
+    public static func encode(_ message: ClientMessage) throws -> Frame {
         if let compact = CompactWriter.encode(message) { return compact }
-        return Data(try WireJSON.encode(message))
+        return Frame(try WireJSON.encode(message))
     }
 
-    public static func encode(_ message: ServiceMessage) throws -> Data {
+    public static func encode(_ message: ServiceMessage) throws -> Frame {
         if let compact = CompactWriter.encode(message) { return compact }
-        return Data(try WireJSON.encode(message))
+        return Frame(try WireJSON.encode(message))
     }
 
-    public static func decodeClientMessage(_ frame: Data) throws -> ClientMessage {
-        guard frame.first == compactTag else { return try WireJSON.decode(ClientMessage.self, from: frame) }
-        return try frame.withUnsafeBytes { bytes in
-            var reader = CompactReader(bytes.assumingMemoryBound(to: UInt8.self))
+    public static func decodeClientMessage(_ frame: some Collection<UInt8>) throws -> ClientMessage {
+        try frame.withContiguousBytes { bytes in
+            guard bytes.first == compactTag else { return try WireJSON.decode(ClientMessage.self, from: bytes) }
+            var reader = CompactReader(bytes)
             return try reader.clientMessage()
         }
     }
 
-    public static func decodeServiceMessage(_ frame: Data) throws -> ServiceMessage {
-        guard frame.first == compactTag else { return try WireJSON.decode(ServiceMessage.self, from: frame) }
-        return try frame.withUnsafeBytes { bytes in
-            var reader = CompactReader(bytes.assumingMemoryBound(to: UInt8.self))
+    public static func decodeServiceMessage(_ frame: some Collection<UInt8>) throws -> ServiceMessage {
+        try frame.withContiguousBytes { bytes in
+            guard bytes.first == compactTag else { return try WireJSON.decode(ServiceMessage.self, from: bytes) }
+            var reader = CompactReader(bytes)
             return try reader.serviceMessage()
         }
     }
@@ -49,9 +49,9 @@ enum CompactKind: UInt8 {
 }
 
 /// Writes a compact frame; each field method returns the writer, so that a download reads as one chain. The frame is
-/// written into memory of its own, which becomes the `Data` without a copy; a reply to a fetch is sized before it is
+/// written into memory of its own, which becomes the `Frame` without a copy; a reply to a fetch is sized before it is
 /// written, so that a large reply is neither moved by growth nor copied (docs/PERFORMANCE.md). Hand-written rather
-/// than an `[UInt8]`: an array cannot become a `Data` without a copy. `malloc` rather than Swift's allocation, for
+/// than an `[UInt8]`: an array cannot become a `Frame` without a copy. `malloc` rather than Swift's allocation, for
 /// `realloc`: a large buffer that grows is remapped by the kernel, not copied (`DownloadsReply.Builder` cannot size
 /// its buffer before it has read the queue's rows).
 ///
@@ -62,7 +62,7 @@ final class CompactWriter {
     @exclusivity(unchecked) private var capacity: Int
     /// Bytes written, the tag included.
     @exclusivity(unchecked) private(set) var used = 0
-    /// Whether `finish` gave the memory to a `Data`.
+    /// Whether `finish` gave the memory to a `Frame`.
     private var handedOver = false
 
     init(capacity: Int = 256) {
@@ -78,7 +78,7 @@ final class CompactWriter {
         return memory
     }
 
-    static func encode(_ message: ClientMessage) -> Data? {
+    static func encode(_ message: ClientMessage) -> Frame? {
         guard case .request(let id, let request) = message else { return nil }
         let writer = CompactWriter()
         switch request {
@@ -92,7 +92,7 @@ final class CompactWriter {
         return writer.finish()
     }
 
-    static func encode(_ message: ServiceMessage) -> Data? {
+    static func encode(_ message: ServiceMessage) -> Frame? {
         let writer: CompactWriter
         switch message {
         case .reply(let id, .ok): writer = CompactWriter().header(.replyOK, id)
@@ -125,10 +125,10 @@ final class CompactWriter {
             + string(d.applicationGroupIdentifier) + 8 + 8 + 8 + 1 + optional(d.sha256) + 8) { $0 + string($1) }
     }
 
-    /// The frame, as a `Data` that owns the writer's memory.
-    func finish() -> Data {
+    /// The frame, owning the writer's memory.
+    func finish() -> Frame {
         handedOver = true
-        return Data(bytesNoCopy: base, count: used, deallocator: .free)
+        return Frame(adopting: base, count: used)
     }
 
     // The field methods are inlined into a frame's writing: called one by one, each returned the writer retained,

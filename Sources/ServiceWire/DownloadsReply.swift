@@ -1,4 +1,3 @@
-import Foundation
 import Vocabulary
 
 /// The service's reply to `currentDownloads`, kept as its compact frame and read where it is used: the language
@@ -10,11 +9,16 @@ public struct DownloadsReply: Sendable {
     public let id: UInt64
     /// How many downloads it holds.
     public let count: Int
-    private let frame: Data
+    private let frame: Frame
 
     /// `frame` if it is a compact reply to `currentDownloads`, else nil. Only its head is read here: its downloads
     /// are checked as they are read.
-    public init?(frame: Data) {
+    /// A reply read from bytes of another kind than a `Frame` (a copy is made of them).
+    public init?(frame bytes: some Collection<UInt8>) {
+        self.init(owned: bytes as? Frame ?? Frame(bytes))
+    }
+
+    private init?(owned frame: Frame) {
         let head: (UInt64, Int)? = frame.withUnsafeBytes { raw in
             let bytes = raw.assumingMemoryBound(to: UInt8.self)
             guard bytes.first == ServiceProtocol.compactTag else { return nil }
@@ -80,7 +84,7 @@ extension DownloadsReply {
         }
 
         /// The frame that answers request `id`.
-        public func frame(answering id: UInt64) -> Data {
+        public func frame(answering id: UInt64) -> Frame {
             // The header of `CompactWriter.encode`'s reply of downloads, then the downloads (less the tag written).
             let frame = CompactWriter(capacity: 1 + 9 + 8 + written.used - 1)
             frame.header(.replyDownloads, id).count(entries.count)

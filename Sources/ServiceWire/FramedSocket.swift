@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Synchronization
 
 /// One end of a connection to the bahost service: a Unix stream socket carrying frames of a 4-byte big-endian
@@ -60,7 +60,7 @@ public final class FramedSocket: Sendable {
     }
 
     /// Sends one frame, waiting for the socket as long as it takes.
-    public func send(_ payload: Data) throws(ServiceWireError) {
+    public func send(_ payload: some Collection<UInt8>) throws(ServiceWireError) {
         var sent = 0
         _ = try writeLock.withLock { _ throws(ServiceWireError) in try write(payload, sent: &sent, flags: 0) }
     }
@@ -68,7 +68,7 @@ public final class FramedSocket: Sendable {
     /// Sends what the socket takes now of one frame, without waiting: `sent` counts the frame's bytes sent so far
     /// (its 4-byte length included) and grows by what this call sent. True once the frame is whole. For a writer that
     /// must not wait for a peer that may not read (the service's: `SessionOutbox`); it keeps frames from interleaving.
-    public func sendAvailable(_ payload: Data, sent: inout Int) throws(ServiceWireError) -> Bool {
+    public func sendAvailable(_ payload: some Collection<UInt8>, sent: inout Int) throws(ServiceWireError) -> Bool {
         try writeLock.withLock { _ throws(ServiceWireError) in
             try write(payload, sent: &sent, flags: Int32(MSG_DONTWAIT))
         }
@@ -91,11 +91,11 @@ public final class FramedSocket: Sendable {
     /// Writes the frame from `sent` on, until it is whole or (with `MSG_DONTWAIT`) the socket is full; true when whole.
     /// The length and the payload go out together (one sendmsg of two parts), without copying the payload into a
     /// frame first: a fetch of 10,000 downloads is a frame of megabytes.
-    private func write(_ payload: Data, sent: inout Int, flags: Int32) throws(ServiceWireError) -> Bool {
+    private func write(_ payload: some Collection<UInt8>, sent: inout Int, flags: Int32) throws(ServiceWireError) -> Bool {
         var length = UInt32(payload.count).bigEndian
         let total = 4 + payload.count
         let failure: Int32? = withUnsafeBytes(of: &length) { header in
-            payload.withUnsafeBytes { body -> Int32? in
+            payload.withContiguousBytes { body -> Int32? in
                 while sent < total {
                     let headerSent = min(sent, 4)
                     var parts: [iovec] = []
@@ -140,8 +140,8 @@ public final class FramedSocket: Sendable {
 
     /// The next frame, or nil when the peer closed the connection. `polling`: how long to look for the frame with
     /// non-blocking reads before blocking for it.
-    public func receive(polling: Duration = .zero) throws(ServiceWireError) -> Data? {
-        try reader.withLock { buffer throws(ServiceWireError) -> Data? in
+    public func receive(polling: Duration = .zero) throws(ServiceWireError) -> Frame? {
+        try reader.withLock { buffer throws(ServiceWireError) -> Frame? in
             guard try fill(&buffer, to: 4, polling: polling) else { return nil }
             let length = buffer.storage.withUnsafeBytes {
                 Int(UInt32(bigEndian: $0.loadUnaligned(fromByteOffset: buffer.start, as: UInt32.self)))
@@ -155,7 +155,7 @@ public final class FramedSocket: Sendable {
                 throw .protocolViolation("the connection ended inside a frame")
             }
             defer { buffer.consume(length) }
-            return Data(buffer.storage[buffer.start ..< buffer.start + length])
+            return Frame(buffer.storage[buffer.start ..< buffer.start + length])
         }
     }
 
@@ -182,29 +182,26 @@ public final class FramedSocket: Sendable {
 
     /// A frame larger than the kept buffer, read straight into its own storage: a fetch's reply of megabytes was
     /// zero-filled into the buffer, read, then copied out, paying its page faults twice.
-    private func receiveLarge(_ length: Int, after buffer: inout ReadBuffer) throws(ServiceWireError) -> Data {
-        var frame = Data(count: length)
+    private func receiveLarge(_ length: Int, after buffer: inout ReadBuffer) throws(ServiceWireError) -> Frame {
+        guard let base = malloc(length) else { throw .protocolViolation("no memory for a frame of \(length) bytes") }
         let buffered = min(buffer.end - buffer.start, length)
-        let failure: ServiceWireError? = frame.withUnsafeMutableBytes { raw in
-            buffer.storage.withUnsafeBytes { storage in
-                raw.baseAddress!.copyMemory(from: storage.baseAddress! + buffer.start, byteCount: buffered)
-            }
-            var received = buffered
-            while received < length {
-                let got = recv(descriptor, raw.baseAddress! + received, length - received, 0)
-                if got < 0 && errno == EINTR { continue }
-                if got < 0 { return .system("receive", errno) }
-                if got == 0 { return .protocolViolation("the connection ended inside a frame") }
-                received += got
-            }
-            return nil
+        buffer.storage.withUnsafeBytes { storage in
+            base.copyMemory(from: storage.baseAddress! + buffer.start, byteCount: buffered)
         }
+        // The frame owns the memory from here, so that a failure below frees it.
+        let frame = Frame(adopting: base, count: length)
         buffer.consume(buffered)
-        if let failure { throw failure }
+        var received = buffered
+        while received < length {
+            let got = recv(descriptor, base + received, length - received, 0)
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 { throw .system("receive", errno) }
+            if got == 0 { throw .protocolViolation("the connection ended inside a frame") }
+            received += got
+        }
         return frame
     }
 
-    /// Reads until `count` bytes are buffered; false when the peer closed the connection before any arrived.
     private func fill(_ buffer: inout ReadBuffer, to count: Int, polling: Duration) throws(ServiceWireError) -> Bool {
         if buffer.end - buffer.start >= count { return true }
         if buffer.start > 0 {

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Vocabulary
 
 /// The messages between the bahost service and its clients: apps (through the SDK's `BADownloadManager`) and the

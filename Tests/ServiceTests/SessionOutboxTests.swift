@@ -16,8 +16,8 @@ import Testing
     }
 
     /// A frame of `size` bytes that says which it is in every byte.
-    func frame(_ index: Int, size: Int) -> Data {
-        Data((0..<size).map { UInt8(truncatingIfNeeded: index &* 31 &+ $0 / 256) })
+    func frame(_ index: Int, size: Int) -> Frame {
+        Frame((0..<size).map { UInt8(truncatingIfNeeded: index &* 31 &+ $0 / 256) })
     }
 
     /// Far more than the socket holds, sent while the peer reads nothing: no send waits, and the peer then reads
