@@ -58,7 +58,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// Accepted: read as a client's message or as the service's. A reply of downloads is also read in place; the two
+    /// Accepted: read as a client's message or as the service's. A JSON one is held to Foundation's decoder
+    /// (`holdJSONToFoundation`). A reply of downloads is also read in place; the two
     /// readers must agree on every download, or both refuse it, and one they accept, written again from its downloads
     /// in place as the service writes it (`DownloadsReply.Builder`), must be the same bytes (a disagreement stops the
     /// fuzzer: a finding).
@@ -82,7 +83,24 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 precondition(Data(builder.frame(answering: reply.id)) == data, "a reply written again is not the frame it was")
             }
         }
+        if data.first != 0x01 { holdJSONToFoundation(request, message) }
         return request != nil || message != nil
+    }
+
+    /// A JSON frame the protocol's own reader (`WireJSON`) accepted, written again by its writer, must be read by
+    /// Foundation's decoder as the same message, and written again to the same bytes.
+    private static func holdJSONToFoundation(_ request: ClientMessage?, _ message: ServiceMessage?) {
+        func check<M: Codable>(_ value: M, _ decode: (Frame) throws -> M) {
+            guard let written = try? WireJSON.encode(value) else { return }
+            let foundation = try? JSONDecoder().decode(M.self, from: Data(written))
+            precondition(
+                foundation.map { String(describing: $0) } == String(describing: value),
+                "Foundation reads what WireJSON wrote as another message")
+            let again = try? decode(Frame(written))
+            precondition(again.map { String(describing: $0) } == String(describing: value), "WireJSON reads itself otherwise")
+        }
+        if let request { check(request) { try ServiceProtocol.decodeClientMessage($0) } }
+        if let message { check(message) { try ServiceProtocol.decodeServiceMessage($0) } }
     }
 
     /// The input: the URL on the first line, then one request header a line. Accepted: admitted, and made into the

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The app delegate's calls, one at a time in the order they came, as one task.
 ///
@@ -10,20 +11,25 @@ import Dispatch
 /// completion is answered only then.
 final class DelegateCalls: Sendable {
     private let executor = QueueExecutor(label: "BADownloadManager.delegate")
-    private let calls: AsyncStream<@Sendable () async -> Void>.Continuation
+    /// The calls' queue, made at the first call: most transports (an extension's, an app without a delegate) never
+    /// have one, and need no task waiting.
+    private let calls = Mutex<AsyncStream<@Sendable () async -> Void>.Continuation?>(nil)
 
-    init() {
-        let (stream, calls) = AsyncStream<@Sendable () async -> Void>.makeStream()
-        self.calls = calls
-        Task(executorPreference: executor) {
-            for await call in stream { await call() }
-        }
-    }
-
-    deinit { calls.finish() }
+    deinit { calls.withLock { $0?.finish() } }
 
     /// [any thread] Runs `call` after every call posted before it has returned.
-    func post(_ call: @escaping @Sendable () async -> Void) { calls.yield(call) }
+    func post(_ call: @escaping @Sendable () async -> Void) {
+        let calls = self.calls.withLock { calls in
+            if let calls { return calls }
+            let (stream, made) = AsyncStream<@Sendable () async -> Void>.makeStream()
+            Task(executorPreference: executor) {
+                for await call in stream { await call() }
+            }
+            calls = made
+            return made
+        }
+        calls.yield(call)
+    }
 
     /// [any thread] Runs `call` beside the others: for a call whose answer may wait long (a challenge's credentials),
     /// which must not hold back the events and completions behind it.
