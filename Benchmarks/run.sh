@@ -4,7 +4,7 @@
 #
 #   Benchmarks/run.sh                  the full suite (release, built as installed; 1 GiB and 2 GiB files; minutes)
 #   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
-#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs
+#   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs size
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 [ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
-figures=" ${*:-big small rss activation terminate queue delegate scale packs} "
+figures=" ${*:-big small rss activation terminate queue delegate scale packs size} "
 want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
@@ -321,6 +321,15 @@ for _ in $(seq "$runs"); do
         stop_daemon
     done
 done
+fi
+
+if want size; then
+echo "== sizes, stripped as scripts/install.sh installs them: the app library every game carries, and bahost"
+for program in libbackgroundassets.so bahost; do
+    strip --strip-unneeded -o "$work/stripped" "$bin/$program"
+    echo "size.${program%%.*} $(stat -c %s "$work/stripped")" >> "$results"
+done
+rm -f "$work/stripped"
 fi
 
 if want delegate; then

@@ -187,3 +187,10 @@ for key, what, target in [
             continue
         ratio = f"{median(times) / (bahost_pack / 1e6):.2f}× bahost/curl+tar" if tool == "curl" else ""
         print(f"| {what} | {label} | {spread(times, 's', 2)} | {ratio} | {target if tool == 'curl' else ''} |")
+for key, what, target in [
+    ("size.libbackgroundassets", "libbackgroundassets.so.1, stripped: what every app carries", "≤ 8 MiB"),
+    ("size.bahost", "bahost, stripped", ""),
+]:
+    for size in first(key):
+        built = "as installed" if configuration == "release" else "debug build (the Swift runtime outside it)"
+        print(f"| {what} | {built} | {size / (1 << 20):.1f} MiB | | {target} |")
