@@ -57,10 +57,14 @@ let package = Package(
         .target(
             name: "BackgroundAssets",
             dependencies: [
-                "CBAExtension", "ServiceWire", "Vocabulary", .product(name: "SystemPackage", package: "swift-system"),
+                "AppClient", "CBAExtension", "ServiceWire", "Vocabulary",
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "SDK/Swift/BackgroundAssets"),
         .target(name: "StoreKit", dependencies: ["BackgroundAssets"], path: "SDK/Swift/StoreKit"),
+        // The app's side of the service's protocol, once for every binding: the Swift SDK's managers and the C library
+        // call it. Without Foundation, which the app library must not carry (docs/PERFORMANCE.md).
+        .target(name: "AppClient", dependencies: ["CBAExtension", "ServiceWire", "Vocabulary"], path: "SDK/Swift/AppClient"),
         // ba/app.h implemented over the Swift SDK's app side: one implementation of the service's protocol.
         // `-z nodelete`: a host's dlclose (LuaJIT's at lua_close) leaves it loaded, since the Swift runtime and
         // libdispatch it brings cannot be unmapped under the pool threads they started.

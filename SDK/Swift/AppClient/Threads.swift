@@ -1,0 +1,89 @@
+import Glibc
+import Synchronization
+
+/// The app client's own threads and waits, on pthreads: without Foundation's `Thread` or Dispatch's semaphores, which
+/// the app library would otherwise carry (docs/PERFORMANCE.md, "The app library's size").
+enum Threads {
+    /// [any thread] Runs `body` on a new detached thread of its own.
+    static func start(_ body: @escaping @Sendable () -> Void) {
+        final class Box: @unchecked Sendable {  // safe: handed to the one thread that runs it
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let started = pthread_create(&thread, nil, { argument in
+            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+            return nil
+        }, box)
+        guard started == 0 else { fatalError("pthread_create failed: \(String(cString: strerror(started)))") }
+        pthread_detach(thread)
+    }
+
+    /// [any thread] Sleeps the calling thread.
+    static func sleep(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var left = timespec()
+        while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
+    }
+}
+
+/// A value given once, by one thread, to threads that wait for it (a reply to its caller; a reader thread's end).
+final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `value` is read and written under `mutex`
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var value: Value?
+    private var given = false
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// [any thread] Gives the value; a second give is ignored.
+    func give(_ newValue: Value) {
+        pthread_mutex_lock(mutex)
+        if !given {
+            value = newValue
+            given = true
+            pthread_cond_broadcast(condition)
+        }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// [any thread] Waits for the value as long as it takes.
+    func wait() -> Value {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !given { pthread_cond_wait(condition, mutex) }
+        return value!
+    }
+
+    /// [any thread] Waits for the value at most `timeout`; nil when it did not come.
+    func wait(timeout: Duration) -> Value? {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = deadline.tv_nsec + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !given {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        return given ? value : nil
+    }
+}
