@@ -33,7 +33,8 @@ public enum LanguageTags {
         same(tag, wanted) || language(of: tag) == language(of: wanted)
     }
 
-    static func same(_ a: String, _ b: String) -> Bool { a.lowercased() == b.lowercased() }
+    /// The same tag, case aside.
+    public static func same(_ a: String, _ b: String) -> Bool { a.lowercased() == b.lowercased() }
 
     /// The language subtag, lowercased: `pt` for `pt-BR`.
     static func language(of tag: String) -> String {

@@ -1,4 +1,5 @@
 // Over 400 lines: Apple's AssetPackManager is one type; the fan-out of its status updates is the rest.
+import AppClient
 import Foundation
 import ServiceWire
 import Synchronization
@@ -105,8 +106,7 @@ public actor AssetPackManager {
 
     /// Whether a version of the pack is on the device.
     public nonisolated func assetPackIsAvailableLocally(withID id: String) -> Bool {
-        guard let root = try? namespace(), !id.hasPrefix("."), !id.contains("/") else { return false }
-        return FileManager.default.fileExists(atPath: root.appendingPathComponent("\(id)/.bapack/installed.json").path)
+        (try? AssetPackFiles(transport.client))?.isInstalled(id) ?? false
     }
 
     // MARK: Availability, updates, removal
@@ -171,8 +171,8 @@ public actor AssetPackManager {
     /// The languages of the localized packs on the device.
     public var locallyAvailableLanguages: Set<Locale.Language> {
         get async {
-            guard let root = try? namespace() else { return [] }
-            return Set(installedLanguages(root).values.map { Locale.Language(identifier: $0) })
+            guard let files = try? AssetPackFiles(transport.client) else { return [] }
+            return Set(files.installedLanguages().values.map { Locale.Language(identifier: $0) })
         }
     }
 
@@ -201,7 +201,7 @@ public actor AssetPackManager {
         do {
             return try locate(path, localizedFor: language)
         } catch ManagedBackgroundAssetsError.fileNotFound {
-            return try namespace().appendingPathComponent(path.string)
+            return URL(fileURLWithPath: try files().root).appendingPathComponent(path.string)
         }
     }
 
@@ -226,108 +226,50 @@ public actor AssetPackManager {
     /// share). It is well formed even when nothing is there, and must not be kept beyond the process: an update
     /// moves the files.
     public nonisolated func url(for path: FilePath) throws -> URL {
-        let root = try namespace()
-        guard !path.isAbsolute, !path.components.contains(where: { $0.kind != .regular }),
-            path.components.first?.string != ".bapack"
-        else { return root.appendingPathComponent(path.string) }
-        let packs = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        var folders: [URL] = []
-        for pack in packs {
-            let candidate = root.appendingPathComponent(pack).appendingPathComponent(path.string)
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isFolder) else { continue }
-            if !isFolder.boolValue && folders.isEmpty { return candidate }
-            if isFolder.boolValue { folders.append(candidate) }
-        }
-        switch folders.count {
-        case 0: return root.appendingPathComponent(path.string)
-        case 1: return folders[0]
-        default: return try Self.merged(folders)
-        }
-    }
-
-    /// A new folder, private to this process, that links every entry of `folders` (merging subfolders they share).
-    private static func merged(_ folders: [URL]) throws -> URL {
-        let view = FileManager.default.temporaryDirectory
-            .appendingPathComponent("bahost-asset-packs-\(getpid())", isDirectory: true)
-            .appendingPathComponent(UUID().uuidString, isDirectory: true)
-        try FileManager.default.createDirectory(at: view, withIntermediateDirectories: true)
-        func merge(_ sources: [URL], into target: URL) throws {
-            var subfolders: [String: [URL]] = [:]
-            for source in sources {
-                for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted() {
-                    let entry = source.appendingPathComponent(name)
-                    var isFolder: ObjCBool = false
-                    _ = FileManager.default.fileExists(atPath: entry.path, isDirectory: &isFolder)
-                    if isFolder.boolValue {
-                        subfolders[name, default: []].append(entry)
-                    } else if !FileManager.default.fileExists(atPath: target.appendingPathComponent(name).path) {
-                        try FileManager.default.createSymbolicLink(
-                            at: target.appendingPathComponent(name), withDestinationURL: entry)
-                    }
-                }
-            }
-            for (name, sources) in subfolders where !FileManager.default.fileExists(atPath: target.appendingPathComponent(name).path) {
-                try FileManager.default.createDirectory(at: target.appendingPathComponent(name), withIntermediateDirectories: false)
-                try merge(sources, into: target.appendingPathComponent(name))
-            }
-        }
-        try merge(folders, into: view)
-        return view
+        let files = try files()
+        return URL(fileURLWithPath: try Self.bridged(path: path) { () throws(HostError) in try files.view(of: path.string) })
     }
 
     // MARK: Plumbing
 
-    /// The folder holding one folder per installed pack, in the app group's container the service names.
-    private nonisolated func namespace() throws -> URL {
-        guard let container = transport.appContainer else {
-            throw ServiceTransport.invalid("the bahost service did not name the app's container")
-        }
-        return container.appendingPathComponent("Library/Application Support/BackgroundAssets/AssetPacks", isDirectory: true)
+    /// The installed packs' files (`AssetPackFiles`, shared with the C library), in the container the service names.
+    private nonisolated func files() throws -> AssetPackFiles {
+        let client = transport.client
+        return try Self.bridged { () throws(HostError) in try AssetPackFiles(client) }
     }
 
-    /// The installed localized packs' languages, by pack ID (each pack's `.bapack/language`, which the service writes).
-    private nonisolated func installedLanguages(_ root: URL) -> [String: String] {
-        var languages: [String: String] = [:]
-        for pack in ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []) where !pack.hasPrefix(".") {
-            let file = root.appendingPathComponent(pack).appendingPathComponent(".bapack/language")
-            guard let data = FileManager.default.contents(atPath: file.path), data.count <= 64 else { continue }
-            languages[pack] = String(decoding: data, as: UTF8.self)
-        }
-        return languages
-    }
-
-    /// The file at `path` in the installed packs localized for `language`: those of its very tag first, then those of
-    /// its language.
+    /// The file at `path` in the installed packs localized for `language`.
     private nonisolated func locate(_ path: FilePath, localizedFor language: Locale.Language) throws -> URL {
-        let root = try namespace()
-        let languages = installedLanguages(root)
-        let exact = languages.filter { Locale.Language(identifier: $0.value).maximalIdentifier == language.maximalIdentifier }
-        let close = languages.filter { Locale.Language(identifier: $0.value).languageCode == language.languageCode }
-        return try locate(path, among: exact.keys.sorted() + close.keys.sorted().filter { exact[$0] == nil })
+        let files = try files()
+        // The minimal tag (`en` for `en-US`, `fr-CA` for itself): what a pack's language is written as.
+        let tag = language.minimalIdentifier
+        return URL(fileURLWithPath: try Self.bridged(path: path) { () throws(HostError) in
+            try files.locate(path.string, localizedFor: tag)
+        })
     }
 
     /// The file at `path` in the one pack `id`, or in the first installed pack (by ID) that has it.
     private nonisolated func locate(_ path: FilePath, in id: String?) throws -> URL {
-        if let id {
-            guard assetPackIsAvailableLocally(withID: id) else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
-            return try locate(path, among: [id])
-        }
-        let root = try namespace()
-        return try locate(path, among: ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted())
+        let files = try files()
+        return URL(fileURLWithPath: try Self.bridged(path: path, pack: id) { () throws(HostError) in
+            try files.locate(path.string, in: id)
+        })
     }
 
-    /// The file at `path` in the first of `packs` that has it.
-    private nonisolated func locate(_ path: FilePath, among packs: [String]) throws -> URL {
-        guard !path.isAbsolute, !path.components.contains(where: { $0.kind != .regular }), !path.isEmpty,
-            path.components.first?.string != ".bapack"
-        else { throw ManagedBackgroundAssetsError.fileNotFound(at: path) }
-        let root = try namespace()
-        for pack in packs {
-            let candidate = root.appendingPathComponent(pack).appendingPathComponent(path.string)
-            if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+    /// Runs `body`, a managed error thrown as Apple's `ManagedBackgroundAssetsError` (naming `path` or `pack`), any
+    /// other as an `NSError`.
+    private static func bridged<T>(path: FilePath? = nil, pack: String? = nil, _ body: () throws(HostError) -> T) throws
+        -> T
+    {
+        do {
+            return try body()
+        } catch where error.domain == ManagedErrorCode.domain && error.code == ManagedErrorCode.fileNotFound {
+            throw ManagedBackgroundAssetsError.fileNotFound(at: path ?? FilePath())
+        } catch where error.domain == ManagedErrorCode.domain && error.code == ManagedErrorCode.assetPackNotFound {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: pack ?? "")
+        } catch {
+            throw NSError(wire: error)
         }
-        throw ManagedBackgroundAssetsError.fileNotFound(at: path)
     }
 
     /// Sends a request on a thread of its own (the call may wait minutes for a download); Apple's managed errors
