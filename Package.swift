@@ -65,11 +65,12 @@ let package = Package(
         // The app's side of the service's protocol, once for every binding: the Swift SDK's managers and the C library
         // call it. Without Foundation, which the app library must not carry (docs/PERFORMANCE.md).
         .target(name: "AppClient", dependencies: ["CBAExtension", "ServiceWire", "Vocabulary"], path: "SDK/Swift/AppClient"),
-        // ba/app.h implemented over the Swift SDK's app side: one implementation of the service's protocol.
-        // `-z nodelete`: a host's dlclose (LuaJIT's at lua_close) leaves it loaded, since the Swift runtime and
-        // libdispatch it brings cannot be unmapped under the pool threads they started.
+        // ba/app.h implemented over AppClient, as the Swift SDK is: one implementation of the service's protocol, and
+        // no Foundation in the library (7 MB where it was 60). `-z nodelete`: a host's dlclose (LuaJIT's at
+        // lua_close) leaves it loaded, since the Swift runtime it brings cannot be unmapped under the threads it
+        // started (the connection's reader, the callbacks' thread).
         .target(
-            name: "BackgroundAssetsC", dependencies: ["BackgroundAssets", "CBAExtension", "ServiceWire", "Vocabulary"],
+            name: "BackgroundAssetsC", dependencies: ["AppClient", "CBAExtension", "ServiceWire", "Vocabulary"],
             path: "SDK/Swift/CLibrary",
             linkerSettings: [
                 .unsafeFlags([

@@ -77,9 +77,9 @@ public final class FramedSocket: Sendable {
     /// Waits until the socket can take more bytes, at most `timeout`; false when the time passed first.
     public func waitWritable(timeout: Duration) -> Bool {
         var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-        let deadline = ContinuousClock.now + timeout
+        let deadline = MonotonicClock.now + timeout
         while true {
-            let left = deadline - ContinuousClock.now
+            let left = deadline - MonotonicClock.now
             guard left > .zero else { return false }
             let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
             let ready = poll(&entry, 1, Int32(clamping: max(1, milliseconds)))
@@ -215,9 +215,9 @@ public final class FramedSocket: Sendable {
             let room = max(count, Self.keptBuffer)
             buffer.storage.append(contentsOf: repeatElement(0, count: room - buffer.storage.count))
         }
-        let pollUntil = polling > .zero ? ContinuousClock.now + polling : nil
+        let pollUntil = polling > .zero ? MonotonicClock.now + polling : nil
         while buffer.end < count {
-            let polls = pollUntil.map { ContinuousClock.now < $0 } ?? false
+            let polls = pollUntil.map { MonotonicClock.now < $0 } ?? false
             let end = buffer.end
             let got = buffer.storage.withUnsafeMutableBytes { raw in
                 recv(descriptor, raw.baseAddress! + end, raw.count - end, polls ? Int32(MSG_DONTWAIT) : 0)

@@ -75,6 +75,21 @@ extension Download {
 }
 
 extension Download {
+    /// A `ba_download_t`'s fields, copied: `uniqueIdentifier` nil where the caller left it NULL; a download of kind URL
+    /// without a URL is taken for the manifest, as the ABI's readers take it. The caller checked what it needs.
+    public init(_ d: ba_download_t) {
+        func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
+        let isURL = d.kind == Int32(BA_DOWNLOAD_KIND_URL.rawValue) && d.url != nil
+        self.init(
+            kind: isURL ? .url : .manifest, identifier: text(d.identifier) ?? "",
+            uniqueIdentifier: text(d.unique_identifier), url: isURL ? text(d.url) : nil,
+            applicationGroupIdentifier: text(d.application_group_identifier) ?? "", fileSize: d.file_size,
+            priority: d.priority, state: d.state, isEssential: d.essential, sha256: isURL ? text(d.sha256) : nil,
+            httpHeaders: isURL ? (0..<Int(d.http_header_count)).compactMap { text(d.http_headers[$0]) } : [])
+    }
+}
+
+extension Download {
     /// Calls `body` with a `ba_download_t` describing the download, valid only during the call.
     public func withABI<R>(_ body: (UnsafePointer<ba_download_t>) -> R) -> R {
         // Each string lends its own NUL-terminated bytes (a native string's, without a copy); only the headers, a

@@ -32,8 +32,12 @@ extension String {
 
     /// The text with the user information of a URL's authority removed.
     public var withoutUserInfo: String {
-        guard let scheme = firstRange(of: "://") else { return self }
-        let authorityStart = scheme.upperBound
+        // By hand, not `firstRange(of:)`: that one is _StringProcessing's, almost a megabyte in the app library.
+        let characters = Array(self)
+        guard let schemeEnd = (0..<max(0, characters.count - 2)).first(where: {
+            characters[$0] == ":" && characters[$0 + 1] == "/" && characters[$0 + 2] == "/"
+        }) else { return self }
+        let authorityStart = index(startIndex, offsetBy: schemeEnd + 3)
         let authorityEnd = self[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? endIndex
         guard let at = self[authorityStart..<authorityEnd].lastIndex(of: "@") else { return self }
         return String(self[..<authorityStart]) + String(self[index(after: at)...])

@@ -58,6 +58,11 @@ symbols=$(objdump -T "$prefix/lib/libbackgroundassets.so.1") || fail "objdump -T
 grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' <<< "$symbols" || fail "ba_app_connect is not versioned BACKGROUNDASSETS_1.0"
 grep -q 'BACKGROUNDASSETS_1.1.*ba_app_copy_current_downloads' <<< "$symbols" \
     || fail "ba_app_copy_current_downloads (added in 1.1) is not versioned BACKGROUNDASSETS_1.1"
+# Nothing of Foundation inside: with it (ICU's data) the library every app ships was 60 MB; without, about 7
+# (docs/PERFORMANCE.md, "The app library's size"). Stripped, the Swift runtime's type names still name each module.
+grep -q -a '10Foundation\|20FoundationEssentials' "$prefix/lib/libbackgroundassets.so.1" \
+    && fail "libbackgroundassets carries Foundation"
+echo "libbackgroundassets.so.1: $(stat -c %s "$prefix/lib/libbackgroundassets.so.1") bytes, no Foundation"
 grep -qx "ExecStart=$prefix/bin/bahost daemon" "$prefix/lib/systemd/user/bahost.service" || fail "the unit does not start the installed bahost"
 grep -q "_bahost" "$prefix/share/bash-completion/completions/bahost" || fail "no bash completion"
 grep -q "#compdef bahost" "$prefix/share/zsh/site-functions/_bahost" || fail "no zsh completion"

@@ -162,14 +162,14 @@ public final class AppClient: Sendable {
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex { mkdir(String(path[..<slash]), 0o700) }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Self.posix(errno, "cannot open the exclusive-control lock \(path)") }
-        let deadline = ContinuousClock.now + .milliseconds(max(0, timeoutMilliseconds))
+        let deadline = MonotonicClock.now + .milliseconds(max(0, timeoutMilliseconds))
         var pause = Duration.milliseconds(1)
         while true {
             let operation = timeoutMilliseconds < 0 ? LOCK_EX : LOCK_EX | LOCK_NB
             if flock(descriptor, operation) == 0 { break }
             let failure = errno
             if failure == EINTR { continue }
-            guard failure == EWOULDBLOCK, ContinuousClock.now < deadline else {
+            guard failure == EWOULDBLOCK, MonotonicClock.now < deadline else {
                 close(descriptor)
                 if failure == EWOULDBLOCK {
                     throw Self.posix(ETIMEDOUT, "exclusive control was not acquired before the date")

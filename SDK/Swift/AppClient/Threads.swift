@@ -3,9 +3,9 @@ import Synchronization
 
 /// The app client's own threads and waits, on pthreads: without Foundation's `Thread` or Dispatch's semaphores, which
 /// the app library would otherwise carry (docs/PERFORMANCE.md, "The app library's size").
-enum Threads {
+public enum Threads {
     /// [any thread] Runs `body` on a new detached thread of its own.
-    static func start(_ body: @escaping @Sendable () -> Void) {
+    public static func start(_ body: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {  // safe: handed to the one thread that runs it
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -21,7 +21,7 @@ enum Threads {
     }
 
     /// [any thread] Sleeps the calling thread.
-    static func sleep(_ duration: Duration) {
+    public static func sleep(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
         var left = timespec()
@@ -30,13 +30,13 @@ enum Threads {
 }
 
 /// A value given once, by one thread, to threads that wait for it (a reply to its caller; a reader thread's end).
-final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `value` is read and written under `mutex`
+public final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `value` is read and written under `mutex`
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var value: Value?
     private var given = false
 
-    init() {
+    public init() {
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -53,7 +53,7 @@ final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `value` is
     }
 
     /// [any thread] Gives the value; a second give is ignored.
-    func give(_ newValue: Value) {
+    public func give(_ newValue: Value) {
         pthread_mutex_lock(mutex)
         if !given {
             value = newValue
@@ -64,7 +64,7 @@ final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `value` is
     }
 
     /// [any thread] Waits for the value as long as it takes.
-    func wait() -> Value {
+    public func wait() -> Value {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while !given { pthread_cond_wait(condition, mutex) }
@@ -72,7 +72,7 @@ final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `value` is
     }
 
     /// [any thread] Waits for the value at most `timeout`; nil when it did not come.
-    func wait(timeout: Duration) -> Value? {
+    public func wait(timeout: Duration) -> Value? {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let (seconds, attoseconds) = timeout.components

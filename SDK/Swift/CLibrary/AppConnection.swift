@@ -1,21 +1,27 @@
-@_spi(Bindings) import BackgroundAssets
+import AppClient
 import CBAApp
 import CBAExtension
+import ServiceWire
 import Synchronization
+import Vocabulary
 
-/// One `ba_app_t`: the app's connection, its callbacks' queue and its delegate.
+/// One `ba_app_t`: the app's client of the service (`AppClient`), its callbacks' queue and its delegate.
 ///
 /// A handle is a number, never an address: the library looks each up in `live`, so a handle used after
 /// `ba_app_disconnect` (or one the app made up) fails with Apple's code 56 instead of touching freed memory.
+///
+/// Threads: what the service sends is handled on `inbox`, one thread of the connection's, in the order it came (the
+/// client's reader thread must never wait for the app); the app's C functions run where `callbacks` runs them.
 final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `lock`
+    let client: AppClient
     let callbacks: CallbackQueue
-    private let socketPath: String?
-    private let appIdentifier: String?
-    private let lock = NSLock()
+    private let inbox = SerialThread()
+    private let lock = Mutex(())
     private var delegate: CDelegate?
-    /// The pack manager, connected at its first use (an app without managed packs never opens it).
-    private var packManager: AssetPackManager?
-    private var packObserver: Task<Void, Never>?
+    private var packObserver: PackObserver?
+    /// The packs the server offered at the last look, by ID: an update names a pack by its ID and version, and
+    /// the app's observer is handed the pack with its `userInfo`.
+    private var knownPacks: [String: AssetPackInfo] = [:]
     /// Challenge replies handed to the app; freed with the connection, so that a late second answer stays harmless.
     private var challengeReplies: [UnsafeMutablePointer<ba_challenge_reply_t>] = []
 
@@ -23,28 +29,17 @@ final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `
 
     init(callbacks: CallbackQueue, socketPath: String?, appIdentifier: String?) {
         self.callbacks = callbacks
-        self.socketPath = socketPath
-        self.appIdentifier = appIdentifier
-    }
-
-    /// The connection's `AssetPackManager`.
-    func packs() throws -> AssetPackManager {
-        try lock.withLock {
-            if let packManager { return packManager }
-            let manager = try AssetPackManager.connected(socketPath: socketPath, appIdentifier: appIdentifier)
-            packManager = manager
-            return manager
-        }
-    }
-
-    /// Replaces the packs' observer (nil: none).
-    func observePacks(_ observer: PackObserver?) throws {
-        let manager = try packs()
-        let task = observer?.start(manager, callbacks)
-        lock.withLock {
-            packObserver?.cancel()
-            packObserver = task
-        }
+        client = AppClient(socketPath: socketPath, appIdentifier: appIdentifier)
+        // Weakly: the client holds its handlers, and the connection holds the client.
+        client.setHandlers(AppClient.Handlers(
+            event: { [weak self] event in
+                guard let self else { return }
+                inbox.async { self.handle(event) }
+            },
+            callback: { [weak self] callback, id in
+                guard let self else { return }
+                inbox.async { self.handle(callback, id) }
+            }))
     }
 
     /// The connection behind a handle, if it is live.
@@ -72,41 +67,71 @@ final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `
     }
 
     func setDelegate(_ table: ba_app_delegate_t?) {
-        let new = table.map { CDelegate(table: $0, connection: self) }
-        lock.withLock { delegate = new }
-        BADownloadManager.shared.delegate = new
+        let new = table.map(CDelegate.init)
+        lock.withLock { _ in delegate = new }
+        client.delegateChanged(isSet: new != nil)
+    }
+
+    /// Replaces the packs' observer (nil: none); the connection's updates start to arrive.
+    func observePacks(_ observer: PackObserver?) {
+        lock.withLock { _ in packObserver = observer }
+        if observer != nil { client.connectInBackground() }
+    }
+
+    /// The packs the server offers, remembered for the observer's updates.
+    func catalogue() throws(HostError) -> (packs: [AssetPackInfo], primary: String?, resolved: String?) {
+        let catalogue = try client.assetPackCatalogue()
+        lock.withLock { _ in for pack in catalogue.packs { knownPacks[pack.id] = pack } }
+        return catalogue
     }
 
     func keep(_ reply: UnsafeMutablePointer<ba_challenge_reply_t>) {
-        lock.withLock { challengeReplies.append(reply) }
+        lock.withLock { _ in challengeReplies.append(reply) }
     }
 
     /// Ends the connection: no callback runs afterwards, and the service offers what was waiting again.
     func close() {
-        let (packs, observer) = lock.withLock { () -> (AssetPackManager?, Task<Void, Never>?) in
+        lock.withLock { _ in
             delegate = nil
-            defer { packObserver = nil }
-            return (packManager, packObserver)
+            packObserver = nil
         }
-        if let observer {
-            // Cancelled and finished before this returns: nothing of the connection's runs after it.
-            observer.cancel()
-            let finished = DispatchSemaphore(value: 0)
-            Task {
-                await observer.value
-                finished.signal()
-            }
-            _ = finished.wait(timeout: .now() + 2)
-        }
-        packs?.disconnect()
-        BADownloadManager.shared.disconnect()
+        client.disconnect()
         callbacks.close()
-        let replies = lock.withLock { () -> [UnsafeMutablePointer<ba_challenge_reply_t>] in
+        // What the inbox still held found the callbacks closed: each was dropped, none answered.
+        inbox.sync()
+        inbox.stop()
+        let replies = lock.withLock { _ -> [UnsafeMutablePointer<ba_challenge_reply_t>] in
             defer { challengeReplies = [] }
             return challengeReplies
         }
         for reply in replies {
             ChallengeAnswer.release(reply)
         }
+    }
+
+    // MARK: What the service sends [inbox]
+
+    private func handle(_ event: AppEvent) {
+        if case .assetPack(let wire, let update) = event {
+            let (observer, pack) = lock.withLock { _ in
+                let known = knownPacks[wire.id]
+                // A pack the app has not looked at, or of another version: as the update names it.
+                let pack = known.map { wire.version == 0 || $0.version == wire.version ? $0 : wire } ?? wire
+                return (packObserver, pack)
+            }
+            observer?.post(pack, update, to: callbacks)
+            return
+        }
+        guard !client.isClosed, let delegate = lock.withLock({ _ in delegate }) else { return }
+        delegate.handle(event, callbacks)
+    }
+
+    private func handle(_ callback: AppCallback, _ id: AppClient.CallbackID) {
+        // A callback of a connection the app closed is not answered: the service offers it again.
+        guard !client.isClosed else { return }
+        guard let delegate = lock.withLock({ _ in delegate }) else {
+            return client.answer(id, CallbackReply(handled: false))
+        }
+        delegate.handle(callback, id, on: self)
     }
 }

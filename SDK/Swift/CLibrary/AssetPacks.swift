@@ -1,24 +1,12 @@
-@_spi(Bindings) import BackgroundAssets
+import AppClient
 import CBAApp
 import CBAExtension
-import Synchronization
-import SystemPackage
+import Glibc
+import ServiceWire
+import Vocabulary
 
-// ba/app_asset_packs.h: Apple's AssetPackManager calls.
-
-/// Runs an async manager call to its end on the calling thread (a C thread, never one of Swift's pool).
-private func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<T, any Error>?>(nil)
-    Task {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0! }.get()
-}
+// ba/app_asset_packs.h: Apple's AssetPackManager calls, on the connection's `AppClient` (its requests, and the
+// installed packs' files through `AssetPackFiles`).
 
 private func text(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
     guard let pointer else { throw ErrorOut.Misuse(code: EINVAL, message: "\(name) is NULL") }
@@ -26,13 +14,35 @@ private func text(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> St
 }
 
 /// Calls `body` with the pack as a borrowed `ba_asset_pack_t`.
-private func withPack<R>(_ pack: AssetPack, _ body: (UnsafePointer<ba_asset_pack_t>) -> R) -> R {
+private func withPack<R>(_ pack: AssetPackInfo, _ body: (UnsafePointer<ba_asset_pack_t>) -> R) -> R {
     let userInfo = pack.userInfo.map { String(decoding: $0, as: UTF8.self) }
     return withCStrings(pack.id, userInfo) { texts in
         var c = ba_asset_pack_t(
             struct_size: UInt32(MemoryLayout<ba_asset_pack_t>.size), id: texts[0], version: Int64(pack.version),
-            download_size: Int64(pack.downloadSize), user_info_json: texts[1])
+            download_size: pack.downloadSize, user_info_json: texts[1])
         return body(&c)
+    }
+}
+
+extension AppConnection {
+    /// The pack the server offers under `id`; Apple's assetPackNotFound when it offers none.
+    fileprivate func offeredPack(_ id: String) throws -> AssetPackInfo {
+        guard let pack = try catalogue().packs.first(where: { $0.id == id }) else { throw AssetPackFiles.packNotFound(id) }
+        return pack
+    }
+
+    /// The installed packs' files, in the container the service names.
+    fileprivate func files() throws -> AssetPackFiles { try AssetPackFiles(client) }
+}
+
+/// The service's assetPackNotFound for `id` in the words the library gives it everywhere.
+private func naming(_ id: String, _ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as HostError
+        where error.domain == ManagedErrorCode.domain && error.code == ManagedErrorCode.assetPackNotFound
+    {
+        throw AssetPackFiles.packNotFound(id)
     }
 }
 
@@ -43,9 +53,7 @@ public func ba_app_asset_packs(
 ) -> Bool {
     withConnection(app, error) { connection in
         guard let visit else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_packs: visit is NULL") }
-        let manager = try connection.packs()
-        let packs = try blocking { try await manager.manifest.assetPacks }.sorted { $0.id < $1.id }
-        for pack in packs { withPack(pack) { visit(context, $0) } }
+        for pack in try connection.catalogue().packs.sorted(by: { $0.id < $1.id }) { withPack(pack) { visit(context, $0) } }
     }
 }
 
@@ -57,9 +65,7 @@ public func ba_app_asset_pack(
     withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         guard let visit else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack: visit is NULL") }
-        let manager = try connection.packs()
-        let pack = try blocking { try await manager.assetPack(withID: id) }
-        withPack(pack) { visit(context, $0) }
+        withPack(try connection.offeredPack(id)) { visit(context, $0) }
     }
 }
 
@@ -71,21 +77,23 @@ public func ba_app_asset_pack_status(
     withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         guard let status else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_status: status is NULL") }
-        let manager = try connection.packs()
-        let raw = try blocking { try await manager.status(relativeTo: try await manager.assetPack(withID: id)).rawValue }
-        status.pointee = Int64(raw)
+        _ = try connection.offeredPack(id)
+        try naming(id) { status.pointee = Int64(try connection.client.assetPackStatus(id)) }
     }
 }
 
+/// Apple's `AssetPack.Status.downloaded`.
+private let downloadedStatus: Int64 = 64
+
 @_cdecl("ba_app_asset_pack_local_status")
 public func ba_app_asset_pack_local_status(_ app: OpaquePointer?, _ id: UnsafePointer<CChar>?) -> Int64 {
-    ba_app_asset_pack_is_available_locally(app, id) ? Int64(AssetPack.Status.downloaded.rawValue) : 0
+    ba_app_asset_pack_is_available_locally(app, id) ? downloadedStatus : 0
 }
 
 @_cdecl("ba_app_asset_pack_is_available_locally")
 public func ba_app_asset_pack_is_available_locally(_ app: OpaquePointer?, _ id: UnsafePointer<CChar>?) -> Bool {
-    guard let connection = AppConnection.find(app), let id, let manager = try? connection.packs() else { return false }
-    return manager.assetPackIsAvailableLocally(withID: String(cString: id))
+    guard let connection = AppConnection.find(app), let id, let files = try? connection.files() else { return false }
+    return files.isInstalled(String(cString: id))
 }
 
 @_cdecl("ba_app_set_asset_pack_observer")
@@ -94,7 +102,7 @@ public func ba_app_set_asset_pack_observer(
     _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     withConnection(app, error) { connection in
-        try connection.observePacks(handler.map { PackObserver(handler: $0, context: context) })
+        connection.observePacks(handler.map { PackObserver(handler: $0, context: context) })
     }
 }
 
@@ -106,18 +114,17 @@ public func ba_app_ensure_asset_pack(
     withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
         guard let done else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_ensure_asset_pack: done is NULL") }
-        let manager = try connection.packs()
-        let callbacks = connection.callbacks
         let completion = PackCompletion(done: done, context: context)
-        Task {
+        // On a thread of its own: the call returns when the pack is installed, minutes later for a large one.
+        Threads.start {
             var failure: ba_error_t?
             do {
-                try await manager.ensureLocalAvailability(
-                    of: try await manager.assetPack(withID: id), requireLatestVersion: requireLatest)
+                _ = try connection.offeredPack(id)
+                try naming(id) { try connection.client.ensureAssetPack(id, requireLatestVersion: requireLatest) }
             } catch {
                 failure = ErrorOut.make(error)
             }
-            callbacks.post {
+            connection.callbacks.post {
                 id.withCString { name in
                     if var failure { completion.done(completion.context, name, &failure) }
                     else { completion.done(completion.context, name, nil) }
@@ -132,7 +139,7 @@ public func ba_app_cancel_asset_pack_download(
     _ app: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     withConnection(app, error) { connection in
-        try connection.packs().cancelDownload(ofAssetPackWithID: try text(id, "the pack's ID"))
+        _ = try connection.client.request(.cancelAssetPackDownload(try text(id, "the pack's ID")))
     }
 }
 
@@ -142,13 +149,9 @@ public func ba_app_check_for_asset_pack_updates(
     _ context: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     withConnection(app, error) { connection in
-        let manager = try connection.packs()
-        let (updatingIDs, removedIDs) = try blocking {
-            let result = try await manager.checkForUpdates()
-            return (result.updatingIDs.sorted(), result.removedIDs.sorted())
-        }
-        for id in updatingIDs { id.withCString { updating?(context, $0) } }
-        for id in removedIDs { id.withCString { removed?(context, $0) } }
+        let (updatingIDs, removedIDs) = try connection.client.checkForAssetPackUpdates()
+        for id in Set(updatingIDs).sorted() { id.withCString { updating?(context, $0) } }
+        for id in Set(removedIDs).sorted() { id.withCString { removed?(context, $0) } }
     }
 }
 
@@ -158,22 +161,47 @@ public func ba_app_remove_asset_pack(
 ) -> Bool {
     withConnection(app, error) { connection in
         let id = try text(id, "the pack's ID")
-        let manager = try connection.packs()
-        try blocking { try await manager.remove(assetPackWithID: id) }
+        try naming(id) { _ = try connection.client.request(.removeAssetPack(id)) }
     }
 }
 
-/// Hands `data` to the app as a `malloc`ed copy.
-private func give(_ data: Data, _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ size: UnsafeMutablePointer<Int>?)
-    throws
-{
+/// The file at `path`, read whole into a `malloc`ed block handed to the app.
+private func give(
+    _ path: String, _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ size: UnsafeMutablePointer<Int>?
+) throws {
     guard let out else { throw ErrorOut.Misuse(code: EINVAL, message: "the data's out-parameter is NULL") }
-    guard let copy = malloc(max(data.count, 1)) else {
-        throw ErrorOut.Misuse(code: ENOMEM, message: "no memory for \(data.count) bytes")
+    func failure(_ what: String) -> HostError {
+        HostError(code: Int64(errno), domain: "NSPOSIXErrorDomain", message: "\(what) \(path): \(String(cString: strerror(errno)))")
     }
-    data.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: data.count) } }
-    out.pointee = copy
-    size?.pointee = data.count
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw failure("cannot open") }
+    defer { close(descriptor) }
+    var status = stat()
+    guard fstat(descriptor, &status) == 0 else { throw failure("cannot read") }
+    var capacity = max(Int(status.st_size), 1)
+    guard var block = malloc(capacity) else { throw ErrorOut.Misuse(code: ENOMEM, message: "no memory for \(capacity) bytes") }
+    var count = 0
+    while true {
+        if count == capacity {
+            capacity *= 2
+            guard let grown = realloc(block, capacity) else {
+                free(block)
+                throw ErrorOut.Misuse(code: ENOMEM, message: "no memory for \(capacity) bytes")
+            }
+            block = grown
+        }
+        let got = read(descriptor, block + count, capacity - count)
+        if got < 0 && errno == EINTR { continue }
+        if got < 0 {
+            let error = failure("cannot read")
+            free(block)
+            throw error
+        }
+        if got == 0 { break }
+        count += got
+    }
+    out.pointee = block
+    size?.pointee = count
 }
 
 @_cdecl("ba_app_asset_pack_contents")
@@ -184,9 +212,7 @@ public func ba_app_asset_pack_contents(
 ) -> Bool {
     withConnection(app, error) { connection in
         let path = try text(path, "the path")
-        let contents = try connection.packs().contents(
-            at: FilePath(path), searchingInAssetPackWithID: pack.map { String(cString: $0) })
-        try give(contents, data, size)
+        try give(try connection.files().locate(path, in: pack.map { String(cString: $0) }), data, size)
     }
 }
 
@@ -198,8 +224,8 @@ public func ba_app_asset_pack_localized_contents(
 ) -> Bool {
     withConnection(app, error) { connection in
         let path = try text(path, "the path")
-        let language = Locale.Language(identifier: try text(language, "the language"))
-        try give(try connection.packs().contents(at: FilePath(path), asLocalizedFor: language), data, size)
+        let language = try text(language, "the language")
+        try give(try connection.files().locate(path, localizedFor: language), data, size)
     }
 }
 
@@ -211,9 +237,13 @@ public func ba_app_asset_pack_open(
     var descriptor: Int32 = -1
     _ = withConnection(app, error) { connection in
         let path = try text(path, "the path")
-        descriptor = try connection.packs().descriptor(
-            for: FilePath(path), searchingInAssetPackWithID: pack.map { String(cString: $0) }
-        ).rawValue
+        let file = try connection.files().locate(path, in: pack.map { String(cString: $0) })
+        descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw HostError(
+                code: Int64(errno), domain: "NSPOSIXErrorDomain",
+                message: "cannot open \(file): \(String(cString: strerror(errno)))")
+        }
     }
     return descriptor
 }
@@ -224,8 +254,8 @@ public func ba_app_asset_pack_path(
     _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     withConnection(app, error) { connection in
-        let url = try connection.packs().url(for: FilePath(try text(path, "the path")))
-        try ErrorOut.copy(url.path, into: buffer, size: size, length: length)
+        let found = try connection.files().view(of: try text(path, "the path"))
+        try ErrorOut.copy(found, into: buffer, size: size, length: length)
     }
 }
 
@@ -235,13 +265,10 @@ public func ba_app_asset_pack_language(
     _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     withConnection(app, error) { connection in
-        let manager = try connection.packs()
         let language: String
         switch which {
-        case Int32(BA_ASSET_PACK_LANGUAGE_PRIMARY.rawValue):
-            language = try blocking { try await manager.manifest.primaryLanguage?.minimalIdentifier ?? "" }
-        case Int32(BA_ASSET_PACK_LANGUAGE_RESOLVED.rawValue):
-            language = manager.resolvedLanguageID ?? ""
+        case Int32(BA_ASSET_PACK_LANGUAGE_PRIMARY.rawValue): language = try connection.catalogue().primary ?? ""
+        case Int32(BA_ASSET_PACK_LANGUAGE_RESOLVED.rawValue): language = connection.client.resolvedAssetPackLanguage ?? ""
         default:
             throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_language: which \(which) is unknown")
         }
@@ -256,13 +283,12 @@ public func ba_app_asset_pack_languages(
 ) -> Bool {
     withConnection(app, error) { connection in
         guard let visit else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_languages: visit is NULL") }
-        let manager = try connection.packs()
         let languages: [String]
         switch which {
         case Int32(BA_ASSET_PACK_LANGUAGES_AVAILABLE.rawValue):
-            languages = try blocking { try await manager.manifest.availableLanguages.map(\.minimalIdentifier).sorted() }
+            languages = Set(try connection.catalogue().packs.compactMap(\.language)).sorted()
         case Int32(BA_ASSET_PACK_LANGUAGES_LOCAL.rawValue):
-            languages = try blocking { await manager.locallyAvailableLanguages.map(\.minimalIdentifier).sorted() }
+            languages = Set((try? connection.files())?.installedLanguages().values.map { $0 } ?? []).sorted()
         default:
             throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_asset_pack_languages: which \(which) is unknown")
         }
@@ -275,8 +301,8 @@ public func ba_app_set_asset_pack_language(
     _ app: OpaquePointer?, _ language: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     withConnection(app, error) { connection in
-        let manager = try connection.packs()
-        manager.resolvedLanguageID = language.map { String(cString: $0) }
+        // As Apple's setter: nothing to throw; the service keeps the choice.
+        _ = try? connection.client.request(.setAssetPackLanguage(language.map { String(cString: $0) }))
     }
 }
 
@@ -284,48 +310,36 @@ public func ba_app_set_asset_pack_language(
 public func ba_app_reconcile_asset_pack_languages(_ app: OpaquePointer?, _ error: UnsafeMutablePointer<ba_error_t>?)
     -> Bool
 {
-    withConnection(app, error) { connection in
-        let manager = try connection.packs()
-        try blocking { try await manager.reconcilePreferredLanguages() }
-    }
+    withConnection(app, error) { try $0.client.reconcileAssetPackLanguages() }
 }
 
-/// The app's observer, carried to the task that reads the updates.
+/// The app's observer: each pack update the connection receives becomes a call of its handler.
 struct PackObserver: @unchecked Sendable {  // the app's function and context, called on the callback thread only
     let handler: ba_asset_pack_update_handler_t
     let context: UnsafeMutableRawPointer?
 
-    /// Reads every pack's updates and posts each to `callbacks`, until cancelled.
-    func start(_ manager: AssetPackManager, _ callbacks: CallbackQueue) -> Task<Void, Never> {
-        Task {
-            for await update in await manager.statusUpdates {
-                let (kind, pack, completed, total, failure) = Self.describe(update)
-                callbacks.post {
-                    withPack(pack) { described in
-                        var value = ba_asset_pack_update_t(
-                            struct_size: UInt32(MemoryLayout<ba_asset_pack_update_t>.size), kind: kind,
-                            pack: described, completed: completed, total: total, error: nil)
-                        if var failure {
-                            withUnsafePointer(to: &failure) { value.error = $0; handler(context, &value) }
-                        } else {
-                            handler(context, &value)
-                        }
-                    }
+    /// [the connection's inbox] Posts one update to `callbacks`.
+    func post(_ pack: AssetPackInfo, _ update: WirePackUpdate, to callbacks: CallbackQueue) {
+        let (kind, completed, total, failure): (ba_asset_pack_update_kind_t, Int64, Int64, ba_error_t?) =
+            switch update {
+            case .began: (BA_ASSET_PACK_UPDATE_BEGAN, 0, 0, nil)
+            case .paused: (BA_ASSET_PACK_UPDATE_PAUSED, 0, 0, nil)
+            case .downloading(let completed, let total): (BA_ASSET_PACK_UPDATE_DOWNLOADING, completed, total, nil)
+            case .finished: (BA_ASSET_PACK_UPDATE_FINISHED, 0, 0, nil)
+            case .failed(let error): (BA_ASSET_PACK_UPDATE_FAILED, 0, 0, ErrorOut.make(error))
+            }
+        let handler = handler, context = context
+        callbacks.post {
+            withPack(pack) { described in
+                var value = ba_asset_pack_update_t(
+                    struct_size: UInt32(MemoryLayout<ba_asset_pack_update_t>.size), kind: Int32(kind.rawValue),
+                    pack: described, completed: completed, total: total, error: nil)
+                if var failure {
+                    withUnsafePointer(to: &failure) { value.error = $0; handler(context, &value) }
+                } else {
+                    handler(context, &value)
                 }
             }
-        }
-    }
-
-    private static func describe(_ update: AssetPackManager.DownloadStatusUpdate)
-        -> (Int32, AssetPack, Int64, Int64, ba_error_t?)
-    {
-        switch update {
-        case .began(let pack): (Int32(BA_ASSET_PACK_UPDATE_BEGAN.rawValue), pack, 0, 0, nil)
-        case .paused(let pack): (Int32(BA_ASSET_PACK_UPDATE_PAUSED.rawValue), pack, 0, 0, nil)
-        case .downloading(let pack, let progress):
-            (Int32(BA_ASSET_PACK_UPDATE_DOWNLOADING.rawValue), pack, progress.completedUnitCount, progress.totalUnitCount, nil)
-        case .finished(let pack): (Int32(BA_ASSET_PACK_UPDATE_FINISHED.rawValue), pack, 0, 0, nil)
-        case .failed(let pack, let error): (Int32(BA_ASSET_PACK_UPDATE_FAILED.rawValue), pack, 0, 0, ErrorOut.make(error))
         }
     }
 }

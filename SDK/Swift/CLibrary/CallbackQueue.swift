@@ -1,9 +1,11 @@
-import Foundation
+import AppClient
+import Glibc
 import Synchronization
+import Vocabulary
 
 /// Where the app's C callbacks run: one at a time, in the order they were posted, either on a thread of the
-/// library's (a serial queue) or inside `ba_app_dispatch` on the app's own thread, woken through an eventfd that
-/// the app polls (libcurl's multi interface, sd-bus).
+/// library's (`SerialThread`) or inside `ba_app_dispatch` on the app's own thread, woken through a pipe that the app
+/// polls (libcurl's multi interface, sd-bus).
 ///
 /// Thread rule: `post` from any thread; `dispatch` from the app's dispatching thread; `close` from any thread that is
 /// not running a callback.
@@ -18,10 +20,10 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
     /// but Glibc's module does not offer it, and a pipe is what every event loop knows.
     let descriptor: Int32
     private let wakeWriter: Int32
-    private let thread = DispatchQueue(label: "backgroundassets.callbacks")
+    private let thread: SerialThread?
     private let state = Mutex(State())
     /// Held while a callback runs in dispatch mode, so that `close` can wait for it.
-    private let running = NSLock()
+    private let running = Mutex(())
 
     private struct State {
         var waiting: [Entry] = []
@@ -41,14 +43,18 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
             var ends: [Int32] = [0, 0]
             // pipe2 is not in Glibc's module: the flags are set right after (a child the app forks in between
             // inherits the two ends, which is harmless).
-            guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            guard pipe(&ends) == 0 else {
+                throw HostError(code: Int64(errno), domain: "NSPOSIXErrorDomain", message: "pipe: \(String(cString: strerror(errno)))")
+            }
             for end in ends {
                 _ = fcntl(end, F_SETFD, FD_CLOEXEC)
                 _ = fcntl(end, F_SETFL, O_NONBLOCK)
             }
             (descriptor, wakeWriter) = (ends[0], ends[1])
+            thread = nil
         } else {
             (descriptor, wakeWriter) = (-1, -1)
+            thread = SerialThread()
         }
     }
 
@@ -57,6 +63,7 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
             Glibc.close(descriptor)
             Glibc.close(wakeWriter)
         }
+        thread?.stop()
     }
 
     /// Runs `work` as a callback, later; `finished` learns whether it ran or was dropped by `close`.
@@ -66,7 +73,7 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
         case .libraryThread:
             let accepted = state.withLock { !$0.closed }
             guard accepted else { return finished?(.dropped) ?? () }
-            thread.async { [self] in
+            thread!.async { [self] in
                 guard !state.withLock({ $0.closed }) else { return entry.finished?(.dropped) ?? () }
                 call(entry.work)
                 entry.finished?(.ran)
@@ -86,14 +93,9 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
 
     /// Posts `work` and blocks until it ran or was dropped.
     func run(_ work: @escaping () -> Void) -> Outcome {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex(Outcome.dropped)
-        post(work) { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return outcome.withLock { $0 }
+        let outcome = OneShot<Outcome>()
+        post(work) { outcome.give($0) }
+        return outcome.wait()
     }
 
     /// Runs the callbacks waiting now (dispatch mode), returning how many ran.
@@ -106,14 +108,15 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
         }
         var ran = 0
         for (index, entry) in batch.enumerated() {
-            running.lock()
-            if state.withLock({ $0.closed }) {
-                running.unlock()
+            let didRun = running.withLock { _ -> Bool in
+                if state.withLock({ $0.closed }) { return false }
+                call(entry.work)
+                return true
+            }
+            guard didRun else {
                 batch[index...].forEach { $0.finished?(.dropped) }
                 break
             }
-            call(entry.work)
-            running.unlock()
             entry.finished?(.ran)
             ran += 1
         }
@@ -121,13 +124,18 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
     }
 
     /// True on a thread while it runs one of the app's callbacks.
-    static var insideCallback: Bool { Thread.current.threadDictionary[insideKey] != nil }
-    private static let insideKey = "backgroundassets.callback"
+    static var insideCallback: Bool { pthread_getspecific(insideKey) != nil }
+    /// A thread-local flag: set on a thread while it runs a callback.
+    private static let insideKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 
     private func call(_ work: () -> Void) {
-        Thread.current.threadDictionary[Self.insideKey] = true
+        pthread_setspecific(Self.insideKey, UnsafeRawPointer(bitPattern: 1))
         work()
-        Thread.current.threadDictionary[Self.insideKey] = nil
+        pthread_setspecific(Self.insideKey, nil)
     }
 
     /// Drops every callback still waiting and waits for a running one to return (unless called from that callback);
@@ -141,8 +149,72 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
         dropped.forEach { $0.finished?(.dropped) }
         guard !Self.insideCallback else { return }
         switch mode {
-        case .libraryThread: thread.sync {}
-        case .dispatch: running.lock(); running.unlock()
+        case .libraryThread: thread!.sync()
+        case .dispatch: running.withLock { _ in }
+        }
+    }
+}
+
+/// One thread of the library's that runs what it is given, in order: the callbacks' thread in
+/// `BA_APP_CALLBACKS_ON_LIBRARY_THREAD` mode.
+final class SerialThread: @unchecked Sendable {  // safe: `pending` and `stopped` are read and written under `state`
+    private let state = Mutex<(pending: [@Sendable () -> Void], stopped: Bool)>(([], false))
+    private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var signalled = false
+
+    init() {
+        pthread_mutex_init(lock, nil)
+        pthread_cond_init(wake, nil)
+        Threads.start { [self] in run() }
+    }
+
+    /// Runs once the thread has returned (it holds the object until then).
+    deinit {
+        pthread_cond_destroy(wake)
+        pthread_mutex_destroy(lock)
+        wake.deallocate()
+        lock.deallocate()
+    }
+
+    /// [any thread] Runs `work` on the thread after what was given before it.
+    func async(_ work: @escaping @Sendable () -> Void) {
+        state.withLock { $0.pending.append(work) }
+        signal()
+    }
+
+    /// [any thread but this one] Waits until what was given before has run.
+    func sync() {
+        let done = OneShot<Bool>()
+        async { done.give(true) }
+        _ = done.wait()
+    }
+
+    /// [any thread] Ends the thread once what was given has run.
+    func stop() {
+        state.withLock { $0.stopped = true }
+        signal()
+    }
+
+    private func signal() {
+        pthread_mutex_lock(lock)
+        signalled = true
+        pthread_cond_signal(wake)
+        pthread_mutex_unlock(lock)
+    }
+
+    private func run() {
+        while true {
+            let (batch, stopped) = state.withLock { state in
+                defer { state.pending = [] }
+                return (state.pending, state.stopped)
+            }
+            for work in batch { work() }
+            if stopped && batch.isEmpty { return }
+            pthread_mutex_lock(lock)
+            while !signalled { pthread_cond_wait(wake, lock) }
+            signalled = false
+            pthread_mutex_unlock(lock)
         }
     }
 }

@@ -1,13 +1,23 @@
-@_spi(Bindings) import BackgroundAssets
 import CBAExtension
+import Glibc
 import Synchronization
 
 /// A `ba_challenge_reply_t` the app answers once, from any thread, now or later. The struct lives until the
 /// connection closes (a second answer finds it and is ignored); its `reply_data` is this box.
 final class ChallengeAnswer: Sendable {
-    private let handler: Mutex<(@Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void)?>
+    /// What the app answered: Apple's `URLSession.AuthChallengeDisposition` raw value, and the credential with
+    /// `useCredential`.
+    typealias Handler = @Sendable (_ disposition: Int32, _ user: String?, _ password: String?) -> Void
 
-    private init(_ handler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+    /// Apple's `URLSession.AuthChallengeDisposition` raw values.
+    static let useCredential: Int32 = 0
+    static let performDefaultHandling: Int32 = 1
+    static let cancelAuthenticationChallenge: Int32 = 2
+    static let rejectProtectionSpace: Int32 = 3
+
+    private let handler: Mutex<Handler?>
+
+    private init(_ handler: @escaping Handler) {
         self.handler = Mutex(handler)
     }
 
@@ -19,9 +29,7 @@ final class ChallengeAnswer: Sendable {
         let pointer: UnsafeMutablePointer<ba_challenge_reply_t>
     }
 
-    static func make(
-        _ handler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-    ) -> Reply {
+    static func make(_ handler: @escaping Handler) -> Reply {
         let reply = UnsafeMutablePointer<ba_challenge_reply_t>.allocate(capacity: 1)
         reply.initialize(
             to: ba_challenge_reply_t(
@@ -37,18 +45,14 @@ final class ChallengeAnswer: Sendable {
 
     private func answer(_ disposition: Int32, _ user: UnsafePointer<CChar>?, _ password: UnsafePointer<CChar>?) {
         guard let handler = handler.withLock({ handler in defer { handler = nil }; return handler }) else { return }
-        var choice = URLSession.AuthChallengeDisposition(rawValue: Int(disposition)) ?? .cancelAuthenticationChallenge
-        var credential: URLCredential?
-        if choice == .useCredential {
-            let user = user.flatMap { Self.bounded($0) }
-            let password = password.flatMap { Self.bounded($0) }
-            if let user, let password {
-                credential = URLCredential(user: user, password: password, persistence: .none)
-            } else {
-                choice = .cancelAuthenticationChallenge
-            }
+        guard (Self.useCredential...Self.rejectProtectionSpace).contains(disposition) else {
+            return handler(Self.cancelAuthenticationChallenge, nil, nil)
         }
-        handler(choice, credential)
+        guard disposition == Self.useCredential else { return handler(disposition, nil, nil) }
+        guard let user = user.flatMap({ Self.bounded($0) }), let password = password.flatMap({ Self.bounded($0) }) else {
+            return handler(Self.cancelAuthenticationChallenge, nil, nil)
+        }
+        handler(disposition, user, password)
     }
 
     /// The text, if it ends within the bound (never read further).

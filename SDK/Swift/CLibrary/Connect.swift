@@ -1,6 +1,7 @@
-@_spi(Bindings) import BackgroundAssets
 import CBAApp
 import CBAExtension
+import Glibc
+import Vocabulary
 
 // ba/app.h: connecting, the delegate, and how callbacks arrive.
 
@@ -51,8 +52,8 @@ public func ba_app_connect(
         return ErrorOut.invalidConnection(
             error, "this process is already connected (one ba_app_t at a time: ba_app_disconnect the other first)")
     }
-    do {
-        try BADownloadManager.shared.connect(socketPath: socketPath, appIdentifier: appIdentifier)
+    do throws(HostError) {
+        try connection.client.connect()
     } catch let failure {
         _ = AppConnection.unregister(handle)
         connection.callbacks.close()

@@ -1,6 +1,8 @@
-@_spi(Bindings) import BackgroundAssets
 import CBAApp
 import CBAExtension
+import AppClient
+import Glibc
+import ServiceWire
 import Vocabulary
 
 // ba/app.h: Apple's BADownloadManager calls.
@@ -12,8 +14,7 @@ private let downloadSize10 = 88
 /// active download by `identifier`), or nil after filling `error` (Apple's code 0) for a malformed one.
 private func described(_ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?) -> Download? {
     func invalid(_ message: String) -> Download? {
-        ErrorOut.fill(
-            error, domain: BAErrorDomain, code: Int64(BAErrorCode.downloadInvalid.rawValue), message: message)
+        ErrorOut.fill(error, domain: BA_ERROR_DOMAIN, code: Int64(BA_ERROR_DOWNLOAD_INVALID.rawValue), message: message)
         return nil
     }
     guard let download else { return invalid("the download is NULL") }
@@ -29,7 +30,7 @@ private func described(_ download: UnsafePointer<ba_download_t>?, _ error: Unsaf
     guard download.pointee.http_header_count == 0 || download.pointee.http_headers != nil else {
         return invalid("the download has \(download.pointee.http_header_count) headers and no array of them")
     }
-    return ABIDownload.value(download.pointee)
+    return Download(download.pointee)
 }
 
 @_cdecl("ba_app_schedule_download")
@@ -37,7 +38,7 @@ public func ba_app_schedule_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let download = described(download, error) else { return false }
-    return withConnection(app, error) { _ in try BADownloadManager.shared.scheduleDownload(described: download) }
+    return withConnection(app, error) { try $0.client.expectOK(.schedule(download)) }
 }
 
 @_cdecl("ba_app_start_foreground_download")
@@ -45,7 +46,7 @@ public func ba_app_start_foreground_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let download = described(download, error) else { return false }
-    return withConnection(app, error) { _ in try BADownloadManager.shared.startForegroundDownload(described: download) }
+    return withConnection(app, error) { try $0.client.expectOK(.startForeground(download)) }
 }
 
 @_cdecl("ba_app_cancel_download")
@@ -53,7 +54,7 @@ public func ba_app_cancel_download(
     _ app: OpaquePointer?, _ download: UnsafePointer<ba_download_t>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
     guard let download = described(download, error) else { return false }
-    return withConnection(app, error) { _ in try BADownloadManager.shared.cancel(described: download) }
+    return withConnection(app, error) { try $0.client.expectOK(.cancel(download)) }
 }
 
 @_cdecl("ba_app_fetch_current_downloads")
@@ -80,10 +81,13 @@ public func ba_app_copy_current_downloads(
     var copy: UnsafeMutablePointer<ba_download_list_t>?
     var count = 0
     guard
-        withConnection(app, error, { _ in
-            copy = try BADownloadManager.shared.fetchCurrentDownloads { reply in
-                count = reply.count
-                return try DownloadList.make(reply)
+        withConnection(app, error, { connection in
+            let reply = try connection.client.currentDownloadsReply()
+            count = reply.count
+            do {
+                copy = try DownloadList.make(reply)
+            } catch {
+                throw AppClient.invalid("the service's reply to fetchCurrentDownloads: \(error)")
             }
         })
     else { return false }

@@ -1,12 +1,22 @@
-import BackgroundAssets
 import CBAExtension
+import Glibc
 import Vocabulary
 
 /// Fills a caller's `ba_error_t`, never past the room its `struct_size` gives (0 is read as the 1.0 size).
 enum ErrorOut {
     static func fill(_ out: UnsafeMutablePointer<ba_error_t>?, _ error: any Error) {
-        let error = error as NSError
-        fill(out, domain: error.domain, code: Int64(error.code), message: error.localizedDescription)
+        let error = hostError(error)
+        fill(out, domain: error.domain, code: error.code, message: error.message)
+    }
+
+    /// `error` as the library reports every error: what `AppClient` throws already is one; a misuse is in bahost's
+    /// domain.
+    static func hostError(_ error: any Error) -> HostError {
+        switch error {
+        case let error as HostError: error
+        case let misuse as Misuse: HostError.bahost(misuse.message, code: Int64(misuse.code))
+        default: HostError.bahost("\(error)")
+        }
     }
 
     static func fill(_ out: UnsafeMutablePointer<ba_error_t>?, domain: String, code: Int64, message: String) {
@@ -39,8 +49,8 @@ enum ErrorOut {
     }
 
     static func make(_ error: any Error) -> ba_error_t {
-        let error = error as NSError
-        return make(domain: error.domain, code: Int64(error.code), message: error.localizedDescription)
+        let error = hostError(error)
+        return make(domain: error.domain, code: error.code, message: error.message)
     }
 
     private static func copy<Field>(_ text: String, into field: inout Field) {
@@ -58,14 +68,9 @@ enum ErrorOut {
 
     /// Misuse of the API (a NULL where something is needed, a buffer too small), thrown: bahost's domain, an
     /// errno-style code.
-    struct Misuse: Error, CustomNSError, LocalizedError {
+    struct Misuse: Error {
         let code: Int32
         let message: String
-        static var errorDomain: String { HostError.bahostDomain }
-        var errorCode: Int { Int(code) }
-        var errorDescription: String? { message }
-        // Foundation on Linux reads the description from here when the error becomes an NSError.
-        var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
     }
 
     /// Copies `text` and its NUL into the caller's buffer, or throws ERANGE saying how much room it needs (which
@@ -88,7 +93,7 @@ enum ErrorOut {
     }
 
     static func invalidConnection(_ out: UnsafeMutablePointer<ba_error_t>?, _ message: String) -> Bool {
-        fill(out, domain: BAErrorDomain, code: Int64(BAErrorCode.callerConnectionInvalid.rawValue), message: message)
+        fill(out, domain: BA_ERROR_DOMAIN, code: Int64(BA_ERROR_CALLER_CONNECTION_INVALID.rawValue), message: message)
         return false
     }
 }

@@ -1,6 +1,7 @@
-@_spi(Bindings) import BackgroundAssets
+import AppClient
 import CBAApp
 import CBAExtension
+import Glibc
 
 // ba/app.h: exclusive control between the app and its extension, and the app group's container.
 
@@ -8,15 +9,12 @@ import CBAExtension
 public func ba_app_acquire_exclusive_control(
     _ app: OpaquePointer?, _ timeoutMilliseconds: Int64, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    withConnection(app, error) { _ in
-        try BADownloadManager.shared.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
-    }
+    withConnection(app, error) { try $0.client.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds) }
 }
 
 @_cdecl("ba_app_release_exclusive_control")
 public func ba_app_release_exclusive_control(_ app: OpaquePointer?) {
-    guard AppConnection.find(app) != nil else { return }
-    BADownloadManager.shared.releaseExclusiveControl()
+    AppConnection.find(app)?.client.releaseExclusiveControl()
 }
 
 @_cdecl("ba_app_with_exclusive_control")
@@ -27,16 +25,16 @@ public func ba_app_with_exclusive_control(
     guard let connection = AppConnection.find(app) else { return unknownHandle(error) }
     guard let handler else { return ErrorOut.misuse(error, EINVAL, "ba_app_with_exclusive_control: handler is NULL") }
     let context = UncheckedContext(pointer: context)
-    Thread.detachNewThread {
+    Threads.start {
         do {
-            try BADownloadManager.shared.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
+            try connection.client.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
         } catch let failure {
             var described = ErrorOut.make(failure)
             _ = connection.callbacks.run { handler(context.pointer, &described) }
             return
         }
         _ = connection.callbacks.run { handler(context.pointer, nil) }
-        BADownloadManager.shared.releaseExclusiveControl()
+        connection.client.releaseExclusiveControl()
     }
     return true
 }
@@ -46,9 +44,9 @@ public func ba_app_container_path(
     _ app: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,
     _ length: UnsafeMutablePointer<Int>?, _ error: UnsafeMutablePointer<ba_error_t>?
 ) -> Bool {
-    withConnection(app, error) { _ in
+    withConnection(app, error) { connection in
         guard let group else { throw ErrorOut.Misuse(code: EINVAL, message: "ba_app_container_path: the group is NULL") }
-        guard let path = BADownloadManager.shared.containerPath(forGroup: String(cString: group)) else {
+        guard let path = connection.client.containerPath(forGroup: String(cString: group)) else {
             throw ErrorOut.Misuse(code: ENOENT, message: "the app group is not this app's (or the service is not reachable)")
         }
         try ErrorOut.copy(path, into: buffer, size: size, length: length)
