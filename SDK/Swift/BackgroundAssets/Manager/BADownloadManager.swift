@@ -42,7 +42,12 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {  // safe: 
 
     /// Schedules a download to run in the background at the system's discretion.
     public func scheduleDownload(_ download: BADownload) throws {
-        try scheduleDownload(described: Download(download))
+        if answeringContentRequest.withLock({ $0 }) {
+            throw NSError.backgroundAssets(
+                .callFromExtensionNotAllowed,
+                "downloads cannot be scheduled inside downloads(for:manifestURL:extensionInfo:); return them")
+        }
+        try transport.schedule(Download(download))
     }
 
     /// Starts a download now, or promotes a scheduled one (resuming it). App only: an extension gets code 50.
@@ -58,18 +63,6 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {  // safe: 
     /// The app's scheduled and in-flight downloads. Blocks: do not call it from the main thread.
     public func fetchCurrentDownloads() throws -> [BADownload] {
         try transport.currentDownloads()
-    }
-
-    /// `fetchCurrentDownloads` for the language bindings (`ba/app.h`), given to `read` as the service's reply, which a
-    /// binding copies straight into C memory: making Apple's objects, or even a value of each download, first was
-    /// most of a fetch of 10,000 from C (docs/PERFORMANCE.md). A reply that lies is thrown as a connection error.
-    @_spi(Bindings) public func fetchCurrentDownloads<Result>(read: (DownloadsReply) throws -> Result) throws -> Result {
-        let reply = try transport.currentDownloadsReply()
-        do {
-            return try read(reply)
-        } catch let error as ServiceWireError {
-            throw ServiceTransport.invalid("the service's reply to fetchCurrentDownloads: \(error)")
-        }
     }
 
     /// The app's scheduled and in-flight downloads, delivered on an arbitrary thread.

@@ -13,8 +13,6 @@ protocol HostTransport: Sendable {
     func startForeground(_ download: Download) throws
     func cancel(_ download: Download) throws
     func currentDownloads() throws -> [BADownload]
-    /// The same downloads as the service's reply, for the language bindings, which copy them into C memory.
-    func currentDownloadsReply() throws -> DownloadsReply
     /// Blocks until the lock is held, or throws. `timeoutMilliseconds`: < 0 waits, 0 tries once.
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws
     func releaseExclusiveControl()
@@ -60,8 +58,6 @@ struct ExtensionChannel: HostTransport, @unchecked Sendable {  // safe: the tabl
         }
         return collected.downloads
     }
-
-    func currentDownloadsReply() throws -> DownloadsReply { try DownloadsReply(currentDownloads().map(Download.init)) }
 
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws {
         try call { error in host.pointee.acquire_exclusive_control(host, timeoutMilliseconds, error) }

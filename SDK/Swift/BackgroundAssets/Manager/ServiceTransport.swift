@@ -79,7 +79,7 @@ final class ServiceTransport: HostTransport, Sendable {
         }
     }
 
-    func currentDownloadsReply() throws -> DownloadsReply {
+    private func currentDownloadsReply() throws -> DownloadsReply {
         try Self.bridged { () throws(HostError) in try client.currentDownloadsReply() }
     }
 
@@ -157,10 +157,9 @@ final class ServiceTransport: HostTransport, Sendable {
 /// Tells the transport whether the delegate implemented the method it just called: the protocol's default
 /// implementations mark the call unhandled, and the service then wakes the extension instead, as Apple does for an
 /// app whose delegate lacks the method. A task-local, so that the default challenge handler's task sees it too.
-@_spi(Bindings) public final class DelegateCall: Sendable {
-    /// The delegate call running on this thread or task; a binding keeps it to decide later (a challenge answered
-    /// after its callback returned, a completion its app disconnected before it ran).
-    @TaskLocal public static var current: DelegateCall?
+final class DelegateCall: Sendable {
+    /// The delegate call running in this task.
+    @TaskLocal static var current: DelegateCall?
     private let marked = Atomic(false)
 
     var unhandled: Bool { marked.load(ordering: .acquiring) }
@@ -168,6 +167,6 @@ final class ServiceTransport: HostTransport, Sendable {
     static func markUnhandled() { current?.markUnhandled() }
 
     /// The app's delegate did not handle this call: the service offers it to the extension instead.
-    public func markUnhandled() { marked.store(true, ordering: .releasing) }
+    func markUnhandled() { marked.store(true, ordering: .releasing) }
 }
 
