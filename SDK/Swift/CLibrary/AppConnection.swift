@@ -42,6 +42,9 @@ final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `
             }))
     }
 
+    /// A connection that never connected (or was closed) ends its inbox's thread.
+    deinit { inbox.stop() }
+
     /// The connection behind a handle, if it is live.
     static func find(_ handle: OpaquePointer?) -> AppConnection? {
         guard let handle else { return nil }
@@ -97,8 +100,9 @@ final class AppConnection: @unchecked Sendable {  // the `var`s are guarded by `
         }
         client.disconnect()
         callbacks.close()
-        // What the inbox still held found the callbacks closed: each was dropped, none answered.
-        inbox.sync()
+        // What the inbox still held found the callbacks closed: each was dropped, none answered. From inside a
+        // callback (which ba/app.h forbids) the inbox may be waiting for that very callback: it is not waited for.
+        if !CallbackQueue.insideCallback { inbox.sync() }
         inbox.stop()
         let replies = lock.withLock { _ -> [UnsafeMutablePointer<ba_challenge_reply_t>] in
             defer { challengeReplies = [] }
