@@ -1,6 +1,6 @@
+import AppClient
 import CBAApp
 import CBAExtension
-import AppClient
 import Glibc
 import ServiceWire
 import Vocabulary
