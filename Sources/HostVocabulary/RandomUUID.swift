@@ -6,13 +6,7 @@ extension UUID {
     /// reads and closes `/dev/urandom` each time, which was a fifth of an app's side of each `scheduleDownload`
     /// (docs/PERFORMANCE.md).
     public static func random() -> UUID {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
-        return withUnsafeMutableBytes(of: &bytes) { raw in
-            raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
-            raw[8] = (raw[8] & 0x3F) | 0x80  // RFC 4122 variant
-            return UUID(uuid: raw.load(as: uuid_t.self))
-        }
+        withUnsafeBytes(of: UUIDText.randomBytes()) { UUID(uuid: $0.load(as: uuid_t.self)) }
     }
 
     /// `uuidString`, written as `UUIDText.upperHex` writes it.

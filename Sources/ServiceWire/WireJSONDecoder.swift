@@ -83,48 +83,55 @@ private struct JSONParser {
     }
 
     private mutating func parseObject(depth: Int) throws -> JSONNode {
-        guard depth <= WireJSON.maximumDepth else { throw failure("nesting deeper than \(WireJSON.maximumDepth)") }
-        at += 1
         var members: [String: JSONNode] = [:]
-        skipSpace()
-        if at < bytes.count, bytes[at] == UInt8(ascii: "}") {
-            at += 1
-            return .object(members)
+        try parseContainer(depth: depth, closing: UInt8(ascii: "}"), what: "an object") { parser in
+            parser.skipSpace()
+            guard parser.at < parser.bytes.count, parser.bytes[parser.at] == UInt8(ascii: "\"") else {
+                throw parser.failure("no key")
+            }
+            let key = try parser.parseString()
+            parser.skipSpace()
+            guard parser.at < parser.bytes.count, parser.bytes[parser.at] == UInt8(ascii: ":") else {
+                throw parser.failure("no ':' after a key")
+            }
+            parser.at += 1
+            members[key] = try parser.parseValue(depth: depth)
         }
-        while true {
-            skipSpace()
-            guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw failure("no key") }
-            let key = try parseString()
-            skipSpace()
-            guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw failure("no ':' after a key") }
-            at += 1
-            members[key] = try parseValue(depth: depth)
-            skipSpace()
-            guard at < bytes.count else { throw failure("an object without its end") }
-            if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
-            guard bytes[at] == UInt8(ascii: "}") else { throw failure("neither ',' nor '}' in an object") }
-            at += 1
-            return .object(members)
-        }
+        return .object(members)
     }
 
     private mutating func parseArray(depth: Int) throws -> JSONNode {
+        var items: [JSONNode] = []
+        try parseContainer(depth: depth, closing: UInt8(ascii: "]"), what: "an array") { parser in
+            items.append(try parser.parseValue(depth: depth))
+        }
+        return .array(items)
+    }
+
+    /// An object's members or an array's items, each read by `element`, from the opening byte to the closing one.
+    private mutating func parseContainer(
+        depth: Int, closing: UInt8, what: String, _ element: (inout JSONParser) throws -> Void
+    ) throws {
         guard depth <= WireJSON.maximumDepth else { throw failure("nesting deeper than \(WireJSON.maximumDepth)") }
         at += 1
-        var items: [JSONNode] = []
         skipSpace()
-        if at < bytes.count, bytes[at] == UInt8(ascii: "]") {
+        if at < bytes.count, bytes[at] == closing {
             at += 1
-            return .array(items)
+            return
         }
         while true {
-            items.append(try parseValue(depth: depth))
+            try element(&self)
             skipSpace()
-            guard at < bytes.count else { throw failure("an array without its end") }
-            if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
-            guard bytes[at] == UInt8(ascii: "]") else { throw failure("neither ',' nor ']' in an array") }
+            guard at < bytes.count else { throw failure("\(what) without its end") }
+            if bytes[at] == UInt8(ascii: ",") {
+                at += 1
+                continue
+            }
+            guard bytes[at] == closing else {
+                throw failure("neither ',' nor '\(Character(Unicode.Scalar(closing)))' in \(what)")
+            }
             at += 1
-            return .array(items)
+            return
         }
     }
 
@@ -273,18 +280,8 @@ private func decodeNode<T: Decodable>(_ type: T.Type, _ node: JSONNode, _ path: 
     case is Bool.Type:
         guard case .bool(let value) = node else { throw mismatch(T.self, node, path) }
         return value as! T
-    case is Int.Type: return try number { Int($0) } as! T
-    case is Int64.Type: return try number { Int64($0) } as! T
-    case is UInt64.Type: return try number { UInt64($0) } as! T
-    case is Int32.Type: return try number { Int32($0) } as! T
-    case is UInt32.Type: return try number { UInt32($0) } as! T
-    case is Int16.Type: return try number { Int16($0) } as! T
-    case is UInt16.Type: return try number { UInt16($0) } as! T
-    case is Int8.Type: return try number { Int8($0) } as! T
-    case is UInt8.Type: return try number { UInt8($0) } as! T
-    case is UInt.Type: return try number { UInt($0) } as! T
-    case is Double.Type: return try number { Double($0) } as! T
-    case is Float.Type: return try number { Float($0) } as! T
+    case let numeric as any (Numeric & LosslessStringConvertible).Type:
+        return try number { numeric.init($0) } as! T
     default: return try T(from: NodeDecoder(node: node, codingPath: path))
     }
 }

@@ -2,13 +2,18 @@
 public enum UUIDText {
     /// A random (version 4) UUID from the system's generator (`getrandom(2)`), upper-case, in the 8-4-4-4-12 form.
     public static func random() -> String {
+        withUnsafeBytes(of: randomBytes()) { upperHex($0) }
+    }
+
+    /// The sixteen bytes of a random (version 4) UUID, from the system's generator (`getrandom(2)`).
+    public static func randomBytes() -> (UInt64, UInt64) {
         var generator = SystemRandomNumberGenerator()
         var bytes = (generator.next() as UInt64, generator.next() as UInt64)
-        return withUnsafeMutableBytes(of: &bytes) { raw in
+        withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
             raw[8] = (raw[8] & 0x3F) | 0x80  // RFC 4122 variant
-            return upperHex(UnsafeRawBufferPointer(raw))
         }
+        return bytes
     }
 
     /// Sixteen bytes as Foundation's `uuidString` writes them (upper-case hex, 8-4-4-4-12), written directly:
