@@ -1,4 +1,5 @@
 import CBAExtension
+import Glibc
 
 /// An error as every layer carries it (the C ABI, the service's socket, the queue's rows, reports): Apple's
 /// `BAErrorDomain` codes, `NSURLErrorDomain` codes for transfers, or bahost's own `BAHostErrorDomain`.
@@ -24,6 +25,16 @@ public struct HostError: Error, Sendable, Hashable, Codable, CustomStringConvert
     /// An error in bahost's own domain; -1 when nothing more specific applies.
     public static func bahost(_ message: String, code: Int64 = -1) -> HostError {
         HostError(code: code, domain: bahostDomain, message: message)
+    }
+
+    /// An error in `NSPOSIXErrorDomain`: `code` is the errno value.
+    public static func posix(_ code: Int32, _ message: String) -> HostError {
+        HostError(code: Int64(code), domain: "NSPOSIXErrorDomain", message: message)
+    }
+
+    /// A system call that failed: `what`, then the system's words for `code` (errno by default).
+    public static func system(_ what: String, _ code: Int32 = errno) -> HostError {
+        posix(code, "\(what): \(String(cString: strerror(code)))")
     }
 
     public var description: String { "\(domain) \(code): \(message)" }

@@ -161,7 +161,7 @@ public final class AppClient: Sendable {
         // (If it cannot be made, the open below says why.)
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex { mkdir(String(path[..<slash]), 0o700) }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw Self.posix(errno, "cannot open the exclusive-control lock \(path)") }
+        guard descriptor >= 0 else { throw HostError.posix(errno, "cannot open the exclusive-control lock \(path)") }
         let deadline = MonotonicClock.now + .milliseconds(max(0, timeoutMilliseconds))
         var pause = Duration.milliseconds(1)
         while true {
@@ -172,9 +172,9 @@ public final class AppClient: Sendable {
             guard failure == EWOULDBLOCK, MonotonicClock.now < deadline else {
                 close(descriptor)
                 if failure == EWOULDBLOCK {
-                    throw Self.posix(ETIMEDOUT, "exclusive control was not acquired before the date")
+                    throw HostError.posix(ETIMEDOUT, "exclusive control was not acquired before the date")
                 }
-                throw Self.posix(failure, String(cString: strerror(failure)))
+                throw HostError.posix(failure, String(cString: strerror(failure)))
             }
             Threads.sleep(pause)
             pause = min(pause * 2, .milliseconds(20))
@@ -270,10 +270,6 @@ public final class AppClient: Sendable {
 
     /// Apple's 56: the connection to the service is not there.
     public static func invalid(_ message: String) -> HostError { HostError(BA_ERROR_CALLER_CONNECTION_INVALID, message) }
-
-    static func posix(_ code: Int32, _ message: String) -> HostError {
-        HostError(code: Int64(code), domain: "NSPOSIXErrorDomain", message: message)
-    }
 }
 
 /// One connection to the service, read by a thread of its own.

@@ -156,7 +156,7 @@ public struct AssetPackFiles: Sendable {
         let base = "\(temporary)/bahost-asset-packs-\(getpid())"
         mkdir(base, 0o700)
         let view = "\(base)/\(UUIDText.random())"
-        guard mkdir(view, 0o700) == 0 else { throw failure("cannot make the folder \(view)") }
+        guard mkdir(view, 0o700) == 0 else { throw HostError.system("cannot make the folder \(view)") }
         func merge(_ sources: [String], into target: String) throws(HostError) {
             var subfolders: [String: [String]] = [:]
             var order: [String] = []
@@ -167,20 +167,16 @@ public struct AssetPackFiles: Sendable {
                         if subfolders[name] == nil { order.append(name) }
                         subfolders[name, default: []].append(entry)
                     } else if access("\(target)/\(name)", F_OK) != 0, symlink(entry, "\(target)/\(name)") != 0 {
-                        throw failure("cannot link \(entry) into \(target)")
+                        throw HostError.system("cannot link \(entry) into \(target)")
                     }
                 }
             }
             for name in order where access("\(target)/\(name)", F_OK) != 0 {
-                guard mkdir("\(target)/\(name)", 0o700) == 0 else { throw failure("cannot make \(target)/\(name)") }
+                guard mkdir("\(target)/\(name)", 0o700) == 0 else { throw HostError.system("cannot make \(target)/\(name)") }
                 try merge(subfolders[name]!, into: "\(target)/\(name)")
             }
         }
         try merge(folders, into: view)
         return view
-    }
-
-    private static func failure(_ message: String) -> HostError {
-        HostError(code: Int64(errno), domain: "NSPOSIXErrorDomain", message: "\(message): \(String(cString: strerror(errno)))")
     }
 }

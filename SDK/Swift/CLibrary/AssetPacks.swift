@@ -170,9 +170,7 @@ private func give(
     _ path: String, _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ size: UnsafeMutablePointer<Int>?
 ) throws {
     guard let out else { throw ErrorOut.Misuse(code: EINVAL, message: "the data's out-parameter is NULL") }
-    func failure(_ what: String) -> HostError {
-        HostError(code: Int64(errno), domain: "NSPOSIXErrorDomain", message: "\(what) \(path): \(String(cString: strerror(errno)))")
-    }
+    func failure(_ what: String) -> HostError { HostError.system("\(what) \(path)") }
     let descriptor = open(path, O_RDONLY | O_CLOEXEC)
     guard descriptor >= 0 else { throw failure("cannot open") }
     defer { close(descriptor) }
@@ -240,9 +238,7 @@ public func ba_app_asset_pack_open(
         let file = try connection.files().locate(path, in: pack.map { String(cString: $0) })
         descriptor = open(file, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw HostError(
-                code: Int64(errno), domain: "NSPOSIXErrorDomain",
-                message: "cannot open \(file): \(String(cString: strerror(errno)))")
+            throw HostError.system("cannot open \(file)")
         }
     }
     return descriptor

@@ -43,9 +43,7 @@ final class CallbackQueue: @unchecked Sendable {  // the mode and descriptor are
             var ends: [Int32] = [0, 0]
             // pipe2 is not in Glibc's module: the flags are set right after (a child the app forks in between
             // inherits the two ends, which is harmless).
-            guard pipe(&ends) == 0 else {
-                throw HostError(code: Int64(errno), domain: "NSPOSIXErrorDomain", message: "pipe: \(String(cString: strerror(errno)))")
-            }
+            guard pipe(&ends) == 0 else { throw HostError.system("pipe") }
             for end in ends {
                 _ = fcntl(end, F_SETFD, FD_CLOEXEC)
                 _ = fcntl(end, F_SETFL, O_NONBLOCK)

@@ -9,8 +9,5 @@ import Vocabulary
     }
 
     /// The object an entry point receives: a `BAURLDownload`, or the manifest's private download class.
-    public static func object(_ d: ba_download_t) -> BADownload { value(d).object }
-
-    /// The download's fields as the host's value, `uniqueIdentifier` nil where the caller left it NULL.
-    public static func value(_ d: ba_download_t) -> Download { Download(d) }
+    public static func object(_ d: ba_download_t) -> BADownload { Download(d).object }
 }
