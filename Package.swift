@@ -36,7 +36,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         // 2.100: the HTTP decoder's limits on a response's head (CVE-2026-28980: before, a server could send headers
@@ -130,16 +129,13 @@ let package = Package(
                 "CBAExtension", "Vocabulary", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
+        // libcurl (Debian's libcurl4-openssl-dev): the transfers' HTTP, on its multi interface.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // One attempt at one transfer, on libcurl's multi interface: one transfer thread owns every socket.
         .target(
             name: "Transfer",
-            dependencies: ["HostVocabulary", 
-                "CHostSupport", "Vocabulary",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            dependencies: [
+                "CCurl", "CHostSupport", "HostVocabulary", "Vocabulary", .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "Vocabulary"]),
         .target(name: "Delivery", dependencies: ["HostVocabulary", "ExtensionRuntime", "Queue", "Vocabulary"]),
@@ -196,11 +192,7 @@ let package = Package(
             path: "Benchmarks/BenchApp"),
         .executableTarget(
             name: "LibraryFloor",
-            dependencies: [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
+            dependencies: ["CCurl", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/LibraryFloor"),
 
         // Fuzzing: the targets (debug builds only: two parsers are reached with @testable) and the one program.
@@ -208,7 +200,7 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "AppConfig", "CBAExtension", "ExtensionRuntime", "ExtensionWire", "Packs", "Policy", "ServiceWire",
-                "Transfer", "Vocabulary", .product(name: "NIOHTTP1", package: "swift-nio"),
+                "Transfer", "Vocabulary",
             ],
             path: "Fuzz/Targets"),
         .executableTarget(name: "FuzzEntry", dependencies: ["FuzzTargets"], path: "Fuzz/Entry"),
@@ -244,12 +236,7 @@ let package = Package(
         .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
         .testTarget(
-            name: "TransferTests",
-            dependencies: [
-                "Transfer", "Vocabulary", "TestSupport", .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ]),
+            name: "TransferTests", dependencies: ["CCurl", "Transfer", "Vocabulary", "TestSupport"]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
             name: "ServiceTests",

@@ -17,7 +17,7 @@
 #
 # Figures: a large file's wall time to a verified file on disk; many small files per second and the CPU each costs,
 # against curl, curl + fsync, the durable floor program (durable_floor.c) and the same floor on bahost's own libraries
-# (Benchmarks/LibraryFloor: AsyncHTTPClient, NIO, GRDB); the host's peak RSS during a large
+# (Benchmarks/LibraryFloor: libcurl, GRDB); the host's peak RSS during a large
 # download (and whether it grows with the file); extension activation against the floor of a bare spawn; the
 # lateness of extensionWillTerminate and of the kill; the service's queue (against the floor of its calls,
 # schedule_floor.c), delegate latency and scale; essential

@@ -30,7 +30,7 @@ def spread(xs, unit, digits=1):
 labels = {
     "curl-fsync": "curl, then fsync each file (the durable floor)",
     "floor": "durable_floor.c: fetch, write, fsync, one SQLite row a file",
-    "library-floor": "the same floor on bahost's libraries (AsyncHTTPClient, NIO, GRDB)",
+    "library-floor": "the same floor on bahost's libraries (libcurl, GRDB)",
 }
 
 

@@ -5,7 +5,7 @@
 # itself, since SwiftPM's flag covers executables only, and the folder of the static Foundation's libraries, which
 # live beside the static runtime where a dynamic library's link does not look; it is built last, because a build
 # with other flags rebuilds what it shares. Every product is built with cross-module optimization, so that the
-# compiler inlines and specializes the packages' code (NIO, AsyncHTTPClient, GRDB) into bahost's own, which costs
+# compiler inlines and specializes the packages' code (GRDB, swift-crypto) into bahost's own, which costs
 # many small files less CPU (docs/PERFORMANCE.md, "Cross-module optimization"). Prints a line for each product; on a
 # failure, its errors and the log.
 #

@@ -4,6 +4,8 @@
 #   libsqlite3-dev   the durable queue (GRDB on the system's SQLite)
 #   libarchive-dev   asset pack archives: written by `bahost pack`, checked and extracted by the service
 #                    (docs/ASSET-PACKS.md)
+#   libcurl4-openssl-dev
+#                    the transfers: libcurl's multi interface on one transfer thread (docs/ARCHITECTURE.md)
 #   gcc, make        `cc`, which builds C extensions (the tests' own, and scaffolded ones with their Makefile)
 #   pkg-config       finds the installed C ABI for a C extension (`pkg-config --cflags bahost`)
 #   nginx, openssl   the local asset server of the demo and the tests, with a certificate authority they make
@@ -14,7 +16,7 @@
 #                    the LÖVE game's test (Plugins/Love): the engine, headless under Xvfb
 set -euo pipefail
 
-packages=(libffi-dev libsqlite3-dev libarchive-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
+packages=(libffi-dev libsqlite3-dev libarchive-dev libcurl4-openssl-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
     python3-setuptools love xvfb xauth)
 missing=()
 for package in "${packages[@]}"; do

@@ -51,8 +51,9 @@ cat > "$root/usr/share/doc/bahost/copyright" <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: bahost
 Comment: The binaries also contain the Swift runtime and Foundation (Apache-2.0 with Runtime Library Exception),
- SwiftNIO, swift-nio-ssl with BoringSSL, AsyncHTTPClient, swift-crypto, GRDB, swift-argument-parser, swift-log,
- swift-service-lifecycle and swift-system, linked statically under their own licences.
+ SwiftNIO, swift-nio-ssl with BoringSSL (the `bahost serve` test server), swift-crypto, GRDB, swift-argument-parser,
+ swift-log, swift-service-lifecycle and swift-system, linked statically under their own licences. Transfers use the
+ system's libcurl (libcurl4).
 COPYRIGHT
 
 # dpkg-shlibdeps reads the package's name from a debian/control of its own.

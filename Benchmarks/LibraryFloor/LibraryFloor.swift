@@ -1,69 +1,58 @@
 // The durable floor for many small files, in Swift on the libraries bahost uses: the same unavoidable work as
 // durable_floor.c (fetch, write as it arrives, fsync, rename, one row a file in an SQLite queue in WAL with
-// synchronous=NORMAL, a transaction a file), done with AsyncHTTPClient and NIO (each body written by the event loop
-// that reads it, as bahost's BodyWriter does), GRDB, and a pool of PARALLEL threads for the syncs. No queue turns, no
-// extension, no policy: what separates this program from durable_floor.c is the libraries' cost, and what separates
-// bahost from this program is bahost's own (docs/PERFORMANCE.md).
+// synchronous=NORMAL, a transaction a file), done with libcurl's multi interface on one thread through bahost's
+// CCurl shim (each body written by the thread that reads it, as bahost's transfer thread does), GRDB, and
+// PARALLEL threads for the syncs. No queue turns, no extension, no policy: what separates this program from
+// durable_floor.c is Swift's and GRDB's cost, and what separates bahost from this program is bahost's own
+// (docs/PERFORMANCE.md).
 //
 //   bahost-library-floor URLS OUTDIR DATABASE [PARALLEL]     URLS: one URL a line; files are OUTDIR/1.bin, ...
 //
 // Prints nothing on success; exits 1 with a message on the first failure.
-import AsyncHTTPClient
+import CCurl
 import Foundation
 import GRDB
-import NIOCore
-import NIOHTTP1
-import NIOPosix
 import Synchronization
-
-/// Writes one response's body into its file on the event loop; fails the request on a status other than 200.
-final class FileWriter: HTTPClientResponseDelegate, Sendable {
-    typealias Response = Void
-    struct Refused: Error { let status: UInt }
-    let fd: Int32
-
-    init(fd: Int32) { self.fd = fd }
-
-    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        head.status == .ok
-            ? task.eventLoop.makeSucceededVoidFuture()
-            : task.eventLoop.makeFailedFuture(Refused(status: head.status.code))
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        let written = buffer.withUnsafeReadableBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
-        return written
-            ? task.eventLoop.makeSucceededVoidFuture()
-            : task.eventLoop.makeFailedFuture(IOError(errnoCode: errno, reason: "write"))
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<Void>) throws {}
-}
 
 func fail(_ what: String) -> Never {
     FileHandle.standardError.write(Data("bahost-library-floor: \(what)\n".utf8))
     exit(1)
 }
 
+/// One file on the network: its descriptor, written by the write callback.
+final class Fetch: Sendable {
+    let index: Int
+    let fd: Int32
+    let partial: String
+
+    init(index: Int, fd: Int32, partial: String) {
+        self.index = index
+        self.fd = fd
+        self.partial = partial
+    }
+}
+
+let writeBody: bahost_curl_data_callback = { bytes, size, count, context in
+    let fetch = Unmanaged<Fetch>.fromOpaque(context!).takeUnretainedValue()
+    var offset = 0
+    let total = size * count
+    while offset < total {
+        let n = write(fetch.fd, bytes! + offset, total - offset)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return 0 }
+        offset += n
+    }
+    return total
+}
+
 /// One run: every URL fetched, synced, renamed and recorded, `parallel` on the network at a time.
-final class Floor: Sendable {
+final class Floor: @unchecked Sendable {
     let urls: [String]
     let outdir: String
     let parallel: Int
     let queue: DatabasePool
-    let client: HTTPClient
-    let syncers: NIOThreadPool
-    /// The next URL to start, and how many files are done.
-    let progress = Mutex((next: 0, done: 0))
+    let syncers = OperationQueue()
+    let done = Mutex(0)
     let finished = DispatchSemaphore(value: 0)
 
     init(urls: [String], outdir: String, database: String, parallel: Int) throws {
@@ -76,61 +65,75 @@ final class Floor: Sendable {
         try queue.write { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS finished (id INTEGER PRIMARY KEY, path TEXT NOT NULL)")
         }
-        var http = HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled)
-        http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = parallel
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
-        syncers = NIOThreadPool(numberOfThreads: parallel)
-        syncers.start()
-    }
-
-    func run() {
-        guard !urls.isEmpty else { return }
-        for _ in 0..<min(parallel, urls.count) { startNext() }
-        finished.wait()
-        try? client.syncShutdown()
-        try? syncers.syncShutdownGracefully()
+        syncers.maxConcurrentOperationCount = parallel
     }
 
     private func path(_ index: Int, _ suffix: String = "") -> String { "\(outdir)/\(index + 1).bin\(suffix)" }
 
-    /// Starts the next URL, if any is left.
-    private func startNext() {
-        let index = progress.withLock { state -> Int? in
-            guard state.next < urls.count else { return nil }
-            defer { state.next += 1 }
-            return state.next
+    /// Fetches every URL on this thread, `parallel` at a time; the syncs run beside it.
+    func run() {
+        guard !urls.isEmpty else { return }
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        guard let multi = curl_multi_init() else { fail("curl_multi_init") }
+        var next = 0
+        var active = 0
+        func start() {
+            let index = next
+            next += 1
+            let partial = path(index, ".partial")
+            let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { fail("\(partial): \(String(cString: strerror(errno)))") }
+            guard let easy = curl_easy_init() else { fail("curl_easy_init") }
+            let fetch = Unmanaged.passRetained(Fetch(index: index, fd: fd, partial: partial)).toOpaque()
+            _ = bahost_curl_set_string(easy, CURLOPT_URL, urls[index])
+            _ = bahost_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, writeBody)
+            _ = bahost_curl_set_pointer(easy, CURLOPT_WRITEDATA, fetch)
+            _ = bahost_curl_set_pointer(easy, CURLOPT_PRIVATE, fetch)
+            _ = bahost_curl_set_long(easy, CURLOPT_FAILONERROR, 1)
+            curl_multi_add_handle(multi, easy)
+            active += 1
         }
-        guard let index else { return }
-        let partial = path(index, ".partial")
-        let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { fail("\(partial): \(String(cString: strerror(errno)))") }
-        let request: HTTPClient.Request
-        do { request = try HTTPClient.Request(url: urls[index]) } catch { fail("\(urls[index]): \(error)") }
-        client.execute(request: request, delegate: FileWriter(fd: fd)).futureResult.whenComplete { result in
-            if case .failure(let error) = result { fail("\(self.urls[index]): \(error)") }
-            // The sync waits for the disk: off the event loop, on a thread of its own, as bahost's transfers do; the
-            // connection takes the next URL meanwhile, as curl's does in durable_floor.c.
-            defer { self.startNext() }
-            self.syncers.submit { _ in self.finish(index, fd: fd, partial: partial) }
+        while next < urls.count && active < parallel { start() }
+        var running: Int32 = 0
+        while active > 0 {
+            curl_multi_perform(multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let fetch = Unmanaged<Fetch>.fromOpaque(bahost_curl_info_private(easy)!).takeRetainedValue()
+                guard message.pointee.data.result == CURLE_OK else {
+                    fail("\(urls[fetch.index]): \(String(cString: curl_easy_strerror(message.pointee.data.result)))")
+                }
+                curl_multi_remove_handle(multi, easy)
+                curl_easy_cleanup(easy)
+                active -= 1
+                // The sync waits for the disk: off the fetching thread, as bahost's transfers do; the connection
+                // takes the next URL meanwhile, as curl's does in durable_floor.c.
+                syncers.addOperation { self.finish(fetch) }
+                if next < urls.count { start() }
+            }
+            if active > 0 { curl_multi_poll(multi, nil, 0, 1000, nil) }
         }
+        finished.wait()
+        curl_multi_cleanup(multi)
     }
 
-    private func finish(_ index: Int, fd: Int32, partial: String) {
-        guard fsync(fd) == 0 else { fail("fsync: \(String(cString: strerror(errno)))") }
-        close(fd)
-        let final = path(index)
-        guard rename(partial, final) == 0 else { fail("rename: \(String(cString: strerror(errno)))") }
+    private func finish(_ fetch: Fetch) {
+        guard fsync(fetch.fd) == 0 else { fail("fsync: \(String(cString: strerror(errno)))") }
+        close(fetch.fd)
+        let final = path(fetch.index)
+        guard rename(fetch.partial, final) == 0 else { fail("rename: \(String(cString: strerror(errno)))") }
         do {
             try queue.write { db in
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO finished (id, path) VALUES (?, ?)")
-                    .execute(arguments: [index, final])
+                    .execute(arguments: [fetch.index, final])
             }
         } catch {
             fail("the queue: \(error)")
         }
-        let all = progress.withLock { state -> Bool in
-            state.done += 1
-            return state.done == urls.count
+        let all = done.withLock { done -> Bool in
+            done += 1
+            return done == urls.count
         }
         if all { finished.signal() }
     }

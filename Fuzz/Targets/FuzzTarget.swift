@@ -1,7 +1,6 @@
 import AppConfig
 @testable import ExtensionRuntime
 import Foundation
-import NIOHTTP1
 import Packs
 import Policy
 import ServiceWire
@@ -124,11 +123,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         _ = DomainAllowList(["assets.example.com", "*.cdn.example"]).permits(fetched)
         let request = TransferRequest(
             url: fetched, headers: admitted.httpHeaders, expectedSize: 1024, partialPath: "/nonexistent") { _ in nil }
-        // A URL the HTTP client cannot request fails its transfer with NSURLErrorBadURL; nothing is sent.
-        guard let http = try? request.httpRequest(url: fetched, offset: 0) else { return true }
-        for reserved in ["Host", "Content-Length", "Transfer-Encoding", "Connection", "Range"] {
-            guard !http.headers.contains(name: reserved) else {
-                fatalError("an admitted download sends its own \(reserved) header")
+        // A URL the transfer cannot request fails its transfer with NSURLErrorBadURL; nothing is sent.
+        guard let lines = try? request.headerLines(url: fetched, offset: 0) else { return true }
+        for line in lines {
+            // One header a line: a line break inside one would let it write others.
+            guard !line.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                fatalError("an admitted download's header holds a line break: \(line.printable())")
+            }
+            let name = line.prefix { $0 != ":" && $0 != ";" }.lowercased()
+            guard !["host", "content-length", "transfer-encoding", "connection", "range"].contains(name) else {
+                fatalError("an admitted download sends its own \(name) header")
             }
         }
         return true
@@ -164,14 +168,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let first = lines.removeFirst().split(separator: " ")
         guard let status = first.first.flatMap({ Int($0) }) else { return false }
         let offset = first.dropFirst().first.flatMap { Int64($0) } ?? 0
-        var headers = HTTPHeaders()
+        var headers = ResponseHeaders()
         for line in lines {
-            // Only what an HTTP parser hands on: a name of token characters (NIO's headers refuse anything else).
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
-                line[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "!#$%&'*+-.^_`|~".contains($0)) })
-            else { continue }
-            headers.add(
-                name: String(line[..<colon]), value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            // Each line as the transfer thread reads it from libcurl (`HTTPExchange`), with its line ending.
+            var bytes = Array(line.utf8)
+            bytes.append(contentsOf: [0x0D, 0x0A])
+            if let (name, value) = bytes.withUnsafeBytes({ ResponseHeaders.field($0) }) {
+                headers.add(name: name, value: value)
+            }
         }
         let request = TransferRequest(
             url: "https://assets.example.com/level.pack", expectedSize: 1_048_576, partialPath: "/nonexistent",

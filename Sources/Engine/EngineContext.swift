@@ -7,14 +7,18 @@ import Synchronization
 import Transfer
 import Vocabulary
 
-/// What every part of the engine shares: the queue, the data root, the settings, the HTTP client, the app
-/// delegates, and the observer that hears each event. Made once by `HostEngine`.
+/// What every part of the engine shares: the queue, the data root, the settings, the transfer layer, the blocking
+/// pool, the app delegates, and the observer that hears each event. Made once by `HostEngine`.
 final class EngineContext: Sendable {
     let store: QueueStore
     let dataRoot: DataRoot
     let settings: HostEngine.Settings
     let observe: LifecycleObserver
     let client: TransferClient
+    /// The blocking pool: where what waits for the disk or the queue's writer runs, for the transfers (from a body's
+    /// end to its outcome) and the manifest fetch. Two threads per concurrent transfer, one more for manifests.
+    /// Stopped by `HostEngine.shutdown`, last.
+    let blocking: TransferExecutor
     /// Running apps' delegates, which get completions and challenges before the extension (the service's apps).
     let delegates: AppDelegateRouter?
     /// Wakes the engine's loop: something was queued, a transfer or a delivery ended, a deadline came.
@@ -43,6 +47,7 @@ final class EngineContext: Sendable {
         self.observe = observe
         self.client = client
         self.delegates = delegates
+        blocking = TransferExecutor(threads: 2 * settings.maximumConcurrentTransfers + 1)
     }
 
     /// Wakes the engine for a newly queued download, unless it could not start now anyway (every transfer slot, or

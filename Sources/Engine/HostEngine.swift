@@ -37,7 +37,7 @@ public final class HostEngine: Sendable {
         /// How long the transfers that end may gather before the engine's next turn records them, while the reserve
         /// starts the next ones (`Scheduler.paceNextTurn`).
         public var turnPace: Duration
-        /// The HTTP client's event loops (`TransferConfiguration.eventLoops`).
+        /// The transfer threads (`TransferConfiguration.transferThreads`).
         public var networkThreads: Int
 
         public init(
@@ -59,11 +59,11 @@ public final class HostEngine: Sendable {
             self.networkThreads = networkThreads
         }
 
-        /// The HTTP client's configuration: a connection per transfer a host may have at once.
+        /// The transfer layer's configuration.
         var transfer: TransferConfiguration {
             TransferConfiguration(
                 additionalCAFile: additionalCAFile, connectTimeout: connectTimeout, readTimeout: readTimeout,
-                connectionsPerHost: maximumTransfersPerHost, eventLoops: networkThreads)
+                transferThreads: networkThreads)
         }
 
         var retry: RetryPolicy {
@@ -118,11 +118,12 @@ public final class HostEngine: Sendable {
     deinit { close(dataRootLock) }
 
     /// Stops running transfers, waits for each to record where it stopped (its partial file stays, to resume), and
-    /// closes the HTTP client.
+    /// stops the transfer threads, then the blocking pool.
     public func shutdown() async {
         await scheduler.shutdown()
         await completions.shutdown()
         try? await context.client.shutdown()
+        await context.blocking.shutdown()
     }
 
     /// Wakes the engine at once: something was queued or promoted, or a delegate arrived.

@@ -30,21 +30,13 @@ struct ManifestFetch {
         var attempt = 0
         while true {
             attempt += 1
-            switch await context.client.perform(request, observer: NoProgress()) {
-            case .success(let bytes):
-                context.observe(.manifestFetched(bytes: bytes))
-                do {
-                    try context.store.updateApp(app.appIdentifier) { app in
-                        var policy = app.policy
-                        if policy.allowance.restricted { policy.allowance.charge(bytes, essential: false) }
-                        app.take(policy)
-                    }
-                    chmod(partial, 0o444)
-                    return .success(partial)
-                } catch {
-                    unlink(partial)
-                    return .failure(HostError.bahost("\(error)"))
-                }
+            // The transfer as any download's, then the disk and the queue on the blocking pool.
+            let result = await context.client.perform(request, observer: NoProgress(), blocking: context.blocking) {
+                result in result.map { bytes in record(bytes, for: app, at: partial) }
+            }
+            switch result {
+            case .success(let recorded):
+                return recorded
             case .failure(let error):
                 if error.code == TransferError.byteLimitExceeded {
                     guard let limit, limit < Self.maximumBytes else {
@@ -61,6 +53,23 @@ struct ManifestFetch {
                 context.observe(.manifestWaiting(error.error, retryIn: delay))
                 try? await Task.sleep(for: delay)
             }
+        }
+    }
+
+    /// Charges a fetched manifest's bytes to the app's allowance and makes the file read-only. [blocking pool]
+    private func record(_ bytes: Int64, for app: AppRecord, at partial: String) -> Result<String, HostError> {
+        context.observe(.manifestFetched(bytes: bytes))
+        do {
+            try context.store.updateApp(app.appIdentifier) { app in
+                var policy = app.policy
+                if policy.allowance.restricted { policy.allowance.charge(bytes, essential: false) }
+                app.take(policy)
+            }
+            chmod(partial, 0o444)
+            return .success(partial)
+        } catch {
+            unlink(partial)
+            return .failure(HostError.bahost("\(error)"))
         }
     }
 

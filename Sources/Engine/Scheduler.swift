@@ -7,17 +7,12 @@ import Transfer
 /// Decides what runs next and starts it: foreground first, then the background slots shared between apps (the
 /// next to the app with the fewest running; within an app, essential, priority, age), within the global and
 /// per-host limits (foreground downloads, which the app waits for, are not held back by them), each transfer a
-/// `TransferJob` on an event loop of the HTTP client's, then on a transfer thread from its body's end. It asks the
+/// `TransferJob` on the transfer thread, then on the blocking pool from its body's end. It asks the
 /// queue only for as many downloads as it can start and reserve (`turn`), so a turn costs the same whatever the
 /// queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that ended since the last one
 /// (`TransferOutcomes`), reads the queue and marks the chosen moving, in one transaction when there are outcomes.
 final class Scheduler: Sendable {
     private let context: EngineContext
-    /// Where transfers wait for the disk and the queue: from the end of a body to the outcome.
-    private let executor: TransferExecutor
-    /// The HTTP client's event loops, where each transfer runs until its body ends.
-    private let loops: [EventLoopExecutor]
-    private let nextLoop = Atomic<Int>(0)
     /// What happens to a completion the moment a transfer records one.
     private let completed: @Sendable (String) -> Void
     private var running: RunningTransfers { context.running }
@@ -26,9 +21,6 @@ final class Scheduler: Sendable {
     init(context: EngineContext, completed: @escaping @Sendable (String) -> Void) {
         self.context = context
         self.completed = completed
-        // A thread for each transfer on the network and each finishing (`RunningTransfers.releaseSlot`).
-        executor = TransferExecutor(threads: 2 * context.settings.maximumConcurrentTransfers)
-        loops = context.client.eventLoopGroup.makeIterator().map { EventLoopExecutor($0) }
     }
 
     var isIdle: Bool { running.isEmpty }
@@ -128,7 +120,7 @@ final class Scheduler: Sendable {
     }
 
     /// A transfer's body ended: its slot goes to the next reserved download, if one fits, and the engine looks
-    /// again. Called on the HTTP client's event loop: it only starts a task.
+    /// again. [transfer thread] It only starts a task.
     func slotFreed(_ uniqueIdentifier: String) {
         guard running.releaseSlot(uniqueIdentifier, limit: context.settings.maximumConcurrentTransfers) else { return }
         if let next = running.takeReserved(context.settings) {
@@ -142,15 +134,13 @@ final class Scheduler: Sendable {
     private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy, added: Bool = false) {
         let uniqueIdentifier = download.uniqueIdentifier
         // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
-        // lock, since making it may wake an event loop.
+        // lock, since making it may wake the transfer thread.
         if !added && !running.add(uniqueIdentifier, host: download.host, app: download.appIdentifier) { return }
-        // A transfer runs on an event loop of the HTTP client's until its body ends: the one this runs on, when a
-        // freed slot starts it (`slotFreed`), so that its request is made without a thread hop; else the next one.
-        let loop = loops.first { $0.loop.inEventLoop }
-            ?? loops[nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
-        running.attach(uniqueIdentifier, Task(executorPreference: loop) { [context, executor] in
+        // A transfer runs on a transfer thread until its body ends: the one this runs on, when a freed slot starts
+        // it (`slotFreed`), so that its request is made without a thread hop.
+        running.attach(uniqueIdentifier, Task(executorPreference: context.client.transferExecutor) { [context] in
             let job = TransferJob(
-                context: context, queued: download, app: app, policy: policy, blocking: executor
+                context: context, queued: download, app: app, policy: policy, blocking: context.blocking
             ) { [weak self] in
                 self?.slotFreed(uniqueIdentifier)
             }
@@ -220,7 +210,6 @@ final class Scheduler: Sendable {
         try? recordingOutcomes { rows, startedEarly in
             ((), try context.store.record(rows, startedEarly: startedEarly, start: []).gone)
         }
-        await executor.shutdown()
     }
 }
 
@@ -230,7 +219,7 @@ final class Scheduler: Sendable {
 /// The limits count transfers on the network. One whose body has ended gives its slot to the next while its file
 /// is synced and its outcome recorded (`releaseSlot`): with many small files the sync and the queue's write are
 /// most of a transfer's time, and the network sat idle through them. At most as many as the limit finish so at
-/// once, each on a transfer thread of its own (`Scheduler`'s executor has twice the limit's threads).
+/// once, each on a thread of its own (the blocking pool has twice the limit's threads).
 final class RunningTransfers: Sendable {
     private struct Entry {
         var host: String

@@ -23,7 +23,7 @@ struct TransferJob {
     /// each is an identifier percent-encoded into a path.
     private let partialPath: String
     private let finishedPath: String
-    /// Called when the body has ended, on the HTTP client's event loop: the scheduler gives the slot to the next.
+    /// Called when the body has ended, on the transfer thread: the scheduler gives the slot to the next.
     private let bodyEnded: @Sendable () -> Void
     /// Where the job waits for the disk and the queue (nil: where it runs).
     private let blocking: (any TaskExecutor)?
@@ -46,8 +46,8 @@ struct TransferJob {
     private var credentials: Credentials { context.credentials }
 
     /// Runs the attempt and hands `ended` its outcome to record: nil when nothing is left to record (requeued after
-    /// a challenge, or the queue failed). The request and its body run where this is called (the event loop that
-    /// reads the response); the sync, verification and rename, and `ended`, on `blocking` (`TransferClient.perform`).
+    /// a challenge, or the queue failed). The request and its body run where this is called (the transfer thread
+    /// that reads the response); the sync, verification and rename, and `ended`, on `blocking` (`TransferClient.perform`).
     func run<Ended: Sendable>(ended: (TransferOutcome?) -> Ended) async -> Ended {
         let download = queued.download
         let limit = Self.byteLimit(download, policy.allowance)
@@ -242,7 +242,7 @@ private final class ProgressRecorder: TransferObserver {
     private let context: EngineContext
     /// The pack whose whole archive this is, unpacked as it arrives.
     private let archiveEntry: DownloadManifest.Entry?
-    /// Where the queue's writes and a pack's unpacking are started: off the event loop that reports.
+    /// Where the queue's writes and a pack's unpacking are started: off the transfer thread that reports.
     private let blocking: (any TaskExecutor)?
     private let onBodyEnded: @Sendable () -> Void
     private let lock: Mutex<State>

@@ -1,5 +1,4 @@
 import Foundation
-import NIOHTTP1
 import Vocabulary
 
 /// What one HTTP response means for a transfer attempt, decided from its status and headers alone (no I/O), so
@@ -17,7 +16,7 @@ enum ResponseVerdict: Equatable {
 
     /// Reads the response to a request for `url` sent with `offset` bytes already on disk.
     static func of(
-        status: Int, headers: HTTPHeaders, url: String, offset: Int64, request: TransferRequest
+        status: Int, headers: ResponseHeaders, url: String, offset: Int64, request: TransferRequest
     ) -> ResponseVerdict {
         switch status {
         case 301, 302, 303, 307, 308:
@@ -55,7 +54,7 @@ enum ResponseVerdict: Equatable {
 
     /// The 206 check: the range must start where the file ends, be of the version on disk (same strong ETag when
     /// both have one), and belong to a file of the declared size.
-    private static func partialContent(headers: HTTPHeaders, offset: Int64, request: TransferRequest) -> ResponseVerdict {
+    private static func partialContent(headers: ResponseHeaders, offset: Int64, request: TransferRequest) -> ResponseVerdict {
         let served = headers.first(name: "ETag")
         guard let range = ContentRange(headers.first(name: "Content-Range")), range.start == offset,
             request.validator?.etag == nil || served == nil || served == request.validator?.etag
@@ -75,7 +74,7 @@ enum ResponseVerdict: Equatable {
 
     /// A body whose `Content-Length` already says the file will not have the declared size is refused up front.
     private static func checkedSize(
-        start: Int64, headers: HTTPHeaders, request: TransferRequest, validator: Validator
+        start: Int64, headers: ResponseHeaders, request: TransferRequest, validator: Validator
     ) -> ResponseVerdict {
         if request.expectedSize > 0, let length = headers.first(name: "Content-Length").flatMap(Int64.init),
             start + length != request.expectedSize
@@ -89,14 +88,14 @@ enum ResponseVerdict: Equatable {
 
     /// The whole file's size as a body's headers announce it: a 206's `Content-Range` total, else `start` plus the
     /// `Content-Length`; nil when the server does not say.
-    static func announcedSize(headers: HTTPHeaders, start: Int64) -> Int64? {
+    static func announcedSize(headers: ResponseHeaders, start: Int64) -> Int64? {
         if let range = ContentRange(headers.first(name: "Content-Range")) { return range.total }
         guard let length = headers.first(name: "Content-Length").flatMap(Int64.init), length >= 0 else { return nil }
         return start + length
     }
 
     /// `Retry-After` in seconds or as an HTTP date.
-    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
+    static func retryAfter(_ headers: ResponseHeaders) -> Duration? {
         guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
         if let seconds = Int64(value) { return .seconds(max(0, seconds)) }
         // An HTTP date is 29 printable ASCII characters. Anything else never reaches Foundation's DateFormatter,

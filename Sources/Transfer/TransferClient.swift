@@ -1,44 +1,42 @@
-import AsyncHTTPClient
+import CCurl
 import Crypto
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOPosix
-import NIOSSL
+import Synchronization
 
 /// How the host's HTTP client behaves.
 public struct TransferConfiguration: Sendable {
     /// A PEM file of certificate authorities trusted besides the system's (private CDNs, tests).
     public var additionalCAFile: String?
     public var connectTimeout: Duration
-    /// The longest the server may stay silent in the middle of a response before the attempt is given up.
-    /// AsyncHTTPClient measures it between reads from the socket, which also pause while the host writes what it
-    /// read; a disk that stalls that long fails the attempt as a timeout, which is transient: the retry resumes.
+    /// The longest a connected server may stay silent (before its head, or in the middle of a body) before the
+    /// attempt is given up, as a timeout, which is transient: the retry resumes. The transfer thread measures it;
+    /// time the host itself holds a response (its head not yet judged) does not count.
     public var readTimeout: Duration
     /// The least a body must bring in over a stretch of time (`MinimumRate`).
     public var minimumRate: MinimumRate
-    /// Connections kept per host.
-    public var connectionsPerHost: Int
     public var maximumRedirects: Int
-    /// The event loops that read the responses and write their bodies (and, over TLS, decrypt them).
-    ///
-    /// One by default: every response's bytes are copied into the page cache by the thread that reads them, which
-    /// one thread does for many transfers at once, while a second loop costs more wake-ups and hand-offs than it
-    /// saves (docs/PERFORMANCE.md, "One event loop, a deeper reserve"). More for many fast TLS transfers.
-    public var eventLoops: Int
+    /// The transfer threads, each with its own libcurl multi handle, that read the responses and write their bodies
+    /// (and, over TLS, decrypt them). One by default: one thread copies many transfers' bytes into the page cache,
+    /// and a second costs more wake-ups than it saves. More for many fast TLS transfers.
+    public var transferThreads: Int
+    /// The most a transfer reads from its socket in one go (`CURLOPT_BUFFERSIZE`): fewer, larger writes for a large
+    /// body.
+    public var receiveBufferSize: Int = 128 << 10
+
+    /// The system's certificate authorities, as a folder of hashed links (Debian's `ca-certificates`): trusted
+    /// besides `additionalCAFile`.
+    static let systemCertificates = "/etc/ssl/certs"
 
     public init(
         additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
-        minimumRate: MinimumRate = .default, connectionsPerHost: Int = 2, maximumRedirects: Int = 10,
-        eventLoops: Int = 1
+        minimumRate: MinimumRate = .default, maximumRedirects: Int = 10, transferThreads: Int = 1
     ) {
         self.additionalCAFile = additionalCAFile
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
         self.minimumRate = minimumRate
-        self.connectionsPerHost = connectionsPerHost
         self.maximumRedirects = maximumRedirects
-        self.eventLoops = eventLoops
+        self.transferThreads = transferThreads
     }
 }
 
@@ -117,15 +115,15 @@ public struct TransferRequest: Sendable {
 }
 
 /// What a transfer reports while it runs. Called on the transfer's task, in order, but for `bodyEnded`: until the
-/// body ends, on the executor that made the request (for the host's transfers, the event loop that reads the
-/// response), so what waits for the disk or the queue hops elsewhere and is awaited; the last progress on `blocking`.
+/// body ends, on the transfer thread that reads the response, so what waits for the disk or the queue hops
+/// elsewhere and is awaited; the last progress on `blocking`.
 public protocol TransferObserver: Sendable {
     /// The server answered; `validator` identifies the bytes about to be written (store it before they are).
     func began(validator: Validator, resumingAt offset: Int64) async
     /// `received` bytes of the file are now in the partial file.
     func progress(received: Int64, expected: Int64) async
-    /// The body ended and the connection is free; the file is still to be synced and verified. Called on the HTTP
-    /// client's event loop, the moment it happens: it must not block.
+    /// The body ended and the connection is free; the file is still to be synced and verified. Called on the
+    /// transfer thread, the moment it happens: it must not block.
     func bodyEnded()
 }
 
@@ -133,43 +131,34 @@ extension TransferObserver {
     public func bodyEnded() {}
 }
 
-/// Performs transfers over one shared HTTP client (AsyncHTTPClient): streams each body to disk, resumes with
+/// Performs transfers on libcurl's multi interface (`TransferThread`): streams each body to disk, resumes with
 /// `Range` and `If-Range`, follows redirects itself so that every hop is vetted, and verifies size and SHA-256.
 /// Knows nothing about extensions or queues: one call, one attempt.
 public final class TransferClient: Sendable {
-    private let client: HTTPClient
-    private let loops: MultiThreadedEventLoopGroup
+    private let threads: [TransferThread]
+    private let nextThread = Atomic<Int>(0)
     private let configuration: TransferConfiguration
 
     public init(_ configuration: TransferConfiguration) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let ca = configuration.additionalCAFile {
-            tls.additionalTrustRoots = [.file(ca)]
+        threads = try (0..<max(1, configuration.transferThreads)).map { _ in
+            try TransferThread(readTimeout: configuration.readTimeout)
         }
-        var http = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(
-                connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
-            decompression: .disabled)
-        http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.connectionsPerHost
-        loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoops))
-        client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: http)
         self.configuration = configuration
     }
 
-    /// Closes the connections, then stops the event loops (also when closing failed).
+    /// Stops the transfer threads, once what runs on them has ended. [any thread but a transfer thread]
     public func shutdown() async throws {
-        do {
-            try await client.shutdown()
-        } catch {
-            try? await loops.shutdownGracefully()
-            throw error
-        }
-        try await loops.shutdownGracefully()
+        for thread in threads { await thread.shutdown() }
     }
 
-    /// The event loops that read the responses.
-    public var eventLoopGroup: any EventLoopGroup { client.eventLoopGroup }
+    /// The transfer thread a new transfer's task should run on: the caller's, when it runs on one (a freed slot
+    /// starting the next transfer), else the next in turn. [any thread]
+    public var transferExecutor: any TaskExecutor { thread() }
+
+    private func thread() -> TransferThread {
+        threads.first(where: \.isCurrent)
+            ?? threads[nextThread.wrappingAdd(1, ordering: .relaxed).oldValue % threads.count]
+    }
 
     /// Runs one attempt. On success the partial file holds exactly the verified file. On a transient failure the
     /// partial file keeps what arrived (to resume); on a permanent one it is deleted.
@@ -179,15 +168,18 @@ public final class TransferClient: Sendable {
 
     /// Runs one attempt, as `perform(_:observer:)`, and hands its result to `finish`.
     ///
-    /// The request, its head and its body run on the caller's executor: for a transfer, the event loop that reads
-    /// its response, so that nothing crosses threads from the request to the body's last byte. What waits for the
-    /// disk (the bytes of a resume hashed, a truncation, the sync, the verification) runs on `blocking`, and so does
-    /// `finish`, which the caller's own disk work then follows without another hop. Nil: all on the caller's.
+    /// The request, its head and its body run on a transfer thread, the caller's when it runs on one, so that
+    /// nothing crosses threads from the request to the body's last byte. What waits for the disk (the bytes of a
+    /// resume hashed, a truncation, the sync, the verification) runs on `blocking`, and so does `finish`, which the
+    /// caller's own disk work then follows without another hop. Nil: the caller's executor.
     public func perform<Finished: Sendable>(
         _ request: TransferRequest, observer: TransferObserver, blocking: (any TaskExecutor)?,
         finish: (Result<Int64, TransferError>) async -> Finished
     ) async -> Finished {
-        let (file, ending) = await receive(request, observer: observer, blocking: blocking)
+        let thread = thread()
+        let (file, ending) = await withTaskExecutorPreference(thread) {
+            await receive(request, on: thread, observer: observer, blocking: blocking)
+        }
         return await withTaskExecutorPreference(blocking) {
             var file = file
             let result = await settle(request, &file, ending, observer: observer)
@@ -228,10 +220,11 @@ public final class TransferClient: Sendable {
         }
     }
 
-    /// The network's part of an attempt, on the caller's executor: the partial file opened, then each request
-    /// (redirects vetted and followed, a mismatched resume started again) until one's body ends or the attempt fails.
+    /// The network's part of an attempt, on `thread`: the partial file opened, then each request (redirects vetted
+    /// and followed, a mismatched resume started again) until one's body ends or the attempt fails.
     private func receive(
-        _ request: TransferRequest, observer: TransferObserver, blocking: (any TaskExecutor)?
+        _ request: TransferRequest, on thread: TransferThread, observer: TransferObserver,
+        blocking: (any TaskExecutor)?
     ) async -> (PartialFile?, Ending) {
         var file: PartialFile
         do {
@@ -254,19 +247,21 @@ public final class TransferClient: Sendable {
         while true {
             if let refusal = request.checkURL(url) { return (file, .failed(refusal)) }
             let offset = file.length
-            let writer = BodyWriter(minimumRate: configuration.minimumRate) { observer.bodyEnded() }
-            let task: HTTPClient.Task<Void>
+            let exchange: HTTPExchange
             do {
-                task = client.execute(request: try request.httpRequest(url: url, offset: offset), delegate: writer)
+                let lines = try request.headerLines(url: url, offset: offset)
+                exchange = try HTTPExchange(
+                    .init(url: url, headerLines: lines, configuration: configuration), on: thread
+                ) { observer.bodyEnded() }
             } catch {
-                return (file, .failed(Self.classify(error)))
+                return (file, .failed(error))
             }
             let outcome = await withTaskCancellationHandler {
                 await respond(
-                    to: request, url: url, offset: offset, writer: writer, task: task, file: &file, observer: observer,
+                    to: request, url: url, offset: offset, exchange: exchange, file: &file, observer: observer,
                     blocking: blocking)
             } onCancel: {
-                task.cancel()
+                exchange.cancel()
             }
             switch outcome {
             case .redirect(let next):
@@ -307,16 +302,16 @@ public final class TransferClient: Sendable {
     }
 
     /// One request's response: its head judged by `ResponseVerdict`, then, for a body, the body written by the
-    /// event loop (`BodyWriter`) while this task waits for its end, reporting progress as the writer does.
+    /// transfer thread (`HTTPExchange`) while this task waits for its end, reporting progress as the exchange does.
     private func respond(
-        to request: TransferRequest, url: String, offset: Int64, writer: BodyWriter, task: HTTPClient.Task<Void>,
-        file: inout PartialFile, observer: TransferObserver, blocking: (any TaskExecutor)?
+        to request: TransferRequest, url: String, offset: Int64, exchange: HTTPExchange, file: inout PartialFile,
+        observer: TransferObserver, blocking: (any TaskExecutor)?
     ) async -> Response {
-        var events = writer.events.makeAsyncIterator()
+        var events = exchange.events.makeAsyncIterator()
         let first = await events.next()
         guard case .head(let status, let headers)? = first else {
             if case .ended(let failure?)? = first { return .ended(.failed(failure)) }
-            return .ended(.failed(Self.classify(CancellationError())))
+            return .ended(.failed(CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)))
         }
         let start: Int64
         let validator: Validator
@@ -324,17 +319,17 @@ public final class TransferClient: Sendable {
         case .body(let bodyStart, let bodyValidator):
             (start, validator) = (bodyStart, bodyValidator)
         case .redirect(let next):
-            writer.discard(task)
+            exchange.discard()
             return .redirect(next)
         case .restart(let giveUp):
-            writer.discard(task)
+            exchange.discard()
             return .restart(giveUp: giveUp)
         case .fail(let error):
-            writer.discard(task)
+            exchange.discard()
             return .ended(.failed(error))
         }
         if start == 0 && file.length > 0, let error = await truncate(&file, blocking) {
-            writer.discard(task)
+            exchange.discard()
             return .ended(.failed(error))
         }
         if request.sha256 != nil {
@@ -346,7 +341,7 @@ public final class TransferClient: Sendable {
             }
             file = hashing
             if let error {
-                writer.discard(task)
+                exchange.discard()
                 return .ended(.failed(error))
             }
         }
@@ -355,9 +350,9 @@ public final class TransferClient: Sendable {
         let expected = request.expectedSize > 0
             ? request.expectedSize
             : ResponseVerdict.announcedSize(headers: headers, start: start) ?? request.sizeHint
-        var failure = writer.writeBody(
+        var failure = exchange.writeBody(
             into: file, bounds: .init(expectedSize: request.expectedSize, byteLimit: request.byteLimit))
-        if failure != nil { writer.discard(task) }
+        if failure != nil { exchange.discard() }
         var ended = false
         while let event = await events.next() {
             switch event {
@@ -371,8 +366,8 @@ public final class TransferClient: Sendable {
             }
         }
         // The stream also stops when this task is cancelled (the request is cancelled with it).
-        if !ended { failure = failure ?? Self.classify(CancellationError()) }
-        if let lent = writer.returnFile() { file = lent }
+        if !ended { failure = failure ?? CurlFailure.of(CURLE_ABORTED_BY_CALLBACK) }
+        if let lent = exchange.returnFile() { file = lent }
         // What arrived is made durable either way (`settle`): a failed body is resumed from it.
         if let failure { return .ended(.bodyFailed(failure)) }
         return .ended(.body(expected: expected))
@@ -412,81 +407,5 @@ public final class TransferClient: Sendable {
         return .permanent(
             TransferError.insufficientSpace,
             "not enough free space in \(folder): \(needed) bytes needed, \(free) available")
-    }
-
-    /// Sorts a failure into transient, network or permanent, with the NSURLError code URLSession reports for the
-    /// same failure (TransferClassificationTests holds each to its code).
-    static func classify(_ error: Error) -> TransferError {
-        func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String) -> TransferError {
-            TransferError(kind, code: code, domain: TransferError.urlDomain, message: message)
-        }
-        let lost: Int64 = -1005  // NSURLErrorNetworkConnectionLost
-        let timedOut: Int64 = -1001  // NSURLErrorTimedOut
-        if let error = error as? TransferError { return error }
-        if error is CancellationError { return url(.transient, -999, "the transfer was cancelled") }
-        if let http = error as? HTTPClientError {
-            switch http {
-            case .connectTimeout: return url(.network, timedOut, "the connection timed out")
-            case .readTimeout: return url(.transient, timedOut, "the server stopped sending")
-            case .writeTimeout, .getConnectionFromPoolTimeout, .deadlineExceeded:
-                return url(.transient, timedOut, "the request timed out")
-            case .tlsHandshakeTimeout: return url(.transient, timedOut, "the TLS handshake timed out")
-            case .remoteConnectionClosed, .bodyLengthMismatch, .uncleanShutdown:
-                return url(.transient, lost, "the connection was lost before the response ended")
-            case .cancelled, .alreadyShutdown:
-                return url(.transient, -999, "the transfer was cancelled")  // NSURLErrorCancelled
-            case .invalidURL, .emptyHost, .emptyScheme:
-                return url(.permanent, -1000, "the URL is not one the client can request")  // NSURLErrorBadURL
-            default:
-                // The response broke HTTP (NSURLErrorBadServerResponse); the URL's scheme and the request's headers
-                // were vetted before the request was made.
-                return url(.transient, -1011, "the server's response is malformed: \(http)")
-            }
-        }
-        if let parser = error as? HTTPParserError {
-            // A response that ends mid-message (the connection closed early) or that is not HTTP.
-            if case .invalidEOFState = parser { return url(.transient, lost, "the connection was lost mid-response") }
-            return url(.transient, -1011, "the server's response is malformed: \(parser)")
-        }
-        if let connect = error as? NIOConnectionError {
-            if connect.dnsAError != nil || connect.dnsAAAAError != nil, connect.connectionErrors.isEmpty {
-                return url(.network, -1003, "the server's name cannot be resolved")  // NSURLErrorCannotFindHost
-            }
-            let unreachable = connect.connectionErrors.contains {
-                ($0.error as? IOError).map { [ENETUNREACH, ENETDOWN].contains($0.errnoCode) } ?? false
-            }
-            if unreachable { return url(.network, -1009, "the network is unreachable") }  // NotConnectedToInternet
-            return url(.network, -1004, "cannot connect to the server")  // NSURLErrorCannotConnectToHost
-        }
-        if let io = error as? IOError {
-            switch io.errnoCode {
-            case ECONNREFUSED, EHOSTUNREACH: return url(.network, -1004, "cannot connect: \(io)")
-            case ENETUNREACH, ENETDOWN: return url(.network, -1009, "the network is unreachable: \(io)")
-            case ETIMEDOUT: return url(.transient, timedOut, "the connection timed out: \(io)")
-            default: return url(.transient, lost, "the connection was lost: \(io)")
-            }
-        }
-        if let ssl = error as? NIOSSLError {
-            switch ssl {
-            case .handshakeFailed: return url(.permanent, -1202, "the server's certificate is not trusted: \(ssl)")
-            case .uncleanShutdown: return url(.transient, lost, "the TLS connection was lost")
-            default: return url(.transient, -1200, "the TLS connection failed: \(ssl)")  // SecureConnectionFailed
-            }
-        }
-        if let channel = error as? ChannelError {
-            switch channel {
-            case .connectTimeout: return url(.network, timedOut, "the connection timed out")
-            case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed:
-                return url(.transient, lost, "the connection was lost")
-            default: return url(.transient, lost, "the connection failed: \(channel)")
-            }
-        }
-        return url(.transient, -1, "\(error)")  // NSURLErrorUnknown: what URLSession reports for the unforeseen
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        self = .nanoseconds(duration.inNanoseconds)
     }
 }

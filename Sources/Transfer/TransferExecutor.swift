@@ -1,45 +1,80 @@
-import NIOCore
-import NIOPosix
+import Foundation
+import Synchronization
 
-/// The threads where transfers wait: from the end of a body to the outcome (`fsync`, verification, the rename), and
-/// whatever waits for the disk or the queue's single writer before it.
+/// The blocking pool: threads where what waits for the disk or the queue's single writer runs, from the end of a
+/// transfer's body to its outcome (`fsync`, verification, the rename, the queue's write), and a resume's bytes hashed
+/// or a file truncated before one.
 ///
-/// On Swift's cooperative pool, which has one thread per core, a few waiting transfers stall every other task, the
-/// HTTP client's included; many small files then ran at a fraction of the network's speed (Benchmarks). Here
-/// waiting costs only a thread of this pool.
-public final class TransferExecutor: TaskExecutor {
-    private let pool: NIOThreadPool
+/// On Swift's cooperative pool, which has one thread per core, a few waiting transfers stall every other task;
+/// many small files then ran at a fraction of the network's speed. Here waiting costs only a thread of this pool.
+/// Owner: the engine's scheduler, which stops it (`shutdown`) after its transfers have ended.
+public final class TransferExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    /// Under `condition`.
+    private var jobs: [UnownedJob] = []
+    private var idle = 0
+    private var stopping = false
+    private var running: Int
 
-    /// Starts `threads` threads (at least one).
-    public init(threads: Int) {
-        pool = NIOThreadPool(numberOfThreads: max(1, threads))
-        pool.start()
+    /// Starts `threads` threads (at least one), named `name`.
+    public init(threads: Int, name: String = "bahost-blocking") {
+        running = max(1, threads)
+        for _ in 0..<running {
+            let thread = Thread { [self] in
+                work()
+            }
+            thread.stackSize = 1 << 20
+            thread.name = name
+            thread.start()
+        }
     }
 
+    /// [any thread] A job enqueued once the pool has stopped runs on the global executor: a late one must not hang.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        pool.submit { _ in job.runSynchronously(on: executor) }
+        condition.lock()
+        guard running > 0 else {
+            condition.unlock()
+            return globalConcurrentExecutor.enqueue(job)
+        }
+        jobs.append(job)
+        if idle > 0 { condition.signal() }
+        condition.unlock()
     }
 
-    /// Stops the threads once what was submitted has run.
+    private func work() {
+        let executor = asUnownedTaskExecutor()
+        condition.lock()
+        while true {
+            if let job = jobs.first {
+                jobs.removeFirst()
+                condition.unlock()
+                job.runSynchronously(on: executor)
+                condition.lock()
+            } else if stopping {
+                break
+            } else {
+                idle += 1
+                condition.wait()
+                idle -= 1
+            }
+        }
+        running -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Stops the threads once what was submitted has run, and waits for them. [not on the pool]
     public func shutdown() async {
-        try? await pool.shutdownGracefully()
-    }
-}
-
-/// Runs a task's jobs on one event loop: where a transfer runs until its body ends, so that its request, its head and
-/// its body are handled by the thread that reads its socket, without a thread wake-up between them
-/// (docs/PERFORMANCE.md, "A transfer on its event loop until its body ends"). Nothing may wait there.
-public final class EventLoopExecutor: TaskExecutor {
-    /// The loop every job runs on.
-    public let loop: any EventLoop
-
-    public init(_ loop: any EventLoop) { self.loop = loop }
-
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        loop.execute { job.runSynchronously(on: executor) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread { [self] in
+                condition.lock()
+                stopping = true
+                condition.broadcast()
+                while running > 0 { condition.wait() }
+                condition.unlock()
+                continuation.resume()
+            }
+        }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import NIOHTTP1
 import Testing
 @testable import Transfer
 
@@ -17,7 +16,7 @@ import Testing
         -> ResponseVerdict
     {
         ResponseVerdict.of(
-            status: status, headers: HTTPHeaders(headers), url: "https://cdn.example.com/a", offset: offset,
+            status: status, headers: ResponseHeaders(headers), url: "https://cdn.example.com/a", offset: offset,
             request: request ?? self.request())
     }
 

@@ -1,6 +1,5 @@
-import AsyncHTTPClient
+import CCurl
 import Foundation
-import NIOCore
 import Synchronization
 import Testing
 import TestSupport
@@ -21,18 +20,14 @@ import TestSupport
 
     func partial() -> String { TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString).part").path }
 
-    /// One attempt, run as the host runs a transfer: its request, head and body on the event loop that reads it, what
-    /// waits for the disk on a transfer thread. On Swift's cooperative pool instead, what the attempt reports would
-    /// depend on what else holds the pool's threads: in a parallel test run, synchronous tests holding all of them kept
-    /// the task from judging the head until the body had ended, and progress came only then.
+    /// One attempt, run as the host runs a transfer: its request, head and body on the transfer thread that reads
+    /// it, what waits for the disk on the blocking pool.
     func perform(
         _ request: TransferRequest, observer: TransferObserver = Progress(), connectTimeout: Duration = .seconds(10)
     ) async throws -> Result<Int64, TransferError> {
         let client = try TransferClient(TransferConfiguration(connectTimeout: connectTimeout))
         let blocking = TransferExecutor(threads: 2)
-        let result = await Task(executorPreference: EventLoopExecutor(client.eventLoopGroup.next())) {
-            await client.perform(request, observer: observer, blocking: blocking) { $0 }
-        }.value
+        let result = await client.perform(request, observer: observer, blocking: blocking) { $0 }
         await blocking.shutdown()
         try await client.shutdown()
         return result
@@ -129,9 +124,9 @@ import TestSupport
         #expect(refused.code == -1004 && refused.kind == .network, "\(refused)")
     }
 
-    /// A server that never ends its head is cut off at the HTTP decoder's limit (swift-nio 2.100 and later; before
-    /// it, the decoder kept every header it was sent, and the transfer ended only when the server closed, as a lost
-    /// connection): the response is malformed (-1011).
+    /// A server that never ends its head is cut off at the transfer thread's limit (`HTTPExchange.maximumHeadBytes`;
+    /// without one, every header it was sent would be kept until the server closed): the response is malformed
+    /// (-1011).
     @Test func aHeadThatNeverEndsIsRefusedAtTheDecodersLimit() async throws {
         let flood = "flood-\(UUID().uuidString)"
         Self.faults.serve(body(100), at: flood, faults: [.headerFlood(bytes: 16 << 20)])
@@ -143,17 +138,64 @@ import TestSupport
         #expect(error.error.message.contains("header"), "\(error)")
     }
 
-    /// The classification of failures no local server can provoke on demand.
-    @Test func failuresWithoutAServerAreClassifiedAsURLSessionReportsThem() {
-        #expect(TransferClient.classify(CancellationError()).code == -999)
-        #expect(TransferClient.classify(HTTPClientError.readTimeout).code == -1001)
-        #expect(TransferClient.classify(HTTPClientError.remoteConnectionClosed).code == -1005)
-        #expect(TransferClient.classify(HTTPClientError.invalidURL).code == -1000)
-        #expect(TransferClient.classify(IOError(errnoCode: ENETUNREACH, reason: "connect")).code == -1009)
-        #expect(TransferClient.classify(IOError(errnoCode: ECONNRESET, reason: "read")).code == -1005)
-        #expect(TransferClient.classify(ChannelError.eof).code == -1005)
-        for error in [CancellationError(), HTTPClientError.readTimeout] as [any Error] {
-            #expect(TransferClient.classify(error).error.domain == "NSURLErrorDomain")
+    /// Every libcurl result bahost can meet, as URLSession reports the same failure: its NSURLError code, in
+    /// NSURLErrorDomain, and what the engine does about it. The tests above provoke those a local server can.
+    @Test func everyCurlFailureCarriesURLSessionsCode() {
+        let expected: [(CURLcode, Int64, TransferError.Kind)] = [
+            (CURLE_ABORTED_BY_CALLBACK, -999, .transient),  // NSURLErrorCancelled
+            (CURLE_URL_MALFORMAT, -1000, .permanent),  // NSURLErrorBadURL
+            (CURLE_UNSUPPORTED_PROTOCOL, -1002, .permanent),  // NSURLErrorUnsupportedURL
+            (CURLE_COULDNT_RESOLVE_HOST, -1003, .network),  // NSURLErrorCannotFindHost
+            (CURLE_COULDNT_RESOLVE_PROXY, -1003, .network),
+            (CURLE_COULDNT_CONNECT, -1004, .network),  // NSURLErrorCannotConnectToHost
+            (CURLE_PROXY, -1004, .network),
+            (CURLE_OPERATION_TIMEDOUT, -1001, .transient),  // NSURLErrorTimedOut (connected: the server's silence)
+            (CURLE_PARTIAL_FILE, -1005, .transient),  // NSURLErrorNetworkConnectionLost
+            (CURLE_GOT_NOTHING, -1005, .transient),
+            (CURLE_SEND_ERROR, -1005, .transient),
+            (CURLE_RECV_ERROR, -1005, .transient),
+            (CURLE_HTTP2, -1005, .transient),
+            (CURLE_HTTP2_STREAM, -1005, .transient),
+            (CURLE_SSL_SHUTDOWN_FAILED, -1005, .transient),
+            (CURLE_TOO_MANY_REDIRECTS, -1007, .permanent),  // NSURLErrorHTTPTooManyRedirects
+            (CURLE_WEIRD_SERVER_REPLY, -1011, .transient),  // NSURLErrorBadServerResponse
+            (CURLE_RANGE_ERROR, -1011, .transient),
+            (CURLE_HTTP_RETURNED_ERROR, -1011, .transient),
+            (CURLE_BAD_CONTENT_ENCODING, -1015, .transient),  // NSURLErrorCannotDecodeRawData
+            (CURLE_FILESIZE_EXCEEDED, -1103, .permanent),  // NSURLErrorDataLengthExceedsMaximum
+            (CURLE_SSL_CONNECT_ERROR, -1200, .transient),  // NSURLErrorSecureConnectionFailed
+            (CURLE_SSL_CIPHER, -1200, .transient),
+            (CURLE_SSL_CACERT_BADFILE, -1200, .transient),
+            (CURLE_SSL_CRL_BADFILE, -1200, .transient),
+            (CURLE_USE_SSL_FAILED, -1200, .transient),
+            (CURLE_SSL_ENGINE_NOTFOUND, -1200, .transient),
+            (CURLE_SSL_ENGINE_SETFAILED, -1200, .transient),
+            (CURLE_SSL_ENGINE_INITFAILED, -1200, .transient),
+            (CURLE_PEER_FAILED_VERIFICATION, -1202, .permanent),  // NSURLErrorServerCertificateUntrusted
+            (CURLE_SSL_ISSUER_ERROR, -1202, .permanent),
+            (CURLE_SSL_PINNEDPUBKEYNOTMATCH, -1202, .permanent),
+            (CURLE_SSL_INVALIDCERTSTATUS, -1202, .permanent),
+            (CURLE_SSL_CLIENTCERT, -1205, .permanent),  // NSURLErrorClientCertificateRejected
+            (CURLE_SSL_CERTPROBLEM, -1205, .permanent),
+            (CURLE_OUT_OF_MEMORY, -1, .transient),  // NSURLErrorUnknown: the unforeseen
+            (CURLE_UNRECOVERABLE_POLL, -1, .transient),
+        ]
+        for (code, nsURLError, kind) in expected {
+            let failure = CurlFailure.of(code)
+            #expect(failure.code == nsURLError && failure.kind == kind, "\(code.rawValue): \(failure)")
+            #expect(failure.error.domain == "NSURLErrorDomain", "\(code.rawValue)")
         }
+        // The system's error behind a failed connect, and whether the connection was made, refine the code.
+        #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ENETUNREACH).code == -1009)  // NotConnectedToInternet
+        #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ENETDOWN).code == -1009)
+        #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ECONNREFUSED).code == -1004)
+        let connecting = CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connected: false)
+        #expect(connecting.code == -1001 && connecting.kind == .network)
+        // libcurl's own words come along, made printable and bounded.
+        let words = CurlFailure.of(CURLE_COULDNT_RESOLVE_HOST, detail: "Could not resolve host: cdn.example")
+        #expect(words.message.hasSuffix("(Could not resolve host: cdn.example)"), "\(words)")
+        let hostile = Array("bad\u{1B}[31m\(String(repeating: "x", count: 400))".utf8CString)
+        let printable = hostile.withUnsafeBufferPointer { CurlFailure.printable($0.baseAddress!) }
+        #expect(printable.utf8.count == 200 && printable.hasPrefix("bad?[31m"), "\(printable)")
     }
 }

@@ -1,0 +1,55 @@
+/* bahost_curl.h: libcurl's calls that Swift cannot make directly (curl_easy_setopt and curl_easy_getinfo are
+ * variadic), typed per argument kind, and the few constants Swift does not import (macros built from casts). Thin
+ * and stateless: every rule about how bahost uses libcurl is in Sources/Transfer. */
+#ifndef BAHOST_CURL_H
+#define BAHOST_CURL_H
+
+#include <curl/curl.h>
+#include <stdint.h>
+
+static inline CURLcode bahost_curl_set_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode bahost_curl_set_offset(CURL *handle, CURLoption option, int64_t value) {
+    return curl_easy_setopt(handle, option, (curl_off_t)value);
+}
+
+static inline CURLcode bahost_curl_set_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode bahost_curl_set_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+typedef size_t (*bahost_curl_data_callback)(char *bytes, size_t size, size_t count, void *context);
+
+static inline CURLcode bahost_curl_set_callback(CURL *handle, CURLoption option, bahost_curl_data_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLMcode bahost_curl_multi_set_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+static inline long bahost_curl_info_long(CURL *handle, CURLINFO info) {
+    long value = 0;
+    return curl_easy_getinfo(handle, info, &value) == CURLE_OK ? value : 0;
+}
+
+static inline int64_t bahost_curl_info_offset(CURL *handle, CURLINFO info) {
+    curl_off_t value = 0;
+    return curl_easy_getinfo(handle, info, &value) == CURLE_OK ? (int64_t)value : 0;
+}
+
+static inline void *bahost_curl_info_private(CURL *handle) {
+    char *value = NULL;
+    return curl_easy_getinfo(handle, CURLINFO_PRIVATE, &value) == CURLE_OK ? (void *)value : NULL;
+}
+
+/* What a write callback returns to pause its transfer until curl_easy_pause(CURLPAUSE_CONT). */
+static const size_t bahost_curl_write_pause = CURL_WRITEFUNC_PAUSE;
+static const int bahost_curl_pause_continue = CURLPAUSE_CONT;
+
+#endif

@@ -1,0 +1,96 @@
+import CCurl
+import Glibc
+
+/// What libcurl's result for a request means to the engine: the `NSURLErrorDomain` code URLSession reports for the
+/// same failure (so that an extension's checks work unchanged), and whether to retry (`transient`), wait for the
+/// network (`network`) or give up (`permanent`). Pure, so that every code is tested without a server
+/// (`CurlFailureTests`); the tests against the fault server provoke the ones a server can.
+enum CurlFailure {
+    /// NSURLError codes (Apple's NSURLError.h).
+    static let unknown: Int64 = -1
+    static let cancelled: Int64 = -999
+    static let badURL: Int64 = -1000
+    static let timedOut: Int64 = -1001
+    static let unsupportedURL: Int64 = -1002
+    static let cannotFindHost: Int64 = -1003
+    static let cannotConnectToHost: Int64 = -1004
+    static let networkConnectionLost: Int64 = -1005
+    static let badServerResponse: Int64 = -1011
+    static let cannotDecodeRawData: Int64 = -1015
+    static let notConnectedToInternet: Int64 = -1009
+    static let dataLengthExceedsMaximum: Int64 = -1103
+    static let secureConnectionFailed: Int64 = -1200
+    static let serverCertificateUntrusted: Int64 = -1202
+    static let clientCertificateRejected: Int64 = -1205
+
+    /// The failure for `code`.
+    /// - Parameters:
+    ///   - osErrno: the system's error behind it (`CURLINFO_OS_ERRNO`), 0 when none.
+    ///   - connected: whether the connection was made (a timeout before it is the network's, after it the server's).
+    ///   - detail: libcurl's own words (its error buffer), already made printable; added to the message.
+    static func of(_ code: CURLcode, osErrno: Int32 = 0, connected: Bool = true, detail: String = "") -> TransferError {
+        func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String) -> TransferError {
+            TransferError(kind, code: code, domain: TransferError.urlDomain, message: detail.isEmpty ? message : "\(message) (\(detail))")
+        }
+        switch code {
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return url(.permanent, unsupportedURL, "the URL's scheme is not http or https")
+        case CURLE_URL_MALFORMAT:
+            return url(.permanent, badURL, "the URL is not one the client can request")
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return url(.network, cannotFindHost, "the server's name cannot be resolved")
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            return url(.network, cannotFindHost, "the proxy's name cannot be resolved")
+        case CURLE_COULDNT_CONNECT:
+            if osErrno == ENETUNREACH || osErrno == ENETDOWN {
+                return url(.network, notConnectedToInternet, "the network is unreachable")
+            }
+            return url(.network, cannotConnectToHost, "cannot connect to the server")
+        case CURLE_OPERATION_TIMEDOUT:
+            return connected
+                ? url(.transient, timedOut, "the server stopped sending")
+                : url(.network, timedOut, "the connection timed out")
+        case CURLE_TOO_MANY_REDIRECTS:
+            return url(.permanent, TransferError.tooManyRedirects, "too many redirects")
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_RANGE_ERROR, CURLE_HTTP_RETURNED_ERROR:
+            return url(.transient, badServerResponse, "the server's response is malformed")
+        case CURLE_FILESIZE_EXCEEDED:
+            return url(.permanent, dataLengthExceedsMaximum, "the file is larger than the most allowed")
+        case CURLE_BAD_CONTENT_ENCODING:
+            return url(.transient, cannotDecodeRawData, "the server's content encoding cannot be decoded")
+        case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2,
+            CURLE_HTTP2_STREAM, CURLE_SSL_SHUTDOWN_FAILED:
+            return url(.transient, networkConnectionLost, "the connection was lost before the response ended")
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS:
+            return url(.permanent, serverCertificateUntrusted, "the server's certificate is not trusted")
+        case CURLE_SSL_CLIENTCERT, CURLE_SSL_CERTPROBLEM:
+            return url(.permanent, clientCertificateRejected, "the client certificate was rejected")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CRL_BADFILE, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED:
+            return url(.transient, secureConnectionFailed, "the TLS connection failed")
+        case CURLE_ABORTED_BY_CALLBACK:
+            return url(.transient, cancelled, "the transfer was cancelled")
+        case CURLE_PROXY:
+            return url(.network, cannotConnectToHost, "the proxy refused or failed the connection")
+        default:
+            // What URLSession reports for the unforeseen (out of memory, an unrecoverable poll, a write the host
+            // itself refused without saying why).
+            return url(.transient, unknown, "the transfer failed: \(String(cString: curl_easy_strerror(code)))")
+        }
+    }
+
+    /// libcurl's error buffer as a message may carry it: printable ASCII, at most 200 characters. It names hosts and
+    /// ports, never a URL's credentials, but it is another party's text in part (a server's words).
+    static func printable(_ buffer: UnsafePointer<CChar>) -> String {
+        var text = ""
+        var pointer = buffer
+        while pointer.pointee != 0 && text.utf8.count < 200 {
+            let byte = UInt8(bitPattern: pointer.pointee)
+            text.append((0x20...0x7E).contains(byte) ? Character(Unicode.Scalar(byte)) : "?")
+            pointer += 1
+        }
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}

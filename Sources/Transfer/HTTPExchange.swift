@@ -1,0 +1,363 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// One request of a transfer attempt and its response, on a libcurl easy handle that the transfer thread runs: the
+/// head is collected and handed to the transfer's task (`events`), and the body goes into the partial file on the
+/// transfer thread as it arrives, once the task has judged the head and lent the file (`writeBody`).
+///
+/// Sequence: `.head` first; the task judges it and either lends the file (`writeBody`) or refuses the body
+/// (`discard`); `.ended` comes last, once, after which `returnFile` gives the file back. What arrives before the task
+/// has judged the head is kept in memory (up to `heldBytesLimit`; past it the transfer pauses): a connection that
+/// breaks meanwhile still leaves those bytes to write and resume from.
+///
+/// Threads: the callbacks, `finished` and `ended` run on the transfer thread; `writeBody`, `discard` and
+/// `returnFile` on any (the task's, which is normally the transfer thread too). The state they share is under
+/// `state`'s lock.
+final class HTTPExchange: @unchecked Sendable {
+    enum Event: Sendable {
+        case head(status: Int, headers: ResponseHeaders)
+        /// The file now holds this many bytes.
+        case progress(Int64)
+        /// The response ended: whole (nil), or with this failure (the request's, or the file's).
+        case ended(TransferError?)
+    }
+
+    /// Limits the body must keep, checked before each part is written.
+    struct Bounds: Sendable {
+        /// Exact bytes the file may reach (a promised size), or 0.
+        var expectedSize: Int64
+        var byteLimit: Int64?
+    }
+
+    /// What one exchange is asked to do.
+    struct Request {
+        var url: String
+        var headerLines: [String]
+        var configuration: TransferConfiguration
+        var progressInterval: Duration = .milliseconds(100)
+    }
+
+    /// The most body bytes held in memory while the task judges the head.
+    static let heldBytesLimit = 1 << 20
+    /// The most bytes of a response's head read (status line and fields, every interim response's included): a
+    /// server that sends more is refused, as browsers and libcurl's later versions do.
+    static let maximumHeadBytes = 256 << 10
+    /// The most body bytes of a refused response (a redirect's) read to keep its connection for the next request;
+    /// past it the connection is closed.
+    static let discardedBytesLimit = 64 << 10
+
+    private struct State {
+        var file: PartialFile?
+        var bounds = Bounds(expectedSize: 0, byteLimit: nil)
+        var judged = false
+        var discarded = false
+        var discardedBytes = 0
+        var held: [UInt8] = []
+        /// libcurl holds a part back (`CURL_WRITEFUNC_PAUSE`) until the head is judged.
+        var paused = false
+        var finishedEarly = false
+        var headers = ResponseHeaders()
+        var headBytes = 0
+        var headDone = false
+        var lastReport = ContinuousClock.now
+        /// The last bytes from the server; nil while the silence is the host's (the head waits to be judged).
+        var lastHeard: ContinuousClock.Instant? = .now
+        /// Where the current stretch of `MinimumRate` began (the file lent at first), and the bytes it has brought.
+        var stretchStart = ContinuousClock.now
+        var stretchBytes: Int64 = 0
+        /// Why the body was refused while it arrived (a bound passed, a failed write): reported as the end.
+        var refusal: TransferError?
+        var ended = false
+
+        /// Counts `count` bytes that arrived `now` toward the minimum rate; false (with `refusal` set) when the
+        /// stretch that ends with them brought too little.
+        mutating func keepsUp(_ count: Int, now: ContinuousClock.Instant, _ rate: MinimumRate) -> Bool {
+            stretchBytes += Int64(count)
+            guard now - stretchStart >= rate.window else { return true }
+            guard stretchBytes >= rate.bytes else {
+                refusal = TransferError(
+                    .transient, code: CurlFailure.timedOut, domain: TransferError.urlDomain,
+                    message: "the server sent \(stretchBytes) bytes in \((now - stretchStart).seconds) s; a transfer "
+                        + "must bring at least \(rate.bytes) bytes every \(rate.window.seconds) s")
+                return false
+            }
+            stretchStart = now
+            stretchBytes = 0
+            return true
+        }
+
+        /// Writes one part within the bounds; false (with `refusal` set) when it cannot.
+        mutating func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard refusal == nil else { return false }
+            let after = file!.length + Int64(bytes.count)
+            if bounds.expectedSize > 0 && after > bounds.expectedSize {
+                refusal = .permanent(
+                    TransferError.sizeMismatch, "the server sent more than the declared \(bounds.expectedSize) bytes")
+            } else if let limit = bounds.byteLimit, after > limit {
+                refusal = .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
+            } else if let error = file!.append(bytes) {
+                refusal = error
+            }
+            return refusal == nil
+        }
+    }
+
+    let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let state = Mutex(State())
+    private let thread: TransferThread
+    private let minimumRate: MinimumRate
+    private let progressInterval: Duration
+    /// Called the moment the body has ended whole, before the task hears of it. [transfer thread, or the task's]
+    private let bodyEnded: @Sendable () -> Void
+    /// libcurl's handle, its header list and its error buffer: the transfer thread's alone once added.
+    let easy: UnsafeMutableRawPointer
+    private let headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    /// Makes the exchange and starts it on `thread`.
+    init(_ request: Request, on thread: TransferThread, bodyEnded: @escaping @Sendable () -> Void) throws(TransferError) {
+        guard let easy = curl_easy_init() else { throw CurlFailure.of(CURLE_OUT_OF_MEMORY) }
+        self.easy = easy
+        self.thread = thread
+        self.bodyEnded = bodyEnded
+        minimumRate = request.configuration.minimumRate
+        progressInterval = request.progressInterval
+        (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in request.headerLines { list = curl_slist_append(list, line) }
+        headerList = list
+        errorBuffer.initialize(to: 0)
+        let configured = configure(request)
+        guard configured == CURLE_OK else {
+            throw CurlFailure.of(configured, detail: String(cString: curl_easy_strerror(configured)))
+        }
+        // libcurl holds the exchange (the callbacks' context) from here until `ended`.
+        let context = Unmanaged.passRetained(self).toOpaque()
+        _ = bahost_curl_set_pointer(easy, CURLOPT_PRIVATE, context)
+        _ = bahost_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = bahost_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
+        if !thread.post({ [self] in thread.add(self) }) { ended(CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)) }
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    private func configure(_ request: Request) -> CURLcode {
+        let configuration = request.configuration
+        var result = CURLE_OK
+        func set(_ code: CURLcode) { if result == CURLE_OK { result = code } }
+        set(bahost_curl_set_string(easy, CURLOPT_URL, request.url))
+        set(bahost_curl_set_pointer(easy, CURLOPT_HTTPHEADER, headerList))
+        set(bahost_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        set(bahost_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, Self.writeCallback))
+        set(bahost_curl_set_callback(easy, CURLOPT_HEADERFUNCTION, Self.headerCallback))
+        // Only the web's schemes, and no redirect followed by libcurl: each hop is vetted (`TransferClient`).
+        set(bahost_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
+        set(bahost_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+        set(bahost_curl_set_long(easy, CURLOPT_NOSIGNAL, 1))
+        set(bahost_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds)))
+        set(bahost_curl_set_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+        // A stream of an HTTP/2 connection being made waits for it rather than opening another.
+        set(bahost_curl_set_long(easy, CURLOPT_PIPEWAIT, 1))
+        set(bahost_curl_set_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize))
+        if let ca = configuration.additionalCAFile {
+            // The file besides the system's store: libcurl with OpenSSL reads both a file and a folder.
+            set(bahost_curl_set_string(easy, CURLOPT_CAINFO, ca))
+            set(bahost_curl_set_string(easy, CURLOPT_CAPATH, TransferConfiguration.systemCertificates))
+        }
+        return result
+    }
+
+    // MARK: The task's side [any thread]
+
+    /// Lends the file to the transfer thread: what arrived meanwhile is written now, the rest as it comes. Returns
+    /// why the body was refused, when what had arrived already passed a bound or could not be written.
+    func writeBody(into file: PartialFile, bounds: Bounds) -> TransferError? {
+        let (refusal, paused, finished) = state.withLock { state in
+            state.file = file
+            state.bounds = bounds
+            state.judged = true
+            state.lastReport = .now
+            // The body's pace counts from here: before the head is judged the transfer may wait for the host, and
+            // the connection and the server's first answer are the timeouts' business.
+            state.stretchStart = .now
+            state.lastHeard = .now
+            if !state.held.isEmpty {
+                _ = state.held.withUnsafeBytes { state.write($0) }
+                state.held = []
+            }
+            defer { state.paused = false }
+            return (state.refusal, state.paused, state.finishedEarly)
+        }
+        if refusal != nil { return refusal }
+        if paused { thread.post { [self] in thread.resume(self) } }
+        if finished { bodyEnded() }
+        return nil
+    }
+
+    /// Refuses the body: a short one is read and dropped (its connection serves the next request), a longer one
+    /// closes the connection; `.ended` follows.
+    func discard() {
+        let paused = state.withLock { state in
+            state.judged = true
+            state.discarded = true
+            state.held = []
+            return state.paused
+        }
+        if paused {
+            thread.post { [self] in thread.abort(self, CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)) }
+        }
+    }
+
+    /// Stops the exchange as cancelled (-999); what arrived stays in the file.
+    func cancel() {
+        thread.post { [self] in thread.abort(self, CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)) }
+    }
+
+    /// The file lent by `writeBody`, once `.ended` was reported.
+    func returnFile() -> PartialFile? {
+        state.withLock { state in
+            defer { state.file = nil }
+            return state.file
+        }
+    }
+
+    // MARK: The transfer thread's side
+
+    /// When the server was last heard from, while the silence is its own; nil while the host holds the response.
+    var silentSince: ContinuousClock.Instant? {
+        state.withLock { $0.headDone && !$0.judged ? nil : $0.lastHeard }
+    }
+
+    /// Whether the connection is made (before it, the connect timeout is libcurl's business).
+    var isConnected: Bool { bahost_curl_info_offset(easy, CURLINFO_CONNECT_TIME_T) > 0 }
+
+    /// libcurl ended the request with `code`.
+    func finished(_ code: CURLcode) {
+        var failure: TransferError?
+        if code != CURLE_OK {
+            let osErrno = Int32(bahost_curl_info_long(easy, CURLINFO_OS_ERRNO))
+            let connected = isConnected
+            failure = state.withLock { $0.refusal }
+                ?? CurlFailure.of(code, osErrno: osErrno, connected: connected, detail: CurlFailure.printable(errorBuffer))
+        }
+        let (lent, headDone) = state.withLock { state in
+            if failure == nil && !state.judged { state.finishedEarly = true }
+            return (state.file != nil, state.headDone)
+        }
+        if failure == nil && !headDone {
+            failure = TransferError(
+                .transient, code: CurlFailure.badServerResponse, domain: TransferError.urlDomain,
+                message: "the server's response has no head")
+        }
+        if failure == nil && lent { bodyEnded() }
+        ended(failure)
+    }
+
+    /// Reports the end, once, and lets libcurl's hold on the exchange go.
+    func ended(_ failure: TransferError?) {
+        let first = state.withLock { state in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        guard first else { return }
+        continuation.yield(.ended(failure))
+        continuation.finish()
+        Unmanaged.passUnretained(self).release()
+    }
+
+    private static let writeCallback: bahost_curl_data_callback = { bytes, size, count, context in
+        let exchange = Unmanaged<HTTPExchange>.fromOpaque(context!).takeUnretainedValue()
+        return exchange.received(UnsafeRawBufferPointer(start: bytes, count: size * count))
+    }
+
+    private static let headerCallback: bahost_curl_data_callback = { bytes, size, count, context in
+        let exchange = Unmanaged<HTTPExchange>.fromOpaque(context!).takeUnretainedValue()
+        return exchange.headerLine(UnsafeRawBufferPointer(start: bytes, count: size * count))
+    }
+
+    /// A part of the body. Returns how much of it was taken: all, 0 to stop the transfer (its refusal says why), or
+    /// `CURL_WRITEFUNC_PAUSE` to have libcurl keep it until the head is judged.
+    private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        enum Next { case take, pause, refuse, report(Int64) }
+        let now = ContinuousClock.now
+        let next = state.withLock { state -> Next in
+            state.lastHeard = now
+            if state.discarded {
+                state.discardedBytes += bytes.count
+                return state.discardedBytes <= Self.discardedBytesLimit ? .take : .refuse
+            }
+            guard state.judged else {
+                guard state.held.count + bytes.count <= Self.heldBytesLimit else {
+                    state.paused = true
+                    return .pause
+                }
+                state.held.append(contentsOf: bytes)
+                return .take
+            }
+            guard state.keepsUp(bytes.count, now: now, minimumRate), state.write(bytes) else { return .refuse }
+            guard now - state.lastReport >= progressInterval else { return .take }
+            state.lastReport = now
+            return .report(state.file!.length)
+        }
+        switch next {
+        case .take: return bytes.count
+        case .pause: return bahost_curl_write_pause
+        case .refuse: return 0
+        case .report(let length):
+            continuation.yield(.progress(length))
+            return bytes.count
+        }
+    }
+
+    /// A line of the head: the status line, a field, or the blank line that ends it (`.head` then, unless the
+    /// response is an interim one).
+    private func headerLine(_ line: UnsafeRawBufferPointer) -> Int {
+        let blank = line.count <= 2 && line.allSatisfy { $0 == 0x0D || $0 == 0x0A }
+        let status = blank ? bahost_curl_info_long(easy, CURLINFO_RESPONSE_CODE) : 0
+        enum Next { case take, refuse, head(ResponseHeaders) }
+        let next = state.withLock { state -> Next in
+            state.lastHeard = .now
+            state.headBytes += line.count
+            guard state.headBytes <= Self.maximumHeadBytes else {
+                state.refusal = TransferError(
+                    .transient, code: CurlFailure.badServerResponse, domain: TransferError.urlDomain,
+                    message: "the response's header passed the limit of \(Self.maximumHeadBytes) bytes")
+                return .refuse
+            }
+            if blank {
+                // An interim response (100, 103) is followed by the real one.
+                guard status >= 200 else {
+                    state.headers = ResponseHeaders()
+                    return .take
+                }
+                state.headDone = true
+                return .head(state.headers)
+            }
+            if line.starts(with: "HTTP/".utf8) {
+                state.headers = ResponseHeaders()
+            } else if let (name, value) = ResponseHeaders.field(line) {
+                state.headers.add(name: name, value: value)
+            }
+            return .take
+        }
+        switch next {
+        case .take: break
+        case .refuse: return 0
+        case .head(let headers): continuation.yield(.head(status: status, headers: headers))
+        }
+        return line.count
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

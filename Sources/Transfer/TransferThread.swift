@@ -1,0 +1,214 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// The transfer thread: one thread owns libcurl's multi handle, and with it every transfer's socket. It waits in
+/// `curl_multi_poll`, lets libcurl read what arrived (`curl_multi_perform`), which hands each response's head and
+/// body to its `HTTPExchange` on this thread, and enforces the read timeouts. Nothing on it waits for anything but
+/// the network: a body's bytes are copied into the page cache as they arrive, and what waits for the disk (the sync,
+/// a truncation, hashing a resume's bytes) runs on the blocking pool (`TransferExecutor`).
+///
+/// It is also a `TaskExecutor`: a transfer's task runs here until its body ends (`TransferClient.perform`), so
+/// that a response's head, the task's verdict on it and the body's first bytes pass without a thread wake-up.
+/// Jobs and calls posted from other threads wake it through `curl_multi_wakeup`.
+///
+/// Owner: the `TransferClient` that made it, which stops it (`shutdown`).
+public final class TransferThread: TaskExecutor, @unchecked Sendable {
+    private enum Work {
+        case job(UnownedJob)
+        case call(@Sendable () -> Void)
+    }
+
+    private struct Inbox {
+        var work: [Work] = []
+        /// The thread is in (or about to enter) `curl_multi_poll`: a post must wake it.
+        var sleeping = false
+        var stopping = false
+        /// The thread has ended: jobs go to the global executor, calls are dropped.
+        var ended = false
+    }
+
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    }()
+
+    private let multi: UnsafeMutableRawPointer
+    private let inbox = Mutex(Inbox())
+    private let readTimeout: Duration
+    private let ended = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    /// The exchanges libcurl runs. [transfer thread]
+    private var running: [ObjectIdentifier: HTTPExchange] = [:]
+    private var threadID: pthread_t?
+
+    /// Starts the thread. - Parameter readTimeout: the longest a connected server may stay silent.
+    init(readTimeout: Duration) throws {
+        guard Self.initialized, let multi = curl_multi_init() else {
+            throw TransferError.permanent(-1, "libcurl could not be initialized")
+        }
+        self.multi = multi
+        self.readTimeout = readTimeout
+        // HTTP/2 streams to the same server share its connection (libcurl's default, said here since it is relied on).
+        _ = bahost_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        let thread = Thread { [self] in
+            threadID = pthread_self()
+            run()
+        }
+        thread.stackSize = 1 << 20
+        thread.name = "bahost-transfer"
+        thread.start()
+    }
+
+    /// Whether the caller runs on the transfer thread. [any thread]
+    var isCurrent: Bool { threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+
+    /// [any thread]
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if !post(.job(job)) { globalConcurrentExecutor.enqueue(job) }
+    }
+
+    /// Runs `call` on the transfer thread, soon; false when the thread has ended (the call is dropped). [any thread]
+    @discardableResult
+    func post(_ call: @escaping @Sendable () -> Void) -> Bool { post(.call(call)) }
+
+    private func post(_ work: Work) -> Bool {
+        let (posted, wake) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard !inbox.ended else { return (false, false) }
+            inbox.work.append(work)
+            defer { inbox.sleeping = false }
+            return (true, inbox.sleeping)
+        }
+        if wake { curl_multi_wakeup(multi) }
+        return posted
+    }
+
+    /// Hands `exchange` to libcurl. [transfer thread]
+    func add(_ exchange: HTTPExchange) {
+        running[ObjectIdentifier(exchange)] = exchange
+        let code = curl_multi_add_handle(multi, exchange.easy)
+        if code != CURLM_OK {
+            running[ObjectIdentifier(exchange)] = nil
+            exchange.ended(CurlFailure.of(CURLE_OUT_OF_MEMORY, detail: String(cString: curl_multi_strerror(code))))
+        }
+    }
+
+    /// Stops `exchange` where it is, ending it with `failure`. [transfer thread]
+    func abort(_ exchange: HTTPExchange, _ failure: TransferError) {
+        guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { return }
+        curl_multi_remove_handle(multi, exchange.easy)
+        exchange.ended(failure)
+    }
+
+    /// Lets a paused exchange's bytes flow again. [transfer thread]
+    func resume(_ exchange: HTTPExchange) {
+        guard running[ObjectIdentifier(exchange)] != nil else { return }
+        curl_easy_pause(exchange.easy, bahost_curl_pause_continue)
+    }
+
+    /// Stops the thread once every exchange has ended, and waits for it. [any thread but the transfer thread]
+    public func shutdown() async {
+        await withCheckedContinuation { continuation in
+            ended.withLock { $0 = continuation }
+            if !post({ [self] in inbox.withLock { $0.stopping = true } }) { takeEnded()?.resume() }
+        }
+    }
+
+    /// The continuation `shutdown` waits on, taken once: the thread's end and a late `shutdown` may both reach it.
+    private func takeEnded() -> CheckedContinuation<Void, Never>? {
+        ended.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
+        }
+    }
+
+    // MARK: The loop [transfer thread]
+
+    private func run() {
+        var stillRunning: Int32 = 0
+        while true {
+            let work = inbox.withLock { inbox in
+                defer { inbox.work.removeAll(keepingCapacity: true) }
+                return inbox.work
+            }
+            for item in work {
+                switch item {
+                case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+                case .call(let call): call()
+                }
+            }
+            if inbox.withLock({ $0.stopping }) {
+                for exchange in Array(running.values) {
+                    abort(exchange, CurlFailure.of(CURLE_ABORTED_BY_CALLBACK))
+                }
+                if inbox.withLock({ $0.work.isEmpty }) { break }
+            }
+            curl_multi_perform(multi, &stillRunning)
+            finishDone()
+            let wait = enforceReadTimeouts()
+            var curlWait = 0
+            curl_multi_timeout(multi, &curlWait)
+            let timeout = Int32(clamping: curlWait < 0 ? wait : min(curlWait, wait))
+            let sleep = inbox.withLock { inbox -> Bool in
+                inbox.sleeping = inbox.work.isEmpty
+                return inbox.sleeping
+            }
+            if sleep && timeout > 0 {
+                curl_multi_poll(multi, nil, 0, timeout, nil)
+            }
+            inbox.withLock { $0.sleeping = false }
+        }
+        let leftover = inbox.withLock { inbox in
+            inbox.ended = true
+            defer { inbox.work = [] }
+            return inbox.work
+        }
+        for case .job(let job) in leftover { globalConcurrentExecutor.enqueue(job) }
+        curl_multi_cleanup(multi)
+        takeEnded()?.resume()
+    }
+
+    /// Ends the exchanges libcurl has finished.
+    private func finishDone() {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                let context = bahost_curl_info_private(easy)
+            else { continue }
+            let exchange = Unmanaged<HTTPExchange>.fromOpaque(context).takeUnretainedValue()
+            let code = message.pointee.data.result
+            guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { continue }
+            curl_multi_remove_handle(multi, easy)
+            exchange.finished(code)
+        }
+    }
+
+    /// Gives up the exchanges whose connected server has been silent past the read timeout; returns how long, in
+    /// milliseconds, until the next one may be due (at most 10 s).
+    private func enforceReadTimeouts() -> Int {
+        var next = Duration.seconds(10)
+        guard !running.isEmpty else { return 10_000 }
+        let now = ContinuousClock.now
+        for exchange in Array(running.values) {
+            guard let since = exchange.silentSince else { continue }
+            let silent = now - since
+            if silent >= readTimeout && exchange.isConnected {
+                abort(exchange, TransferError(
+                    .transient, code: CurlFailure.timedOut, domain: TransferError.urlDomain,
+                    message: "the server stopped sending: nothing for \(readTimeout.seconds) s"))
+            } else {
+                next = min(next, max(.milliseconds(1), readTimeout - silent))
+            }
+        }
+        let (seconds, attoseconds) = next.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000) + 1
+    }
+}
+
+extension Duration {
+    /// "1.5", "0.3": a duration in seconds for a message.
+    var seconds: String {
+        let (whole, fraction) = components
+        let tenths = fraction / 100_000_000_000_000_000
+        return "\(whole).\(tenths)"
+    }
+}
