@@ -47,57 +47,34 @@ final class Scheduler: Sendable {
     /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
     /// server is not on the same machine (docs/PERFORMANCE.md, "A freed slot filled without waiting for a turn").
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
-        let settings = context.settings
         context.turnWanted.store(false, ordering: .relaxed)
-        var reserve: [QueuedDownload] = []
-        let reserveLimit = settings.maximumConcurrentTransfers * Self.reserveDepth
+        let limits = context.settings.slotLimits
         var records: [String: (AppRecord, AppPolicy)] = [:]
         func record(_ id: String) throws -> (AppRecord, AppPolicy)? {
             // Each app read once a turn: its policy (its allow list canonicalized) serves every transfer it starts.
             if records[id] == nil, let app = try context.store.app(id) { records[id] = (app, app.policy) }
             return records[id]
         }
+        var reserve: [QueuedDownload] = []
+        let reserveLimit = limits.total * Self.reserveDepth
         while true {
-            let (runningNow, perHost, perApp) = running.current()
-            var count = running.slotsTaken
-            var hosts = perHost
-            // Candidates turned away because their host filled up during this pass, with the reserve full: another
-            // pass, with that host left out, may find others for the slots still free.
-            var turnedAway = false
-            let reserveFull = reserve.count >= reserveLimit
+            let slots = running.slots
+            var choice = TurnChoice(slots: slots, limits: limits, reserve: reserve, reserveLimit: reserveLimit)
             let (snapshot, started) = try writeTurn(
-                apps: apps, excluding: runningNow.union(reserve.map(\.uniqueIdentifier)),
-                saturatedHosts: reserveFull
-                    ? Set(hosts.filter { $0.value >= settings.maximumTransfersPerHost }.keys) : [],
-                backgroundLimit: settings.maximumConcurrentTransfers - count + (reserveLimit - reserve.count),
-                running: perApp
-            ) { runnable in
-                var chosen: [QueuedDownload] = []
-                for download in runnable {
-                    if download.foreground
-                        || (count < settings.maximumConcurrentTransfers
-                            && hosts[download.host, default: 0] < settings.maximumTransfersPerHost)
-                    {
-                        count += 1
-                        hosts[download.host, default: 0] += 1
-                        chosen.append(download)
-                    } else if reserve.count < reserveLimit {
-                        reserve.append(download)
-                    } else {
-                        turnedAway = true
-                    }
-                }
-                return chosen
-            }
+                apps: apps, excluding: running.current().0.union(reserve.map(\.uniqueIdentifier)),
+                // Candidates turned away because their host filled up during this pass, with the reserve full:
+                // another pass, with that host left out, may find others for the slots still free.
+                saturatedHosts: choice.reserveFull ? slots.saturatedHosts(limits) : [],
+                backgroundLimit: choice.backgroundLimit, running: slots.perApp
+            ) { choice.choose($0) }
+            reserve = choice.reserve
             for download in started {
                 guard let (app, policy) = try record(download.appIdentifier) else { continue }
                 start(download, app: app, policy: policy)
             }
-            if !turnedAway || count >= settings.maximumConcurrentTransfers || started.isEmpty {
+            if !choice.turnedAway || choice.slotsFull || started.isEmpty {
                 running.reserve(try reserve.compactMap { download in
-                    try record(download.appIdentifier).map { app, policy in
-                        RunningTransfers.Reserved(download, app: app, policy: policy)
-                    }
+                    try record(download.appIdentifier).map { RunningTransfers.Reserved(download, app: $0, policy: $1) }
                 })
                 return snapshot
             }
@@ -210,203 +187,5 @@ final class Scheduler: Sendable {
         try? recordingOutcomes { rows, startedEarly in
             ((), try context.store.record(rows, startedEarly: startedEarly, start: []).gone)
         }
-    }
-}
-
-/// The transfers running now: their host (for the per-host cap), app (for sharing the slots) and task (to stop one);
-/// and the reserve, what the last turn chose to start as slots free.
-///
-/// The limits count transfers on the network. One whose body has ended gives its slot to the next while its file
-/// is synced and its outcome recorded (`releaseSlot`): with many small files the sync and the queue's write are
-/// most of a transfer's time, and the network sat idle through them. At most as many as the limit finish so at
-/// once, each on a thread of its own (the blocking pool has twice the limit's threads).
-final class RunningTransfers: Sendable {
-    private struct Entry {
-        var host: String
-        var app: String
-        /// Nil until `attach`.
-        var task: Task<Void, Never>?
-        /// A cancel that came before the task was attached.
-        var cancelled = false
-        /// False once its body ended: it no longer counts toward the limits.
-        var holdsSlot = true
-    }
-
-    /// A download the last turn chose beyond the free slots (`Scheduler.turn`), with what its transfer needs.
-    struct Reserved: Sendable {
-        var download: QueuedDownload
-        var app: AppRecord
-        var policy: AppPolicy
-
-        init(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy) {
-            self.download = download
-            self.app = app
-            self.policy = policy
-        }
-    }
-
-    /// The counts are kept as transfers come and go, so that each call holds the lock for a few steps: every
-    /// transfer's end and every turn take it, and a count made by walking the entries under it showed in profiles
-    /// as 16 transfer threads spinning on the lock.
-    private struct State {
-        var entries: [String: Entry] = [:]
-        var slotsTaken = 0
-        var finishing = 0
-        /// Slots taken per host, and per app.
-        var perHost: [String: Int] = [:]
-        var perApp: [String: Int] = [:]
-        /// Not running, not marked moving: started in this order as slots free.
-        var reserved: [Reserved] = []
-        /// Started from the reserve, their rows not yet marked moving: the next turn marks them. Until then the queue
-        /// says they wait, so a turn that reads them so must not start them again, even once they have ended.
-        var startedEarly: [String: QueuedDownload] = [:]
-
-        /// Whether the download runs, or ran without its row saying so yet.
-        func holds(_ uniqueIdentifier: String) -> Bool {
-            entries[uniqueIdentifier] != nil || startedEarly[uniqueIdentifier] != nil
-        }
-
-        mutating func add(_ uniqueIdentifier: String, host: String, app: String) {
-            entries[uniqueIdentifier] = Entry(host: host, app: app)
-            slotsTaken += 1
-            perHost[host, default: 0] += 1
-            perApp[app, default: 0] += 1
-        }
-
-        mutating func freeSlot(of entry: Entry) {
-            slotsTaken -= 1
-            perHost[entry.host, default: 1] -= 1
-            if perHost[entry.host] == 0 { perHost[entry.host] = nil }
-            perApp[entry.app, default: 1] -= 1
-            if perApp[entry.app] == 0 { perApp[entry.app] = nil }
-        }
-    }
-
-    private let state = Mutex(State())
-
-    var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
-    var reservedCount: Int { state.withLock { $0.reserved.count } }
-    var tasks: [Task<Void, Never>] { state.withLock { $0.entries.values.compactMap(\.task) } }
-
-    /// Their unique identifiers (with those started from the reserve that a turn has yet to mark moving), and how
-    /// many of those holding a slot run per host and per app.
-    func current() -> (Set<String>, perHost: [String: Int], perApp: [String: Int]) {
-        state.withLock { (Set($0.entries.keys).union($0.startedEarly.keys), $0.perHost, $0.perApp) }
-    }
-
-    /// How many hold a slot.
-    var slotsTaken: Int { state.withLock { $0.slotsTaken } }
-
-    /// Records a transfer as running before its task exists (the task removes it when it ends); false, changing
-    /// nothing, when the reserve started it already (while a turn chose it from the queue as it was).
-    @discardableResult
-    func add(_ uniqueIdentifier: String, host: String, app: String) -> Bool {
-        state.withLock { state in
-            guard !state.holds(uniqueIdentifier) else { return false }
-            state.add(uniqueIdentifier, host: host, app: app)
-            return true
-        }
-    }
-
-    /// Replaces the reserve, leaving out what runs already.
-    func reserve(_ downloads: [Reserved]) {
-        state.withLock { state in
-            state.reserved = downloads.filter { !state.holds($0.download.uniqueIdentifier) }
-        }
-    }
-
-    func dropReserve() {
-        state.withLock { $0.reserved = [] }
-    }
-
-    /// Takes the first reserved download that fits the free slots and records it as running (as `add`), to be
-    /// marked moving by the next turn (`takeStartedEarly`). Its copy says what the mark will write.
-    func takeReserved(_ settings: HostEngine.Settings) -> Reserved? {
-        state.withLock { state in
-            guard state.slotsTaken < settings.maximumConcurrentTransfers else { return nil }
-            // The first that fits, in place: the reserve is deeper than the limit, and filtering it into a copy (an
-            // entry carries a row, an app and its policy), or asking of each entry whether it runs, at every freed
-            // slot showed in profiles. What a turn started meanwhile is no longer reserved: dropped when met (one
-            // behind the first that fits stays counted in `reservedCount` until the next turn replaces the reserve).
-            var index = state.reserved.startIndex
-            while index < state.reserved.endIndex {
-                if state.holds(state.reserved[index].download.uniqueIdentifier) {
-                    state.reserved.remove(at: index)
-                } else if state.perHost[state.reserved[index].download.host, default: 0]
-                    < settings.maximumTransfersPerHost
-                {
-                    break
-                } else {
-                    index += 1
-                }
-            }
-            guard index < state.reserved.endIndex else { return nil }
-            var next = state.reserved.remove(at: index)
-            next.download.state = .downloading
-            next.download.attempts += 1
-            next.download.retryAt = nil
-            state.add(next.download.uniqueIdentifier, host: next.download.host, app: next.download.appIdentifier)
-            state.startedEarly[next.download.uniqueIdentifier] = next.download
-            return next
-        }
-    }
-
-    /// The transfers started from the reserve since the last call, for the caller's transaction to mark moving: it
-    /// must do so before it reads the queue.
-    func takeStartedEarly() -> [QueuedDownload] {
-        state.withLock { state in
-            defer { state.startedEarly = [:] }
-            return Array(state.startedEarly.values)
-        }
-    }
-
-    /// Gives a transfer added by `add` its task: cancelled at once when a cancel came first; nothing when the task
-    /// has ended already.
-    func attach(_ uniqueIdentifier: String, _ task: Task<Void, Never>) {
-        let cancelled = state.withLock { state -> Bool in
-            guard state.entries[uniqueIdentifier] != nil else { return false }
-            state.entries[uniqueIdentifier]?.task = task
-            return state.entries[uniqueIdentifier]!.cancelled
-        }
-        if cancelled { task.cancel() }
-    }
-
-    func remove(_ uniqueIdentifier: String) {
-        state.withLock { state in
-            guard let entry = state.entries.removeValue(forKey: uniqueIdentifier) else { return }
-            if entry.holdsSlot { state.freeSlot(of: entry) } else { state.finishing -= 1 }
-        }
-    }
-
-    func cancel(_ uniqueIdentifier: String) {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            state.reserved.removeAll { $0.download.uniqueIdentifier == uniqueIdentifier }
-            state.entries[uniqueIdentifier]?.cancelled = true
-            return state.entries[uniqueIdentifier]?.task
-        }
-        task?.cancel()
-    }
-
-    /// Frees a transfer's slot once its body ended, unless as many as the limit are finishing already; true when
-    /// it did.
-    func releaseSlot(_ uniqueIdentifier: String, limit: Int) -> Bool {
-        state.withLock { state in
-            guard let entry = state.entries[uniqueIdentifier], entry.holdsSlot, state.finishing < limit else {
-                return false
-            }
-            state.entries[uniqueIdentifier]?.holdsSlot = false
-            state.freeSlot(of: entry)
-            state.finishing += 1
-            return true
-        }
-    }
-
-    /// Whether a download could start now: a free slot, and a free slot for its host (foreground ones always can).
-    func couldStart(_ download: QueuedDownload, _ settings: HostEngine.Settings) -> Bool {
-        download.foreground
-            || state.withLock { state in
-                state.slotsTaken < settings.maximumConcurrentTransfers
-                    && state.perHost[download.host, default: 0] < settings.maximumTransfersPerHost
-            }
     }
 }
