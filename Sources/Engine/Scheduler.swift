@@ -46,6 +46,7 @@ final class Scheduler: Sendable {
     /// Why a reserve: while many small files run, the engine is busy with turns almost all the time (each with its
     /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
     /// server is not on the same machine (docs/PERFORMANCE.md, "A freed slot filled without waiting for a turn").
+    /// [engine loop]
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         context.turnWanted.store(false, ordering: .relaxed)
         let limits = context.settings.slotLimits
@@ -86,7 +87,7 @@ final class Scheduler: Sendable {
     /// what ended and deliver it; letting what ends gather until `turnPace` after `start` (the last turn's) makes one
     /// transaction and one delivery of several, where many small files had a turn for every one or two
     /// (docs/PERFORMANCE.md, "Turns paced while the reserve lasts"). A reserve running low, or a wake that must not
-    /// wait (`EngineContext.wakeNow`), ends the wait.
+    /// wait (`EngineContext.wakeNow`), ends the wait. [engine loop]
     func paceNextTurn(since start: ContinuousClock.Instant) async {
         // A fire kept from before the last turn refilled the reserve ends a wait early: the reserve is looked at again.
         while reserveLasts && !context.turnWanted.load(ordering: .relaxed) && !Task.isCancelled {
@@ -108,6 +109,7 @@ final class Scheduler: Sendable {
     }
 
     /// - Parameter added: whether `running` holds it already (`takeReserved` added it).
+    /// [engine loop, or the transfer thread for a freed slot]
     private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy, added: Bool = false) {
         let uniqueIdentifier = download.uniqueIdentifier
         // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
@@ -171,13 +173,14 @@ final class Scheduler: Sendable {
     }
 
     /// When the loop should look again at the latest: a waiting download's retry time, or a second from now.
+    /// [engine loop]
     func nextWake(_ snapshot: QueueStore.Snapshot) -> Duration {
         guard let retry = snapshot.nextRetry else { return .seconds(1) }
         return min(.seconds(1), .milliseconds(max(0, Int64(retry.timeIntervalSinceNow * 1000))))
     }
 
     /// Stops every running transfer and waits for each to end, then records where each stopped (its partial file
-    /// stays).
+    /// stays). [engine loop's caller, once the loop ended]
     func shutdown() async {
         // No transfer may start from the reserve while the running ones are stopped.
         running.dropReserve()

@@ -268,6 +268,7 @@ private final class ProgressRecorder: TransferObserver {
 
     var validator: Validator? { lock.withLock { $0.validator } }
 
+    /// [transfer thread] A new validator is saved on the blocking pool, before the body's first byte is written.
     func began(validator: Validator, resumingAt offset: Int64) async {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
             let stored = Validator(etag: state.download.etag, lastModified: state.download.lastModified)
@@ -297,9 +298,10 @@ private final class ProgressRecorder: TransferObserver {
         context.observe(.began(download.status, resumingAt: offset))
     }
 
-    /// Its network slot goes to the next download while this one's file is synced and recorded.
+    /// Its network slot goes to the next download while this one's file is synced and recorded. [transfer thread]
     func bodyEnded() { onBodyEnded() }
 
+    /// [transfer thread; the last report on the blocking pool] Saves at most a second or 4 MiB apart, on the pool.
     func progress(received: Int64, expected: Int64) async {
         let (download, save) = lock.withLock { state -> (QueuedDownload, Bool) in
             state.download.bytesReceived = received
