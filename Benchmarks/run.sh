@@ -185,8 +185,9 @@ bahost_run() {  # MANIFEST [extra options]: the whole life cycle, as `bahost run
 }
 # A command run under $timer leaves its CPU time (user and system, its children's included) in cpu.txt;
 # cpu_per_file gives it per small file, in ms.
-timer="/usr/bin/time -f %U+%S -o $work/cpu.txt"
+timer="/usr/bin/time -f %U+%S+%M -o $work/cpu.txt"
 cpu_per_file() { awk -F+ -v n="$small_count" '{printf "%.4f", ($1 + $2) * 1000 / n}' "$work/cpu.txt"; }
+peak_kib() { awk -F+ '{print $3}' "$work/cpu.txt"; }  # the timed program's peak RSS
 
 if want big; then
 echo "== one large file ($((big >> 20)) MiB), $runs run(s) each"
@@ -207,6 +208,7 @@ echo "== $small_count files of 64 KiB, $runs run(s) each"
 for _ in $(seq "$runs"); do
     fresh; t=$(now); timed=$timer bahost_run "$work/small.manifest" --max-concurrent 16 --max-per-host 16
     record small.bahost "$(since "$t")"; record small-cpu.bahost "$(cpu_per_file)"
+    record small-rss.bahost "$(peak_kib)"
     fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; record small.curl "$(since "$t")"
     fresh; t=$(now); curl -s --parallel --parallel-max 16 -K "$work/curl-small.cfg"; durable "$work/out"
     record small.curl-fsync "$(since "$t")"

@@ -34,6 +34,8 @@ final class EngineContext: Sendable {
     /// Transfers' outcomes waiting for the engine's next turn to record them.
     let outcomes = TransferOutcomes()
     let credentials = Credentials()
+    /// Challenges being answered (the app's delegate or its extension asked for credentials).
+    let challenges = ChallengeAnswers()
     /// Managed packs' archives unpacked while they download.
     let streamedUnpacks = StreamedUnpacks()
 

@@ -121,6 +121,7 @@ public final class HostEngine: Sendable {
     /// stops the transfer threads, then the blocking pool.
     public func shutdown() async {
         await scheduler.shutdown()
+        await context.challenges.shutdown()
         await completions.shutdown()
         try? await context.client.shutdown()
         await context.blocking.shutdown()
@@ -194,7 +195,7 @@ public final class HostEngine: Sendable {
             let snapshot = try scheduler.turn(apps)
             completions.deliverDue(apps, snapshot, readSince: start)
             turnStatistics.record(ContinuousClock.now - start)
-            let running = !scheduler.isIdle || !completions.isIdle
+            let running = !scheduler.isIdle || !completions.isIdle || !context.challenges.isIdle
             // A drain stops waiting for completions whose deliveries keep failing; the service never does.
             let leftPending = forever ? [:] : apps.reduce(into: [String: String]()) { $0[$1] = completions.leftPending($1) }
             let work = apps.contains { app in

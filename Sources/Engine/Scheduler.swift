@@ -123,13 +123,20 @@ final class Scheduler: Sendable {
             ) { [weak self] in
                 self?.slotFreed(uniqueIdentifier)
             }
-            // An outcome is told once the next turn recorded it; none to record (requeued after a challenge) has
-            // changed its row already.
-            await job.run { outcome in
-                if let outcome { context.outcomes.add(outcome) }
+            // An outcome is told once the next turn recorded it; a challenge is the engine's to answer (handed over
+            // before the transfer counts as ended, so that the engine never sees neither at work).
+            await job.run { ending in
+                switch ending {
+                case .outcome(let outcome)?:
+                    context.outcomes.add(outcome)
+                case .challenged(let challenge, let row, let otherwise)?:
+                    context.challenges.answer(challenge, for: row, otherwise: otherwise, context: context)
+                case nil:
+                    break
+                }
                 self.running.remove(uniqueIdentifier)
                 context.signal.fire()
-                if outcome == nil { context.transferEnded.fire() }
+                if ending == nil { context.transferEnded.fire() }
             }
         })
     }

@@ -10,10 +10,25 @@ import Vocabulary
 
 /// One attempt at one download, from the moment the scheduler marked it moving to its outcome (AOSP's
 /// DownloadThread): build the request from the row, run the transfer, then say what happened: finished (the file
-/// synced and renamed into the app group's container), failed for good, or waiting to retry or for the network. The
-/// outcome is recorded by the engine's next turn (`TransferOutcomes`), in the transaction that starts the next
-/// transfers. A download queued again after the app's delegate gave credentials for a challenge is saved here.
+/// synced and renamed into the app group's container), failed for good, waiting to retry or for the network, or
+/// challenged (the server asked for credentials). It only says so: the outcome is recorded by the engine's next turn
+/// (`TransferOutcomes`), in the transaction that starts the next transfers, and a challenge is answered by the
+/// engine (`ChallengeAnswers`), which opens the extension's window when the app's delegate does not answer.
 struct TransferJob {
+    /// How an attempt ended, for the engine to act on.
+    enum Ending: Sendable {
+        /// Record this in the next turn.
+        case outcome(TransferOutcome)
+        /// The server answered 401 with a challenge the app may answer: ask, then queue `row` again with the
+        /// credentials given, or record `otherwise` (the 401 as final).
+        case challenged(ServerChallenge, row: QueuedDownload, otherwise: TransferOutcome)
+
+        /// The outcome to record, when the attempt ended with one rather than a challenge.
+        var outcome: TransferOutcome? {
+            if case .outcome(let outcome) = self { outcome } else { nil }
+        }
+    }
+
     let context: EngineContext
     let queued: QueuedDownload
     let app: AppRecord
@@ -45,10 +60,10 @@ struct TransferJob {
 
     private var credentials: Credentials { context.credentials }
 
-    /// Runs the attempt and hands `ended` its outcome to record: nil when nothing is left to record (requeued after
-    /// a challenge, or the queue failed). The request and its body run where this is called (the transfer thread
-    /// that reads the response); the sync, verification and rename, and `ended`, on `blocking` (`TransferClient.perform`).
-    func run<Ended: Sendable>(ended: (TransferOutcome?) -> Ended) async -> Ended {
+    /// Runs the attempt and hands `ended` how it ended: nil when nothing is left to record (the row is gone, or the
+    /// queue failed). The request and its body run where this is called (the transfer thread that reads the
+    /// response); the sync, verification and rename, and `ended`, on `blocking` (`TransferClient.perform`).
+    func run<Ended: Sendable>(ended: (Ending?) -> Ended) async -> Ended {
         let download = queued.download
         let limit = Self.byteLimit(download, policy.allowance)
         // A pack's whole archive is unpacked as it arrives, and every file it holds is checked against the download
@@ -77,7 +92,7 @@ struct TransferJob {
     /// What the attempt's result makes of the row, on `blocking`.
     private func settled(
         _ result: Result<Int64, TransferError>, validator: Validator?, byteLimit limit: Int64?
-    ) async -> TransferOutcome? {
+    ) async -> Ending? {
         let uniqueIdentifier = queued.uniqueIdentifier
         do {
             if case .success(let size) = result {
@@ -94,15 +109,15 @@ struct TransferJob {
             switch result {
             case .success(let size):
                 credentials.forget(uniqueIdentifier)
-                return try finish(&current, size: size)
+                return .outcome(try finish(&current, size: size))
             case .failure(let error):
-                if let challenge = error.challenge, await credentials.ask(context, challenge, for: current) {
-                    current.state = .queued
-                    try context.store.save(current)
-                    return nil
+                var failed = current
+                let otherwise = fail(&failed, error: error, byteLimit: limit)
+                if let challenge = error.challenge, credentials.mayAsk(uniqueIdentifier) {
+                    return .challenged(challenge, row: current, otherwise: otherwise)
                 }
                 credentials.forget(uniqueIdentifier)
-                return fail(&current, error: error, byteLimit: limit)
+                return .outcome(otherwise)
             }
         } catch QueueError.unknownDownload {
             // Cancelled while it ran: the row is gone, and so must the bytes be, wherever the outcome had put them.
@@ -185,55 +200,6 @@ struct TransferJob {
     private func fileLength(_ path: String) -> Int64 {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0
-    }
-}
-
-/// Credentials an app's delegate or its extension gave for a download, and how many were given: kept in memory
-/// only, as URLSession keeps a session's credentials.
-final class Credentials: Sendable {
-    /// Credentials asked for one download before its 401 is final.
-    static let maximumChallenges = 3
-
-    private let given = Mutex([String: (credential: Credential, count: Int)]())
-
-    func credential(for uniqueIdentifier: String) -> Credential? {
-        given.withLock { $0[uniqueIdentifier]?.credential }
-    }
-
-    func forget(_ uniqueIdentifier: String) {
-        given.withLock { _ = $0.removeValue(forKey: uniqueIdentifier) }
-    }
-
-    /// Asks the app's delegate for credentials, else (no delegate answered) the extension, in a window of its own;
-    /// true when one gave some to try (a few times at most).
-    func ask(_ context: EngineContext, _ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
-        let count = given.withLock { $0[download.uniqueIdentifier]?.count ?? 0 }
-        guard count < Self.maximumChallenges else { return false }
-        var answer = await context.delegates?.challenge(
-            download.described, of: download.appIdentifier, challenge.described(previousFailureCount: count))
-        if answer == nil { answer = await askExtension(context, challenge, download, previousFailureCount: count) }
-        guard case .useCredential(let user, let password)? = answer else { return false }
-        given.withLock {
-            $0[download.uniqueIdentifier] = (Credential(host: challenge.host, user: user, password: password), count + 1)
-        }
-        return true
-    }
-
-    /// The extension's answer (`backgroundDownload(_:didReceive:)`); nil when its window ended without one.
-    private func askExtension(
-        _ context: EngineContext, _ challenge: ServerChallenge, _ download: QueuedDownload, previousFailureCount: Int
-    ) async -> ChallengeAnswer? {
-        guard let app = try? context.store.app(download.appIdentifier) else { return nil }
-        let event = WindowEvent.challenge(
-            download.described, challenge.described(previousFailureCount: previousFailureCount))
-        do {
-            let outcome = try await WindowLauncher(context: context).open(
-                app, for: .challenge(identifier: download.identifier), [event])
-            return outcome.challengeAnswers[0]
-        } catch {
-            context.observe(.queueFailed("asking \(app.appIdentifier)'s extension about a challenge: \(error)"))
-            return nil
-        }
     }
 }
 

@@ -325,7 +325,7 @@ import Vocabulary
             let row = try queued[0].result.get()
             let app = try #require(try context.store.app("app"))
             let job = TransferJob(context: context, queued: row, app: app, policy: app.policy, blocking: nil) {}
-            let outcome = try #require(await job.run { $0 })
+            let outcome = try #require(await job.run { $0?.outcome })
             _ = try context.store.record([outcome.row], start: [])
             return try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier })
         }
