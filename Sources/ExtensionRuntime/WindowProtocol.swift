@@ -54,8 +54,23 @@ struct WindowProtocol {
     /// Whether the window has the host's services (downloads, the lock); without them, their calls fail with 56.
     let hasServices: Bool
 
+    /// Where the window is in its life. Every rule about what may happen next reads it.
+    enum Phase: Equatable {
+        /// Spawned: the runner has not said hello. The budget counts already.
+        case starting
+        /// The runner said hello: the entry points run, one event after another.
+        case running
+        /// Every entry point returned: END is sent, and the runner exits, or is killed at `killAt`.
+        case ending(killAt: ContinuousClock.Instant)
+        /// The budget ran out: willTerminate is sent, and the runner is killed at `killAt`.
+        case terminating(killAt: ContinuousClock.Instant)
+        /// The window stopped it, for this reason, and sent the kill.
+        case stopped(StopReason)
+    }
+
+    private(set) var phase = Phase.starting
     private(set) var deadline: ContinuousClock.Instant
-    private(set) var stopReason: StopReason?
+    /// What the report says of the window's life, whatever its phase now.
     private(set) var helloAt: ContinuousClock.Instant?
     private(set) var identifier: String?
     private(set) var abiVersion: String?
@@ -77,9 +92,7 @@ struct WindowProtocol {
     private(set) var peakResident: Int64 = 0
     /// When the memory was last read: once a sampling period at most, however many packets a turn reads.
     private var sampledAt: ContinuousClock.Instant?
-    private var endSent = false
     private(set) var terminateSentAt: ContinuousClock.Instant?
-    private var killAt: ContinuousClock.Instant?
     private(set) var killSentAt: ContinuousClock.Instant?
     private(set) var holdsExclusiveControl = false
     /// Acquire calls waiting for the lock: call id and until when (nil: as long as the window lasts).
@@ -96,6 +109,27 @@ struct WindowProtocol {
         self.hasServices = hasServices
         challengeEvents = events.count { if case .challenge = $0 { true } else { false } }
         deadline = start + limits.budget
+    }
+
+    /// Why the window stopped it, once it did.
+    var stopReason: StopReason? {
+        if case .stopped(let reason) = phase { reason } else { nil }
+    }
+
+    /// Whether the budget's deadline still counts: neither END nor willTerminate was sent, and the window runs.
+    private var deadlineCounts: Bool {
+        switch phase {
+        case .starting, .running: true
+        case .ending, .terminating, .stopped: false
+        }
+    }
+
+    /// When the runner is to be killed, once END or willTerminate was sent.
+    private var killAt: ContinuousClock.Instant? {
+        switch phase {
+        case .ending(let killAt), .terminating(let killAt): killAt
+        case .starting, .running, .stopped: nil
+        }
     }
 
     /// The event whose entry point is running (events run in order); nil when all are done or none started.
@@ -122,6 +156,7 @@ struct WindowProtocol {
         case .hello(let major, let minor, let identifier):
             guard helloAt == nil else { throw WireViolation(message: "the extension sent a second hello") }
             helloAt = now
+            if phase == .starting { phase = .running }
             self.identifier = identifier
             abiVersion = "\(major).\(minor)"
             return [.sendEvents]
@@ -181,7 +216,9 @@ struct WindowProtocol {
             // Whoever sent it, it is an account of the process's end, never a reason to keep less.
             if runnerFailure == nil { runnerFailure = text.printable(limit: 300) }
         case .terminateDone:
-            guard terminateSentAt != nil else { throw WireViolation(message: "the extension reported a willTerminate nobody sent") }
+            guard case .terminating = phase else {
+                throw WireViolation(message: "the extension reported a willTerminate nobody sent")
+            }
             return stop(.budgetExceeded(willTerminateReturned: true), at: now)
         }
         return []
@@ -282,7 +319,7 @@ struct WindowProtocol {
     /// When the driver must look again, whatever arrives: the next sample, the deadline, the kill.
     func nextWakeUp(after now: ContinuousClock.Instant) -> ContinuousClock.Instant {
         var next = now + Self.samplingPeriod
-        if terminateSentAt == nil && !endSent { next = min(next, deadline) }
+        if deadlineCounts { next = min(next, deadline) }
         if let killAt { next = min(next, killAt) }
         return next
     }
@@ -302,32 +339,37 @@ struct WindowProtocol {
             }
         }
         var actions: [Action] = []
-        if terminateSentAt == nil && !endSent && now >= deadline {
+        if deadlineCounts && now >= deadline {
             terminateSentAt = now
-            killAt = now + limits.grace
+            phase = .terminating(killAt: now + limits.grace)
             actions.append(.sendWillTerminate)
         }
-        if let killAt, now >= killAt, stopReason == nil {
+        switch phase {
+        case .ending(let killAt) where now >= killAt:
             // After END the runner exits at once; one that does not is killed, and the window still returned.
-            actions += stop(terminateSentAt != nil ? .budgetExceeded(willTerminateReturned: false) : .returned, at: now)
+            actions += stop(.returned, at: now)
+        case .terminating(let killAt) where now >= killAt:
+            actions += stop(.budgetExceeded(willTerminateReturned: false), at: now)
+        default:
+            break
         }
         return actions
     }
 
     /// Ends the window once every entry point returned, every challenge is answered and the lock is given back.
     mutating func endIfDone(at now: ContinuousClock.Instant) -> [Action] {
-        guard helloAt != nil, !endSent, terminateSentAt == nil, stopReason == nil,
-            completedEvents == events.count, challengeAnswers.count == challengeEvents, !holdsExclusiveControl,
-            waitingForLock.isEmpty
+        guard phase == .running, completedEvents == events.count, challengeAnswers.count == challengeEvents,
+            !holdsExclusiveControl, waitingForLock.isEmpty
         else { return [] }
-        endSent = true
-        killAt = now + limits.grace
+        phase = .ending(killAt: now + limits.grace)
         return [.sendEnd]
     }
 
     private mutating func stop(_ reason: StopReason, at now: ContinuousClock.Instant) -> [Action] {
-        if stopReason == nil { stopReason = reason }
-        if killSentAt == nil { killSentAt = now }
+        if stopReason == nil {
+            phase = .stopped(reason)
+            killSentAt = now
+        }
         return [.kill]
     }
 
@@ -339,7 +381,7 @@ struct WindowProtocol {
         if let (failure, message) = loadFailure { return .refusedToLoad(failure, message) }
         if killedByTheKernelForMemory { return .killedForMemory(limitBytes: limits.memoryBytes) }
         if let runnerFailure { return .runnerFailed(runnerFailure) }
-        if endSent { return .returned }
+        if case .ending = phase { return .returned }
         if bahost_signaled(status) != 0 { return .crashed(signal: bahost_signal(status)) }
         return .exited(code: bahost_exit_code(status))
     }
