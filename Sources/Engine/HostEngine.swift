@@ -1,3 +1,4 @@
+import CHostSupport
 import Delivery
 import ExtensionRuntime
 import Foundation
@@ -87,6 +88,9 @@ public final class HostEngine: Sendable {
         dataRoot: DataRoot, settings: Settings, router: AppDelegateRouter? = nil,
         observe: @escaping LifecycleObserver
     ) throws {
+        // Two arenas for the whole process (the daemon, `bahost run`): a connection's or transfer's thread then shares
+        // one whose freed memory a trim gives back.
+        bahost_tune_heap_for_service(2)
         try dataRoot.prepare()
         // One engine per data root: a second (a `bahost run` beside the daemon) would perform the same transfers.
         dataRootLock = open(dataRoot.url.appendingPathComponent("lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)

@@ -1,5 +1,4 @@
 import CBAExtension
-import CHostSupport
 import ExtensionRuntime
 import Foundation
 import Engine
@@ -28,8 +27,6 @@ public final class BackgroundAssetsService: Sendable {
     let declaredAppsStatus = Mutex(DeclaredAppsStatus())
 
     public init(settings: ServiceSettings, logger: Logger) throws {
-        // Two arenas: a connection's or transfer's thread then shares one whose freed memory a trim gives back.
-        bahost_tune_heap_for_service(2)
         self.settings = settings
         self.logger = logger
         let sessions = AppSessions(callbackTimeout: settings.appCallbackTimeout)

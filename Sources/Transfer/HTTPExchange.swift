@@ -35,6 +35,8 @@ final class HTTPExchange: @unchecked Sendable {
         var url: String
         var headerLines: [String]
         var configuration: TransferConfiguration
+        /// Whether the body is declared large: it then gets `configuration.receiveBufferSize`.
+        var largeBody = false
         var progressInterval: Duration = .milliseconds(100)
     }
 
@@ -164,7 +166,7 @@ final class HTTPExchange: @unchecked Sendable {
         set(bahost_curl_set_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         // A stream of an HTTP/2 connection being made waits for it rather than opening another.
         set(bahost_curl_set_long(easy, CURLOPT_PIPEWAIT, 1))
-        set(bahost_curl_set_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize))
+        if request.largeBody { set(bahost_curl_set_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize)) }
         if let ca = configuration.additionalCAFile {
             // The file besides the system's store: libcurl with OpenSSL reads both a file and a folder.
             set(bahost_curl_set_string(easy, CURLOPT_CAINFO, ca))

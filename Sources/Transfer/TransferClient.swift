@@ -19,9 +19,11 @@ public struct TransferConfiguration: Sendable {
     /// (and, over TLS, decrypt them). One by default: one thread copies many transfers' bytes into the page cache,
     /// and a second costs more wake-ups than it saves. More for many fast TLS transfers.
     public var transferThreads: Int
-    /// The most a transfer reads from its socket in one go (`CURLOPT_BUFFERSIZE`): fewer, larger writes for a large
-    /// body.
+    /// The most a transfer of a large body (declared at `largeBody` or more) reads from its socket in one go
+    /// (`CURLOPT_BUFFERSIZE`): fewer, larger writes. A smaller body keeps libcurl's 16 KiB: every running transfer
+    /// holds its buffer, and sixteen small ones at 128 KiB each were 2 MiB of the host's resident memory.
     public var receiveBufferSize: Int = 128 << 10
+    public var largeBody: Int64 = 1 << 20
 
     /// The system's certificate authorities, as a folder of hashed links (Debian's `ca-certificates`): trusted
     /// besides `additionalCAFile`.
@@ -250,8 +252,9 @@ public final class TransferClient: Sendable {
             let exchange: HTTPExchange
             do {
                 let lines = try request.headerLines(url: url, offset: offset)
+                let large = max(request.expectedSize, request.sizeHint) >= configuration.largeBody
                 exchange = try HTTPExchange(
-                    .init(url: url, headerLines: lines, configuration: configuration), on: thread
+                    .init(url: url, headerLines: lines, configuration: configuration, largeBody: large), on: thread
                 ) { observer.bodyEnded() }
             } catch {
                 return (file, .failed(error))
