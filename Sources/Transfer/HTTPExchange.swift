@@ -120,7 +120,7 @@ final class HTTPExchange: @unchecked Sendable {
 
     /// Makes the exchange and starts it on `thread`.
     init(_ request: Request, on thread: TransferThread, bodyEnded: @escaping @Sendable () -> Void) throws(TransferError) {
-        guard let easy = curl_easy_init() else { throw CurlFailure.of(CURLE_OUT_OF_MEMORY) }
+        guard let easy = thread.easyHandle() else { throw CurlFailure.of(CURLE_OUT_OF_MEMORY) }
         self.easy = easy
         self.thread = thread
         self.bodyEnded = bodyEnded
@@ -144,7 +144,7 @@ final class HTTPExchange: @unchecked Sendable {
     }
 
     deinit {
-        curl_easy_cleanup(easy)
+        thread.recycle(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
@@ -298,6 +298,11 @@ final class HTTPExchange: @unchecked Sendable {
                 guard state.held.count + bytes.count <= Self.heldBytesLimit else {
                     state.paused = true
                     return .pause
+                }
+                if state.held.isEmpty {
+                    // Once, for the whole body when it says its length (a small file's arrives in one go).
+                    let announced = ResponseVerdict.announcedSize(headers: state.headers, start: 0) ?? 0
+                    state.held.reserveCapacity(Int(clamping: min(max(announced, Int64(bytes.count)), Int64(Self.heldBytesLimit))))
                 }
                 state.held.append(contentsOf: bytes)
                 return .take

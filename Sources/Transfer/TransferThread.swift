@@ -36,6 +36,14 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let readTimeout: Duration
     private let ended = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    /// Easy handles of ended exchanges, reset, for the next: a handle's allocation and first set-up cost a small
+    /// file more than its reset does.
+    private let idleHandles = Mutex<[IdleHandle]>([])
+    /// A handle no exchange holds: only the pool touches it.
+    private struct IdleHandle: @unchecked Sendable {
+        let easy: UnsafeMutableRawPointer
+    }
+    private static let idleHandlesKept = 64
     /// The exchanges libcurl runs. [transfer thread]
     private var running: [ObjectIdentifier: HTTPExchange] = [:]
     private var threadID: pthread_t?
@@ -56,6 +64,28 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         thread.stackSize = 1 << 20
         thread.name = "bahost-transfer"
         thread.start()
+    }
+
+    /// An easy handle for a new exchange: an idle one, else a new one. [any thread]
+    func easyHandle() -> UnsafeMutableRawPointer? {
+        idleHandles.withLock { $0.popLast()?.easy } ?? curl_easy_init()
+    }
+
+    /// Takes back the handle of an exchange that ended (out of the multi handle), reset to libcurl's defaults.
+    /// [any thread]
+    func recycle(_ easy: UnsafeMutableRawPointer) {
+        curl_easy_reset(easy)
+        let handle = IdleHandle(easy: easy)
+        let kept = idleHandles.withLock { idle in
+            guard idle.count < Self.idleHandlesKept else { return false }
+            idle.append(handle)
+            return true
+        }
+        if !kept { curl_easy_cleanup(easy) }
+    }
+
+    deinit {
+        for handle in idleHandles.withLock({ $0 }) { curl_easy_cleanup(handle.easy) }
     }
 
     /// Whether the caller runs on the transfer thread. [any thread]
