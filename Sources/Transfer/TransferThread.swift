@@ -24,7 +24,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         /// The thread is in (or about to enter) `curl_multi_poll`: a post must wake it.
         var sleeping = false
         var stopping = false
-        /// The thread has ended: jobs go to the global executor, calls are dropped.
+        /// The thread has ended: a post is refused (its caller runs a job elsewhere, or ends an exchange itself).
         var ended = false
     }
 
@@ -170,7 +170,14 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
                 for exchange in Array(running.values) {
                     abort(exchange, CurlFailure.of(CURLE_ABORTED_BY_CALLBACK))
                 }
-                if inbox.withLock({ $0.work.isEmpty }) { break }
+                // Ended in the same step as the inbox is found empty: a later post is refused (an exchange then ends
+                // itself; a job goes to the global executor), never left behind.
+                let done = inbox.withLock { inbox -> Bool in
+                    guard inbox.work.isEmpty else { return false }
+                    inbox.ended = true
+                    return true
+                }
+                if done { break }
             }
             curl_multi_perform(multi, &stillRunning)
             finishDone()
@@ -187,12 +194,6 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             }
             inbox.withLock { $0.sleeping = false }
         }
-        let leftover = inbox.withLock { inbox in
-            inbox.ended = true
-            defer { inbox.work = [] }
-            return inbox.work
-        }
-        for case .job(let job) in leftover { globalConcurrentExecutor.enqueue(job) }
         curl_multi_cleanup(multi)
         takeEnded()?.resume()
     }
