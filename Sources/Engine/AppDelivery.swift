@@ -32,7 +32,9 @@ struct AppDelivery: Sendable {
     }
 
     static let claimCheckInterval = Duration.seconds(1)
-    /// Failures in a row after which a drain (`bahost run`, `bahost resume`) stops waiting for the app's completions.
+    /// Failures in a row after which a drain (`bahost run`, `bahost resume`) stops waiting for the app's completions:
+    /// about 3 s of retries, enough for a disk that was briefly full; what is left stays pending for the next run or
+    /// the service.
     static let attemptsBeforeLeavingPending = 3
 
     /// The running delivery.

@@ -13,10 +13,10 @@ import Vocabulary
 /// transfers are done, when a batch is full (as large as the extension's pace allows: `BatchPace`), or when the
 /// oldest has waited `deliveryDelay`. One delivery runs per app at a time: a slow extension window or delegate
 /// holds up only its own app. A completion held by an app process still in its callback is looked at again every
-/// `claimCheckInterval` until its ticket is gone (delivered) or the process is (released). A delivery that fails (the
-/// queue, the disk or the container's folder refused it) is tried again after a wait that doubles with each failure in
-/// a row (`retryDelay`); the completions stay pending meanwhile, and a drain stops waiting for them after
-/// `attemptsBeforeLeavingPending` failures in a row (`leftPending`).
+/// `AppDelivery.claimCheckInterval` until its ticket is gone (delivered) or the process is (released). A delivery
+/// that fails (the queue, the disk or the container's folder refused it) is tried again after a wait that doubles
+/// with each failure in a row (`AppDelivery.retryDelay`); the completions stay pending meanwhile, and a drain stops
+/// waiting for them after `AppDelivery.attemptsBeforeLeavingPending` failures in a row (`leftPending`).
 final class CompletionRouter: Sendable {
     private let context: EngineContext
     private let state = Mutex(State())
@@ -24,15 +24,10 @@ final class CompletionRouter: Sendable {
     private struct State {
         /// Each app's deliveries: its phase, its failures, its claims, its pace (`AppDelivery`).
         var apps: [String: AppDelivery] = [:]
-        /// Whether a drain runs, which stops waiting after `attemptsBeforeLeavingPending` failures (the service
-        /// keeps trying).
+        /// Whether a drain runs, which stops waiting after `AppDelivery.attemptsBeforeLeavingPending` failures (the
+        /// service keeps trying).
         var draining = false
     }
-
-    static let claimCheckInterval = AppDelivery.claimCheckInterval
-    static let attemptsBeforeLeavingPending = AppDelivery.attemptsBeforeLeavingPending
-
-    static func retryDelay(afterFailures failures: Int) -> Duration { AppDelivery.retryDelay(afterFailures: failures) }
 
     init(context: EngineContext) {
         self.context = context
@@ -89,7 +84,7 @@ final class CompletionRouter: Sendable {
         state.withLock { $0.draining = draining }
     }
 
-    /// The app's completions are no longer waited for by a drain: its last `attemptsBeforeLeavingPending`
+    /// The app's completions are no longer waited for by a drain: its last `AppDelivery.attemptsBeforeLeavingPending`
     /// deliveries failed in a row. Returns the last error, or nil. [any thread]
     func leftPending(_ appIdentifier: String) -> String? {
         state.withLock { $0.apps[appIdentifier]?.leftPending(draining: $0.draining) }
