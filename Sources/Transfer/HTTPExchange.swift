@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import Synchronization
+import Vocabulary
 
 /// One request of a transfer attempt and its response, on a libcurl easy handle that the transfer thread runs: the
 /// head is collected and handed to the transfer's task (`events`), and the body goes into the partial file on the
@@ -80,8 +81,8 @@ final class HTTPExchange: @unchecked Sendable {
             guard stretchBytes >= rate.bytes else {
                 refusal = TransferError(
                     .transient, code: CurlFailure.timedOut, domain: TransferError.urlDomain,
-                    message: "the server sent \(stretchBytes) bytes in \((now - stretchStart).seconds) s; a transfer "
-                        + "must bring at least \(rate.bytes) bytes every \(rate.window.seconds) s")
+                    message: "the server sent \(stretchBytes) bytes in \((now - stretchStart).tenths) s; a transfer "
+                        + "must bring at least \(rate.bytes) bytes every \(rate.window.tenths) s")
                 return false
             }
             stretchStart = now
@@ -162,7 +163,7 @@ final class HTTPExchange: @unchecked Sendable {
         set(bahost_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
         set(bahost_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0))
         set(bahost_curl_set_long(easy, CURLOPT_NOSIGNAL, 1))
-        set(bahost_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds)))
+        set(bahost_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.inNanoseconds / 1_000_000)))
         set(bahost_curl_set_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         // A stream of an HTTP/2 connection being made waits for it rather than opening another.
         set(bahost_curl_set_long(easy, CURLOPT_PIPEWAIT, 1))
@@ -359,12 +360,5 @@ final class HTTPExchange: @unchecked Sendable {
         case .head(let headers): continuation.yield(.head(status: status, headers: headers))
         }
         return line.count
-    }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import Synchronization
+import Vocabulary
 
 /// The transfer thread: one thread owns libcurl's multi handle, and with it every transfer's socket. It waits in
 /// `curl_multi_poll`, lets libcurl read what arrived (`curl_multi_perform`), which hands each response's head and
@@ -225,21 +226,16 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             if silent >= readTimeout && exchange.isConnected {
                 abort(exchange, TransferError(
                     .transient, code: CurlFailure.timedOut, domain: TransferError.urlDomain,
-                    message: "the server stopped sending: nothing for \(readTimeout.seconds) s"))
+                    message: "the server stopped sending: nothing for \(readTimeout.tenths) s"))
             } else {
                 next = min(next, max(.milliseconds(1), readTimeout - silent))
             }
         }
-        let (seconds, attoseconds) = next.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000) + 1
+        return Int(next.inNanoseconds / 1_000_000) + 1
     }
 }
 
 extension Duration {
-    /// "1.5", "0.3": a duration in seconds for a message.
-    var seconds: String {
-        let (whole, fraction) = components
-        let tenths = fraction / 100_000_000_000_000_000
-        return "\(whole).\(tenths)"
-    }
+    /// "1.5", "0.3": a duration in seconds to a tenth, for a message.
+    var tenths: String { String(format: "%.1f", inSeconds) }
 }
