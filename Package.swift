@@ -238,6 +238,8 @@ let package = Package(
         .testTarget(
             name: "TransferTests", dependencies: ["CCurl", "Transfer", "Vocabulary", "TestSupport"]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
+        // Real networks in namespaces (root): links that go down, routes that move, proxies.
+        .testTarget(name: "NetworkTests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
             name: "ServiceTests",
             dependencies: ["HostVocabulary", 

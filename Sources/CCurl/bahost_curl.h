@@ -43,6 +43,12 @@ static inline int64_t bahost_curl_info_offset(CURL *handle, CURLINFO info) {
     return curl_easy_getinfo(handle, info, &value) == CURLE_OK ? (int64_t)value : 0;
 }
 
+/* A string libcurl keeps for the handle (an address), or "" when it has none. */
+static inline const char *bahost_curl_info_string(CURL *handle, CURLINFO info) {
+    char *value = NULL;
+    return curl_easy_getinfo(handle, info, &value) == CURLE_OK && value != NULL ? value : "";
+}
+
 static inline void *bahost_curl_info_private(CURL *handle) {
     char *value = NULL;
     return curl_easy_getinfo(handle, CURLINFO_PRIVATE, &value) == CURLE_OK ? (void *)value : NULL;

@@ -19,6 +19,10 @@ public struct DownloadStatus: Sendable, Hashable {
     public var foreground: Bool
     /// Its completion was delivered (or given up).
     public var delivered: Bool
+    /// While it waits (to retry, or for the network): when it is tried next.
+    public var retryAt: Date?
+    /// Since when it has found no path to its server (waiting for the network), without reaching it in between.
+    public var offlineSince: Date?
 
     public var identifier: String { download.identifier }
     public var isEssential: Bool { download.isEssential }
@@ -37,6 +41,7 @@ extension QueuedDownload {
     var status: DownloadStatus {
         DownloadStatus(
             appIdentifier: appIdentifier, uniqueIdentifier: uniqueIdentifier, download: described, state: state,
-            bytesReceived: bytesReceived, error: error, filePath: filePath, foreground: foreground, delivered: delivered)
+            bytesReceived: bytesReceived, error: error, filePath: filePath, foreground: foreground, delivered: delivered,
+            retryAt: retryAt, offlineSince: offlineSince)
     }
 }

@@ -34,6 +34,8 @@ final class EngineContext: Sendable {
     /// Transfers' outcomes waiting for the engine's next turn to record them.
     let outcomes = TransferOutcomes()
     let credentials = Credentials()
+    /// The hosts the machine has no path to, and when each is probed next.
+    let networkWaits = NetworkWaitsDriver()
     /// Challenges being answered (the app's delegate or its extension asked for credentials).
     let challenges = ChallengeAnswers()
     /// Managed packs' archives unpacked while they download.

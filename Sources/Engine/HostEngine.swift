@@ -25,8 +25,12 @@ public final class HostEngine: Sendable {
         public var readTimeout: Duration
         /// The delay before the first retry of a transient failure; each later one doubles it (with jitter).
         public var retryDelay: Duration
-        /// Attempts per download, the first included, before a transient failure is final.
+        /// Attempts per download, the first included, before a transient failure is final. An attempt that finds no
+        /// path to the server (offline) is not counted.
         public var maximumAttempts: Int
+        /// How long a download may wait for the network (no path to its server) before it fails: URLSession's
+        /// `timeoutIntervalForResource`, 7 days by default as there.
+        public var resourceTimeout: Duration
         public var limits: WindowLimits
         /// Transfers on the network at once, over all apps (`RunningTransfers`: one whose body has arrived no longer
         /// counts while its file is synced and recorded).
@@ -45,8 +49,10 @@ public final class HostEngine: Sendable {
             additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
             retryDelay: Duration = RetryPolicy.default.baseDelay, maximumAttempts: Int = RetryPolicy.default.maximumAttempts,
             limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
-            deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10), networkThreads: Int = 1
+            deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10), networkThreads: Int = 1,
+            resourceTimeout: Duration = .seconds(7 * 86_400)
         ) {
+            self.resourceTimeout = resourceTimeout
             self.additionalCAFile = additionalCAFile
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
@@ -112,6 +118,11 @@ public final class HostEngine: Sendable {
         }
         context = EngineContext(
             store: store, dataRoot: dataRoot, settings: settings, observe: observe, client: client, delegates: router)
+        // The network's changes (links, addresses, routes): every download waiting for it is tried again at once.
+        client.onNetworkChange { [context] in
+            context.networkWaits.networkChanged()
+            context.wakeNow()
+        }
         // What a killed host left half done in a managed app's pack installs (never visible: see PackStore).
         ManagedPacks(context: context).removeLeftovers()
         let completions = CompletionRouter(context: context)
@@ -185,6 +196,9 @@ public final class HostEngine: Sendable {
     public func serve() async throws {
         try await run(nil, forever: true)
     }
+
+    /// The hosts the machine has found no path to, and when each is tried next (`bahost debug status`).
+    public var hostsWaitingForNetwork: [String: NetworkWaits.Host] { context.networkWaits.waitingHosts }
 
     /// How long the engine's turns (a read of the queue, the transfers and deliveries it starts) have taken.
     public var turns: TurnStatistics.Summary { turnStatistics.summary }

@@ -58,6 +58,9 @@ final class Scheduler: Sendable {
         }
         var reserve: [QueuedDownload] = []
         let reserveLimit = limits.total * Self.reserveDepth
+        try wakeWaitingForNetwork()
+        // Hosts the machine has no path to wait for their probe: their downloads would only fail again.
+        let offline = context.networkWaits.held()
         while true {
             let slots = running.slots
             var choice = TurnChoice(slots: slots, limits: limits, reserve: reserve, reserveLimit: reserveLimit)
@@ -65,7 +68,7 @@ final class Scheduler: Sendable {
                 apps: apps, excluding: running.current().0.union(reserve.map(\.uniqueIdentifier)),
                 // Candidates turned away because their host filled up during this pass, with the reserve full:
                 // another pass, with that host left out, may find others for the slots still free.
-                saturatedHosts: choice.reserveFull ? slots.saturatedHosts(limits) : [],
+                saturatedHosts: offline.union(choice.reserveFull ? slots.saturatedHosts(limits) : []),
                 backgroundLimit: choice.backgroundLimit, running: slots.perApp
             ) { choice.choose($0) }
             reserve = choice.reserve
@@ -79,6 +82,16 @@ final class Scheduler: Sendable {
                 })
                 return snapshot
             }
+        }
+    }
+
+    /// Makes due at once the downloads waiting for the network that `NetworkWaits` says may go: after a change to
+    /// the network, every one; after a transfer reached its host, that host's. [engine loop]
+    private func wakeWaitingForNetwork() throws {
+        switch context.networkWaits.takeToWake() {
+        case nil: break
+        case .all: try context.store.wakeWaitingForNetwork()
+        case .hosts(let hosts): try context.store.wakeWaitingForNetwork(hosts: hosts)
         }
     }
 

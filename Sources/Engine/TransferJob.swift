@@ -106,6 +106,12 @@ struct TransferJob {
             var current = queued
             current.etag = validator?.etag ?? current.etag
             current.lastModified = validator?.lastModified ?? current.lastModified
+            if case .failure(let error) = result, error.offline || error.isCancellation {
+                // The server was not reached (or the host stopped the attempt): what the network waits know stands.
+            } else {
+                context.networkWaits.reached(queued.host)
+                current.offlineSince = nil
+            }
             switch result {
             case .success(let size):
                 credentials.forget(uniqueIdentifier)
@@ -173,6 +179,9 @@ struct TransferJob {
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) -> TransferOutcome {
         // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
         let waits = !(queued.foreground && error.kind == .network)
+        if waits && error.offline {
+            return waitForNetwork(&queued, error: error)
+        }
         let retry = context.settings.retry
         if waits, let delay = retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
             let until = Date(timeIntervalSinceNow: delay.inSeconds)
@@ -190,6 +199,33 @@ struct TransferJob {
         queued.state = .failed
         queued.error = reason
         return outcome(queued, .failed(queued.status, reason), completes: true)
+    }
+
+    /// No path to the server: the download waits for the network, consuming no attempt, until its host's next probe
+    /// (`NetworkWaits`), for at most the resource timeout from the first attempt that found no path; then it fails.
+    private func waitForNetwork(_ queued: inout QueuedDownload, error: TransferError) -> TransferOutcome {
+        let now = Date()
+        let since = queued.offlineSince ?? now
+        let timeout = context.settings.resourceTimeout
+        guard now.timeIntervalSince(since) < timeout.inSeconds else {
+            var reason = error.error
+            reason.message = "no path to the server for \(timeout.spoken) (the resource timeout): "
+                + reason.message
+            unlink(partialPath)
+            queued.state = .failed
+            queued.error = reason
+            return outcome(queued, .failed(queued.status, reason), completes: true)
+        }
+        // The attempt never reached the server: the network's absence costs none of the server's attempts.
+        queued.attempts = max(0, queued.attempts - 1)
+        queued.offlineSince = since
+        let until = context.networkWaits.foundNoPath(queued.host, now: now)
+        queued.state = .waitingForNetwork
+        queued.retryAt = until
+        queued.error = error.error
+        queued.bytesReceived = fileLength(partialPath)
+        let event = LifecycleEvent.paused(queued.status, waitingForNetwork: true, until: until, error: error.error)
+        return outcome(queued, event, completes: false)
     }
 
     private func outcome(_ row: QueuedDownload, _ event: LifecycleEvent, completes: Bool) -> TransferOutcome {

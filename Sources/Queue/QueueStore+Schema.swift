@@ -194,6 +194,9 @@ extension QueueStore {
                 ON download(state, foreground, appIdentifier, isEssential DESC, priority DESC, sequence)
                 """)
         }
+        migrator.registerMigration("v14: since when a download has waited for the network") { db in
+            try db.alter(table: QueuedDownload.databaseTableName) { t in t.add(column: "offlineSince", .double) }
+        }
         return migrator
     }
 }

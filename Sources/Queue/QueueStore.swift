@@ -207,14 +207,15 @@ public final class QueueStore: Sendable {
         let statement = try db.cachedStatement(sql: """
             UPDATE download SET state = ?, bytesReceived = ?, etag = ?, lastModified = ?, attempts = ?, retryAt = ?,
                 errorCode = ?, errorDomain = ?, errorMessage = ?, filePath = ?, deliveryAttempts = ?, delivered = ?,
-                claim = ?, \(deliveredAtAssignment)
+                claim = ?, offlineSince = ?, \(deliveredAtAssignment)
             WHERE uniqueIdentifier = ?
             """)
         try statement.execute(arguments: [
             download.state.rawValue, download.bytesReceived, download.etag, download.lastModified, download.attempts,
             download.retryAt?.timeIntervalSince1970, download.error?.code, download.error?.domain,
             download.error?.message, download.filePath, download.deliveryAttempts, download.delivered,
-            download.claim, download.delivered, Date().timeIntervalSince1970, download.uniqueIdentifier,
+            download.claim, download.offlineSince?.timeIntervalSince1970, download.delivered,
+            Date().timeIntervalSince1970, download.uniqueIdentifier,
         ])
         guard db.changesCount == 1 else { throw QueueError.unknownDownload(download.uniqueIdentifier) }
     }
@@ -426,6 +427,26 @@ public final class QueueStore: Sendable {
             try String.fetchOne(
                 db.cachedStatement(sql: "SELECT appIdentifier FROM download WHERE uniqueIdentifier = ?"),
                 arguments: [uniqueIdentifier])
+        }
+    }
+
+    /// Makes the downloads waiting for the network due now (the network changed, or their host was reached again):
+    /// every one, or those of `hosts`. Returns how many.
+    @discardableResult
+    public func wakeWaitingForNetwork(hosts: Set<String>? = nil, now: Date = Date()) throws -> Int {
+        try write { db in
+            let sql = "UPDATE download SET retryAt = ? WHERE state = 'waitingForNetwork' AND retryAt > ?"
+            let timestamp = now.timeIntervalSince1970
+            guard let hosts else {
+                try db.execute(sql: sql, arguments: [timestamp, timestamp])
+                return db.changesCount
+            }
+            var count = 0
+            for host in hosts.sorted() {
+                try db.execute(sql: sql + " AND host = ?", arguments: [timestamp, timestamp, host])
+                count += db.changesCount
+            }
+            return count
         }
     }
 

@@ -42,6 +42,9 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
     /// Started or promoted by the app with `startForegroundDownload`: it goes first and does not wait for the
     /// network.
     public var foreground: Bool
+    /// Since when its transfers have found no path to its server (`TransferError.offline`), without one reaching it
+    /// in between: the resource timeout counts from here. Nil once a transfer reaches the server.
+    public var offlineSince: Date?
 
     /// - Parameter host: the host of the download's URL (`host(of:)`) when the caller has it already; else it is
     ///   found here.
@@ -84,7 +87,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         "uniqueIdentifier", "appIdentifier", "sequence", "kind", "identifier", "url", "applicationGroupIdentifier",
         "fileSize", "priority", "isEssential", "sha256", "httpHeaders", "host", "foreground", "state", "bytesReceived",
         "etag", "lastModified", "attempts", "retryAt", "errorCode", "errorDomain", "errorMessage", "filePath",
-        "deliveryAttempts", "delivered", "claim",
+        "deliveryAttempts", "delivered", "claim", "offlineSince",
     ]
     /// Where `init(row:)` finds the columns the run order judges a candidate by.
     enum Index {
@@ -125,6 +128,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         deliveryAttempts = row[24]
         delivered = row[25]
         claim = row[26]
+        offlineSince = (row[27] as Double?).map { Date(timeIntervalSince1970: $0) }
     }
 
     /// The INSERT of a row, made once: the statement cache finds its statement by this text.
@@ -184,6 +188,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         sink.add(deliveryAttempts)
         sink.add(delivered)
         sink.add(claim)
+        sink.add(offlineSince?.timeIntervalSince1970)
     }
 
     /// Headers as one text: most downloads have none (NULL). A refused download may hold any text, line breaks

@@ -208,6 +208,13 @@ extension BackgroundAssetsService {
                 + String(format: "%.1f MiB", Double(d.bytesReceived) / 1_048_576)
                 + " of \(LifecycleEvent.size(size))  priority \(d.priority)  \(flags.joined(separator: ", "))"
             if let error = d.error, d.state != .finished { text += "  (\(error))" }
+            let formatter = ISO8601DateFormatter()
+            if d.state == .waitingForNetwork, let since = d.offlineSince {
+                text += "\n    no path to its server since \(formatter.string(from: since))"
+            }
+            if d.state == .waitingForNetwork || d.state == .waitingToRetry, let next = d.retryAt {
+                text += "\n    tried again at \(formatter.string(from: next)), or as soon as the network changes"
+            }
             text += "\n"
             var row: [String: Any] = [
                 "identifier": d.identifier, "uniqueIdentifier": d.uniqueIdentifier, "state": d.state.rawValue,
@@ -215,6 +222,10 @@ extension BackgroundAssetsService {
                 "foreground": d.foreground, "delivered": d.delivered, "url": d.download.url ?? "",
             ]
             if let error = d.error { row["error"] = LifecycleEvent.json(error) }
+            if let since = d.offlineSince { row["offlineSince"] = ISO8601DateFormatter().string(from: since) }
+            if let next = d.retryAt, d.state == .waitingForNetwork || d.state == .waitingToRetry {
+                row["retryAt"] = ISO8601DateFormatter().string(from: next)
+            }
             rows.append(row)
         }
         return Self.report(true, text, ["app": app, "downloads": rows])
@@ -272,6 +283,14 @@ extension BackgroundAssetsService {
             policy.dailyRuntime)
         text += "sandbox: \(sandbox.summary)\n" + "  window limits: \(sandbox.containment)\n"
             + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
+        let offline = engine.hostsWaitingForNetwork.sorted { $0.key < $1.key }
+        text += offline.isEmpty
+            ? "network: no download waits for it\n"
+            : "network: no path to \(offline.count) server\(offline.count == 1 ? "" : "s"); their downloads wait for it\n"
+                + offline.map { host, wait in
+                    "  \(host): since \(formatter.string(from: wait.since)), \(wait.failedProbes) tr\(wait.failedProbes == 1 ? "y" : "ies") in a row, "
+                        + "next at \(formatter.string(from: wait.nextProbe)) or when the network changes\n"
+                }.joined()
         let declared = declaredAppsStatus.withLock { $0 }
         text += declared.text
         var apps: [[String: Any]] = []
@@ -313,6 +332,10 @@ extension BackgroundAssetsService {
             true, text,
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps, "declaredApps": declared.json,
+             "network": ["waitingHosts": offline.map { host, wait in
+                 ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
+                  "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
+             }],
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
                          "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing,
                          "windowCgroups": sandbox.windowCgroups, "windowLimits": sandbox.containment],

@@ -28,9 +28,15 @@ enum CurlFailure {
     ///   - osErrno: the system's error behind it (`CURLINFO_OS_ERRNO`), 0 when none.
     ///   - connected: whether the connection was made (a timeout before it is the network's, after it the server's).
     ///   - detail: libcurl's own words (its error buffer), already made printable; added to the message.
-    static func of(_ code: CURLcode, osErrno: Int32 = 0, connected: Bool = true, detail: String = "") -> TransferError {
-        func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String) -> TransferError {
-            TransferError(kind, code: code, domain: TransferError.urlDomain, message: detail.isEmpty ? message : "\(message) (\(detail))")
+    ///   - routeOut: whether the machine has a route beyond its own networks (a name that cannot be resolved without
+    ///     one is the network's absence, with one the name's or its server's).
+    static func of(
+        _ code: CURLcode, osErrno: Int32 = 0, connected: Bool = true, detail: String = "", routeOut: Bool = true
+    ) -> TransferError {
+        func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String, offline: Bool = false) -> TransferError {
+            TransferError(
+                kind, code: code, domain: TransferError.urlDomain, message: detail.isEmpty ? message : "\(message) (\(detail))",
+                offline: offline)
         }
         switch code {
         case CURLE_UNSUPPORTED_PROTOCOL:
@@ -38,18 +44,21 @@ enum CurlFailure {
         case CURLE_URL_MALFORMAT:
             return url(.permanent, badURL, "the URL is not one the client can request")
         case CURLE_COULDNT_RESOLVE_HOST:
-            return url(.network, cannotFindHost, "the server's name cannot be resolved")
+            return url(.network, cannotFindHost, "the server's name cannot be resolved", offline: !routeOut)
         case CURLE_COULDNT_RESOLVE_PROXY:
-            return url(.network, cannotFindHost, "the proxy's name cannot be resolved")
+            return url(.network, cannotFindHost, "the proxy's name cannot be resolved", offline: !routeOut)
         case CURLE_COULDNT_CONNECT:
             if osErrno == ENETUNREACH || osErrno == ENETDOWN {
-                return url(.network, notConnectedToInternet, "the network is unreachable")
+                return url(.network, notConnectedToInternet, "the network is unreachable", offline: true)
             }
-            return url(.network, cannotConnectToHost, "cannot connect to the server")
+            // A refusal is the server's answer (the network works); no route to the host is the network's absence.
+            return url(.network, cannotConnectToHost, "cannot connect to the server", offline: osErrno == EHOSTUNREACH)
         case CURLE_OPERATION_TIMEDOUT:
+            // A connection never answered: a network that lost its way out looks the same as a server that drops
+            // every packet, and the first is the laptop's common case.
             return connected
                 ? url(.transient, timedOut, "the server stopped sending")
-                : url(.network, timedOut, "the connection timed out")
+                : url(.network, timedOut, "the connection timed out", offline: true)
         case CURLE_TOO_MANY_REDIRECTS:
             return url(.permanent, TransferError.tooManyRedirects, "too many redirects")
         case CURLE_WEIRD_SERVER_REPLY, CURLE_RANGE_ERROR, CURLE_HTTP_RETURNED_ERROR:

@@ -240,14 +240,34 @@ final class HTTPExchange: @unchecked Sendable {
     /// Whether the connection is made (before it, the connect timeout is libcurl's business).
     var isConnected: Bool { bahost_curl_info_offset(easy, CURLINFO_CONNECT_TIME_T) > 0 }
 
+    /// Why the exchange's connection can no longer carry it, once the network changed: the kernel has no route to
+    /// its peer (the server, or the proxy), or would send from another address (the default route moved, Wi-Fi to
+    /// Ethernet). Nil while it still can, or before it has a peer.
+    func pathLost() -> TransferError? {
+        let peer = String(cString: bahost_curl_info_string(easy, CURLINFO_PRIMARY_IP))
+        guard !peer.isEmpty else { return nil }
+        let local = String(cString: bahost_curl_info_string(easy, CURLINFO_LOCAL_IP))
+        let source = NetworkPath.source(toward: peer)
+        guard source == nil || (!local.isEmpty && source != local) else { return nil }
+        return TransferError(
+            .network, code: CurlFailure.networkConnectionLost, domain: TransferError.urlDomain,
+            message: source == nil
+                ? "the network went away: no route to the server"
+                : "the network changed: the server is now reached from another address",
+            offline: true)
+    }
+
     /// libcurl ended the request with `code`.
     func finished(_ code: CURLcode) {
         var failure: TransferError?
         if code != CURLE_OK {
             let osErrno = Int32(bahost_curl_info_long(easy, CURLINFO_OS_ERRNO))
             let connected = isConnected
+            let unresolved = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY
             failure = state.withLock { $0.refusal }
-                ?? CurlFailure.of(code, osErrno: osErrno, connected: connected, detail: CurlFailure.printable(errorBuffer))
+                ?? CurlFailure.of(
+                    code, osErrno: osErrno, connected: connected, detail: CurlFailure.printable(errorBuffer),
+                    routeOut: !unresolved || NetworkPath.hasRouteOut)
         }
         let (lent, headDone) = state.withLock { state in
             if failure == nil && !state.judged { state.finishedEarly = true }

@@ -140,12 +140,25 @@ public final class TransferClient: Sendable {
     private let threads: [TransferThread]
     private let nextThread = Atomic<Int>(0)
     private let configuration: TransferConfiguration
+    private let networkChangeHandler = NetworkChangeHandler()
+    private final class NetworkChangeHandler: Sendable {
+        let handler = Mutex<(@Sendable () -> Void)?>(nil)
+        func callAsFunction() { handler.withLock { $0 }?() }
+    }
 
     public init(_ configuration: TransferConfiguration) throws {
+        let handler = networkChangeHandler
         threads = try (0..<max(1, configuration.transferThreads)).map { _ in
-            try TransferThread(readTimeout: configuration.readTimeout)
+            try TransferThread(readTimeout: configuration.readTimeout) { handler() }
         }
         self.configuration = configuration
+    }
+
+    /// Has `handler` told each time the kernel reports a change to the network (links, addresses, routes), once the
+    /// transfers whose path it broke have ended (each with an offline `.network` failure). Called on a transfer
+    /// thread (each thread hears each change): it must not block. [any thread]
+    public func onNetworkChange(_ handler: @escaping @Sendable () -> Void) {
+        networkChangeHandler.handler.withLock { $0 = handler }
     }
 
     /// Stops the transfer threads, once what runs on them has ended. [any thread but a transfer thread]

@@ -20,11 +20,18 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     public var retryAfter: Duration?
     /// A 401 that named a scheme the host can answer: ask the app for credentials and try again.
     public var challenge: ServerChallenge?
+    /// The machine had no path to the server (`.network` only): no route, the link down, the path changed under the
+    /// connection, a name unresolved with no route out, a connection never answered. Waiting for the network then
+    /// consumes no attempt (docs/DOWNLOADS.md, "Offline").
+    public var offline = false
 
-    public init(_ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil) {
+    public init(
+        _ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil, offline: Bool = false
+    ) {
         self.kind = kind
         error = HostError(code: code, domain: domain, message: message)
         self.retryAfter = retryAfter
+        self.offline = offline && kind == .network
     }
 
     /// A refusal from another layer (a policy check on a redirect hop) met during a transfer: retrying cannot help.
@@ -34,6 +41,8 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     public var code: Int64 { error.code }
+    /// The attempt was stopped by the host (a cancel, a shutdown), not ended by the server or the network.
+    public var isCancellation: Bool { error.domain == Self.urlDomain && error.code == -999 }
     public var message: String { error.message }
     public var description: String { error.description }
 

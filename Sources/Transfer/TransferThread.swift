@@ -1,4 +1,5 @@
 import CCurl
+import CHostSupport
 import Foundation
 import Synchronization
 import Vocabulary
@@ -48,14 +49,23 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     /// The exchanges libcurl runs. [transfer thread]
     private var running: [ObjectIdentifier: HTTPExchange] = [:]
     private var threadID: pthread_t?
+    /// The kernel's news of links, addresses and routes (`NetworkPath`), or -1 without it. [transfer thread]
+    private let networkChanges: Int32
+    /// Told when the network changed, after the exchanges it broke were ended. [transfer thread]
+    private let networkChanged: @Sendable () -> Void
 
-    /// Starts the thread. - Parameter readTimeout: the longest a connected server may stay silent.
-    init(readTimeout: Duration) throws {
+    /// Starts the thread.
+    /// - Parameters:
+    ///   - readTimeout: the longest a connected server may stay silent.
+    ///   - networkChanged: told each time the kernel reports a change to links, addresses or routes.
+    init(readTimeout: Duration, networkChanged: @escaping @Sendable () -> Void = {}) throws {
         guard Self.initialized, let multi = curl_multi_init() else {
             throw TransferError.permanent(-1, "libcurl could not be initialized")
         }
         self.multi = multi
         self.readTimeout = readTimeout
+        self.networkChanged = networkChanged
+        networkChanges = bahost_network_changes_open()
         // HTTP/2 streams to the same server share its connection (libcurl's default, said here since it is relied on).
         _ = bahost_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         let thread = Thread { [self] in
@@ -87,6 +97,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
 
     deinit {
         for handle in idleHandles.withLock({ $0 }) { curl_easy_cleanup(handle.easy) }
+        if networkChanges >= 0 { close(networkChanges) }
     }
 
     /// Whether the caller runs on the transfer thread. [any thread]
@@ -190,13 +201,28 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
                 inbox.sleeping = inbox.work.isEmpty
                 return inbox.sleeping
             }
+            var changes = curl_waitfd(fd: networkChanges, events: Int16(CURL_WAIT_POLLIN), revents: 0)
             if sleep && timeout > 0 {
-                curl_multi_poll(multi, nil, 0, timeout, nil)
+                if networkChanges >= 0 {
+                    curl_multi_poll(multi, &changes, 1, timeout, nil)
+                } else {
+                    curl_multi_poll(multi, nil, 0, timeout, nil)
+                }
             }
             inbox.withLock { $0.sleeping = false }
+            if changes.revents != 0 && bahost_network_changes_drain(networkChanges) > 0 { networkDidChange() }
         }
         curl_multi_cleanup(multi)
         takeEnded()?.resume()
+    }
+
+    /// Ends the exchanges whose path the change broke (`HTTPExchange.pathLost`) at once, rather than after the read
+    /// timeout, then says so.
+    private func networkDidChange() {
+        for exchange in Array(running.values) {
+            if let lost = exchange.pathLost() { abort(exchange, lost) }
+        }
+        networkChanged()
     }
 
     /// Ends the exchanges libcurl has finished.

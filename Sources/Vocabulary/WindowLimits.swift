@@ -26,4 +26,14 @@ extension Duration {
 
     /// The duration in whole nanoseconds, for the system's clocks and timeouts.
     public var inNanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+
+    /// "7 days", "2 hours", "90 s": a limit as a message names it, in the largest unit that holds it whole.
+    public var spoken: String {
+        let seconds = components.seconds
+        for (unit, name) in [(86_400, "day"), (3_600, "hour"), (60, "minute")] where seconds >= unit && seconds % Int64(unit) == 0 {
+            let count = seconds / Int64(unit)
+            return "\(count) \(name)\(count == 1 ? "" : "s")"
+        }
+        return "\(seconds) s"
+    }
 }

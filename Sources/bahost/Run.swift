@@ -184,8 +184,11 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Seconds before the first retry of a transient failure; each later retry doubles it (with jitter).")
     var retryDelay: Double = 1
 
-    @Option(help: "Attempts per download before a transient failure is final.")
+    @Option(help: "Attempts per download before a transient failure is final (an attempt that found no network is not one).")
     var maxAttempts: Int = 8
+
+    @Option(help: "Seconds a download may wait for the network before it fails (default 7 days, as URLSession's).")
+    var resourceTimeout: Double = 7 * 86_400
 
     @Option(help: "Seconds a server may stay silent mid-response before the attempt is retried.")
     var readTimeout: Double = 30
@@ -198,6 +201,7 @@ struct TransferOptions: ParsableArguments {
 
     func validate() throws {
         guard (1...64).contains(networkThreads) else { throw ValidationError("--network-threads must be 1 to 64") }
+        guard resourceTimeout >= 1 else { throw ValidationError("--resource-timeout must be 1 second or more") }
     }
 
     func settings(limits: WindowLimits) -> HostEngine.Settings {
@@ -205,7 +209,8 @@ struct TransferOptions: ParsableArguments {
             additionalCAFile: caFile, connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
             readTimeout: .milliseconds(Int64(readTimeout * 1000)), retryDelay: .milliseconds(Int64(retryDelay * 1000)),
             maximumAttempts: maxAttempts, limits: limits, maximumConcurrentTransfers: maxConcurrent,
-            maximumTransfersPerHost: maxPerHost, networkThreads: networkThreads)
+            maximumTransfersPerHost: maxPerHost, networkThreads: networkThreads,
+            resourceTimeout: .milliseconds(Int64(resourceTimeout * 1000)))
     }
 
     var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }

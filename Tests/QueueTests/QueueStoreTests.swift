@@ -520,4 +520,29 @@ import Vocabulary
         // The same download is runnable once its host has room.
         #expect(try store.snapshot(now: Date(), apps: ["app"], backgroundLimit: 2).runnable.map(\.identifier) == ["a"])
     }
+
+    /// Downloads waiting for the network become due at once when it changes (every one) or when their host is reached
+    /// (that host's only); those waiting to retry keep their time.
+    @Test func wakingWaitsForTheNetworkMakesThemDue() throws {
+        let (store, _) = try QueueStoreTests().store()
+        let results = try store.enqueue(
+            ["a", "b", "c"].map {
+                Download(identifier: $0, url: "https://\($0).example.com/x", applicationGroupIdentifier: "g", fileSize: 10)
+            }, for: "app") { _, _ in nil }
+        var rows = try results.map { try $0.result.get() }
+        let later = Date(timeIntervalSinceNow: 30)
+        for index in rows.indices {
+            rows[index].state = index == 2 ? .waitingToRetry : .waitingForNetwork
+            rows[index].retryAt = later
+            rows[index].offlineSince = Date(timeIntervalSinceNow: -60)
+            try store.save(rows[index])
+        }
+        let now = Date()
+        #expect(try store.wakeWaitingForNetwork(hosts: [rows[0].host], now: now) == 1)
+        #expect(try store.snapshot(now: now, apps: ["app"], backgroundLimit: 3).runnable.map(\.identifier) == ["a"])
+        #expect(try store.wakeWaitingForNetwork(now: now) == 1)
+        #expect(try store.snapshot(now: now, apps: ["app"], backgroundLimit: 3).runnable.map(\.identifier) == ["a", "b"])
+        // The wait's start survives the row's round trip.
+        #expect(try store.downloads(for: "app").allSatisfy { $0.offlineSince != nil })
+    }
 }

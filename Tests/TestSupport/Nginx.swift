@@ -149,19 +149,20 @@ public final class Nginx: Sendable {
     }
 }
 
-/// A certificate authority and a server certificate for `localhost` and 127.0.0.1, made with openssl.
+/// A certificate authority and a server certificate for `localhost`, 127.0.0.1 and `names`, made with openssl.
 public struct TestCertificates {
     public let caFile: String
     public let serverCertificate: String
     public let serverKey: String
 
-    public init(in folder: URL) throws {
+    public init(in folder: URL, names: [String] = []) throws {
         let dir = folder.path
         caFile = "\(dir)/ca.pem"
         serverCertificate = "\(dir)/server.pem"
         serverKey = "\(dir)/server.key"
         let extensions = "\(dir)/server.ext"
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+        let alternatives = (["DNS:localhost", "IP:127.0.0.1"] + names.map { "DNS:\($0)" }).joined(separator: ",")
+        try "subjectAltName=\(alternatives)\nbasicConstraints=CA:FALSE\n"
             .write(toFile: extensions, atomically: true, encoding: .utf8)
         let steps: [[String]] = [
             ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/ca.key", "-out", caFile, "-days", "2",

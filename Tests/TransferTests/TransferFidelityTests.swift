@@ -191,6 +191,14 @@ import TestSupport
         #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ECONNREFUSED).code == -1004)
         let connecting = CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connected: false)
         #expect(connecting.code == -1001 && connecting.kind == .network)
+        // Offline (no path to the server: no attempt consumed) is the network's absence, never a server's answer.
+        #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ENETUNREACH).offline)
+        #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: EHOSTUNREACH).offline)
+        #expect(!CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ECONNREFUSED).offline)
+        #expect(connecting.offline && !CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connected: true).offline)
+        #expect(CurlFailure.of(CURLE_COULDNT_RESOLVE_HOST, routeOut: false).offline)
+        #expect(!CurlFailure.of(CURLE_COULDNT_RESOLVE_HOST, routeOut: true).offline)
+        #expect(!CurlFailure.of(CURLE_RECV_ERROR).offline && !CurlFailure.of(CURLE_PEER_FAILED_VERIFICATION).offline)
         // libcurl's own words come along, made printable and bounded.
         let words = CurlFailure.of(CURLE_COULDNT_RESOLVE_HOST, detail: "Could not resolve host: cdn.example")
         #expect(words.message.hasSuffix("(Could not resolve host: cdn.example)"), "\(words)")

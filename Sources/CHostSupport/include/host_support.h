@@ -86,4 +86,17 @@ int bahost_exchange(const char *a, const char *b);
 /* Writes every dirty page of the file system holding `fd` to disk (syncfs). Returns 0, or an errno value. */
 int bahost_sync_file_system(int fd);
 
+/* The network path (docs/DOWNLOADS.md, "Offline"). A netlink socket that hears the kernel's changes to links,
+ * addresses and routes, IPv4 and IPv6: non-blocking, close-on-exec. Returns it, or -1 with errno set (a sandbox
+ * without netlink: bahost then finds the network again by its probes alone). Any thread. */
+int bahost_network_changes_open(void);
+
+/* Reads every message waiting on a socket from bahost_network_changes_open; returns how many were read. */
+int bahost_network_changes_drain(int fd);
+
+/* The local address the kernel would send from to reach `peer` (a numeric IPv4 or IPv6 address) now, written to
+ * `local` (at least 46 bytes). Returns 0, or an errno value: ENETUNREACH or EHOSTUNREACH when no route leads there,
+ * EINVAL for an address it cannot parse. A UDP socket's connect: nothing is sent. Any thread. */
+int bahost_route_source(const char *peer, char *local, size_t capacity);
+
 #endif

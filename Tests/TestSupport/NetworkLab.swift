@@ -1,0 +1,208 @@
+import Foundation
+
+/// A network built the way a laptop meets one, in network namespaces of its own (root only): a client namespace,
+/// where the program under test runs (`command`), and a server namespace with a real nginx serving https as
+/// `NetworkLab.host` at `serviceAddress`. Two links join them, `c0`–`s0` (10.77.1.0/24) and `c1`–`s1`
+/// (10.77.2.0/24); the client reaches the service through `c0` until `switchRoute` moves it to `c1`. The addresses
+/// are the namespaces' own: nothing leaves them. `close` (or the end of the test process, through a watchdog) removes
+/// the namespaces and what runs in them.
+public final class NetworkLab: @unchecked Sendable {
+    /// The name the service's certificate carries; the client namespace resolves it (`/etc/netns/NAME/hosts`).
+    public static let host = "assets.lab.test"
+    public static let serviceAddress = "10.77.9.1"
+    public static let ip = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
+
+    /// Why labs cannot be built on this machine, or nil when they can: the tests that need one are skipped with it.
+    public static let unavailable: String? = {
+        guard getuid() == 0 else { return "network namespaces need root (CI runs the tests as root)" }
+        guard FileManager.default.isExecutableFile(atPath: ip) else { return "iproute2's ip is not installed" }
+        let probe = "bahost-probe-\(getpid())"
+        guard (try? run(ip, ["netns", "add", probe])) != nil else { return "this machine refuses network namespaces" }
+        _ = try? run(ip, ["netns", "del", probe])
+        return nil
+    }()
+
+    public let client: String
+    public let server: String
+    public let folder: URL
+    public let root: URL
+    public let caFile: String
+    public let accessLog: String
+    private var nginx: Process?
+    /// The watchdog's stdin: it cleans up once this end closes (the lab gone, or the test process).
+    private let lifeline = Pipe()
+
+    /// Builds the namespaces and links, and starts nginx in the server's, serving `root` with `rate` (nginx's
+    /// `limit_rate`, bytes a second a connection; nil for none) on `/slow/`.
+    public init(rate: String = "1m") throws {
+        let id = String(UUID().uuidString.prefix(8)).lowercased()
+        client = "bahost-\(id)-c"
+        server = "bahost-\(id)-s"
+        folder = TestPlugins.scratch.appendingPathComponent("lab-\(id)")
+        root = folder.appendingPathComponent("www")
+        for sub in ["www/slow", "logs", "tmp"] {
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        accessLog = folder.appendingPathComponent("logs/access.log").path
+        let tls = try TestCertificates(in: folder, names: [Self.host])
+        caFile = tls.caFile
+        try build()
+        try startNginx(tls, rate: rate)
+    }
+
+    deinit { close() }
+
+    private func build() throws {
+        let netns = "/etc/netns/\(client)"
+        try FileManager.default.createDirectory(atPath: netns, withIntermediateDirectories: true)
+        try "127.0.0.1 localhost\n\(Self.serviceAddress) \(Self.host)\n".write(
+            toFile: "\(netns)/hosts", atomically: true, encoding: .utf8)
+        // A watchdog removes the namespaces when the test process is gone, however it ended.
+        let watchdog = Process()
+        watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
+        watchdog.arguments = [
+            "-c", "cat >/dev/null; \"$1\" netns pids \"$2\" | xargs -r kill -9; \"$1\" netns pids \"$3\" | xargs -r kill -9; "
+                + "\"$1\" netns del \"$2\"; \"$1\" netns del \"$3\"; rm -rf \"$4\"",
+            "lab-watchdog", Self.ip, client, server, netns,
+        ]
+        watchdog.standardInput = lifeline
+        watchdog.standardOutput = FileHandle.nullDevice
+        watchdog.standardError = FileHandle.nullDevice
+        try watchdog.run()
+
+        try ip(["netns", "add", client])
+        try ip(["netns", "add", server])
+        for (index, link) in ["0", "1"].enumerated() {
+            try ip(["link", "add", "c\(link)", "netns", client, "type", "veth", "peer", "name", "s\(link)", "netns", server])
+            try ip(["-n", client, "addr", "add", "10.77.\(index + 1).2/24", "dev", "c\(link)"])
+            try ip(["-n", server, "addr", "add", "10.77.\(index + 1).1/24", "dev", "s\(link)"])
+            try ip(["-n", client, "link", "set", "c\(link)", "up"])
+            try ip(["-n", server, "link", "set", "s\(link)", "up"])
+        }
+        for namespace in [client, server] { try ip(["-n", namespace, "link", "set", "lo", "up"]) }
+        try ip(["-n", server, "addr", "add", "\(Self.serviceAddress)/32", "dev", "lo"])
+        try ip(["-n", client, "route", "add", "\(Self.serviceAddress)/32", "via", "10.77.1.1", "dev", "c0"])
+    }
+
+    private func startNginx(_ tls: TestCertificates, rate: String) throws {
+        let temp = folder.appendingPathComponent("tmp").path
+        let config = """
+            daemon off;
+            worker_processes 1;
+            pid \(folder.path)/nginx.pid;
+            error_log \(folder.path)/logs/error.log;
+            events { worker_connections 256; }
+            http {
+                log_format lab '$remote_addr $request_uri $status "$http_range" $body_bytes_sent';
+                access_log \(accessLog) lab;
+                client_body_temp_path \(temp); proxy_temp_path \(temp); fastcgi_temp_path \(temp);
+                uwsgi_temp_path \(temp); scgi_temp_path \(temp);
+                server {
+                    listen \(Self.serviceAddress):443 ssl;
+                    ssl_certificate \(tls.serverCertificate);
+                    ssl_certificate_key \(tls.serverKey);
+                    root \(root.path);
+                    # A dead connection (a link gone) is given up, and logged, soon.
+                    send_timeout 2s;
+                    location /slow/ { limit_rate \(rate); }
+                }
+            }
+            """
+        let configPath = folder.appendingPathComponent("nginx.conf").path
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.ip)
+        process.arguments = ["netns", "exec", server, "/usr/sbin/nginx", "-c", configPath, "-p", folder.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        nginx = process
+        let deadline = Date().addingTimeInterval(10)
+        while (try? Self.run(Self.ip, ["netns", "exec", server, "ss", "-Hltn"]))?.contains("\(Self.serviceAddress):443") != true {
+            guard Date() < deadline, process.isRunning else {
+                throw LabError.failed("nginx did not start in the server namespace (\(folder.path)/logs/error.log)")
+            }
+            usleep(50_000)
+        }
+    }
+
+    /// Removes the namespaces and stops what runs in them.
+    public func close() {
+        nginx?.terminate()
+        nginx?.waitUntilExit()
+        nginx = nil
+        for namespace in [client, server] {
+            if let pids = try? Self.run(Self.ip, ["netns", "pids", namespace]) {
+                for pid in pids.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+            }
+            _ = try? Self.run(Self.ip, ["netns", "del", namespace])
+        }
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(client)")
+    }
+
+    // MARK: What the tests do to the network
+
+    /// Serves `data` at `path` under the root; returns its https URL as the client names it.
+    @discardableResult
+    public func serve(_ data: Data, at path: String) throws -> String {
+        let file = root.appendingPathComponent(path)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: file)
+        return url(path)
+    }
+
+    public func url(_ path: String) -> String { "https://\(Self.host)/\(path)" }
+
+    /// The client's first link goes down (Wi-Fi off, a cable pulled): its routes go with it.
+    public func linkDown() throws { try ip(["-n", client, "link", "set", "c0", "down"]) }
+
+    /// The client's first link comes back, and its route to the service with it (as NetworkManager restores it).
+    public func linkUp() throws {
+        try ip(["-n", client, "link", "set", "c0", "up"])
+        try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.1.1", "dev", "c0"])
+    }
+
+    /// The service is reached through the second link from now on, and the first goes down (Wi-Fi to Ethernet).
+    public func switchRoute() throws {
+        try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.2.1", "dev", "c1"])
+        try linkDown()
+    }
+
+    /// nginx's log: one line a request, "CLIENT-ADDRESS URI STATUS "RANGE" BYTES".
+    public func requests(for path: String) -> [String] {
+        let log = (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").map(String.init).filter { $0.contains(" /\(path) ") }
+    }
+
+    /// A command in the client namespace, as `Process` arguments: `ip netns exec CLIENT COMMAND…`.
+    public func command(_ executable: String, _ arguments: [String]) -> (executable: String, arguments: [String]) {
+        (Self.ip, ["netns", "exec", client, executable] + arguments)
+    }
+
+    private func ip(_ arguments: [String]) throws { try Self.run(Self.ip, arguments) }
+
+    public enum LabError: Error, CustomStringConvertible {
+        case failed(String)
+        public var description: String { if case .failed(let why) = self { why } else { "" } }
+    }
+
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw LabError.failed("\(executable) \(arguments.joined(separator: " ")): \(String(decoding: error, as: UTF8.self))")
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
