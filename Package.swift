@@ -131,11 +131,13 @@ let package = Package(
             ]),
         // libcurl (Debian's libcurl4-openssl-dev): the transfers' HTTP, on its multi interface.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CProxy", pkgConfig: "libproxy-1.0", providers: [.apt(["libproxy-dev"])]),
         // One attempt at one transfer, on libcurl's multi interface: one transfer thread owns every socket.
         .target(
             name: "Transfer",
             dependencies: [
-                "CCurl", "CHostSupport", "HostVocabulary", "Vocabulary", .product(name: "Crypto", package: "swift-crypto"),
+                "CCurl", "CHostSupport", "CProxy", "HostVocabulary", "Vocabulary",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "Vocabulary"]),
         .target(name: "Delivery", dependencies: ["HostVocabulary", "ExtensionRuntime", "Queue", "Vocabulary"]),

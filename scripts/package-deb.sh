@@ -53,7 +53,7 @@ Upstream-Name: bahost
 Comment: The binaries also contain the Swift runtime and Foundation (Apache-2.0 with Runtime Library Exception),
  SwiftNIO, swift-nio-ssl with BoringSSL (the `bahost serve` test server), swift-crypto, GRDB, swift-argument-parser,
  swift-log, swift-service-lifecycle and swift-system, linked statically under their own licences. Transfers use the
- system's libcurl (libcurl4).
+ system's libcurl (libcurl4), and the desktop's proxy settings are read with its libproxy (libproxy1v5).
 COPYRIGHT
 
 # dpkg-shlibdeps reads the package's name from a debian/control of its own.
@@ -71,6 +71,7 @@ Architecture: $arch
 Maintainer: bahost developers <bahost@users.noreply.github.com>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
+Suggests: libproxy1-plugin-gsettings, libproxy1-plugin-kconfig, libproxy1-plugin-webkit
 Section: utils
 Priority: optional
 Homepage: https://github.com/bahost/bahost

@@ -57,5 +57,7 @@ static inline void *bahost_curl_info_private(CURL *handle) {
 /* What a write callback returns to pause its transfer until curl_easy_pause(CURLPAUSE_CONT). */
 static const size_t bahost_curl_write_pause = CURL_WRITEFUNC_PAUSE;
 static const int bahost_curl_pause_continue = CURLPAUSE_CONT;
+/* Every authentication scheme a proxy may ask for (CURLAUTH_ANY). */
+static const long bahost_curl_auth_any = (long)CURLAUTH_ANY;
 
 #endif

@@ -197,6 +197,9 @@ public final class HostEngine: Sendable {
         try await run(nil, forever: true)
     }
 
+    /// The proxies the transfers follow (`bahost debug status`).
+    public var proxies: ProxySettings { context.client.proxies }
+
     /// The hosts the machine has found no path to, and when each is tried next (`bahost debug status`).
     public var hostsWaitingForNetwork: [String: NetworkWaits.Host] { context.networkWaits.waitingHosts }
 

@@ -68,7 +68,8 @@ final class RunnerProcess {
             close(pipeEnds[1])
         }
 
-        var environment = ProcessInfo.processInfo.environment
+        // The host's own, but for a proxy's credentials: the proxy stays known, its password is the host's alone.
+        var environment = ProxyURL.withoutCredentials(ProcessInfo.processInfo.environment)
         // A crashing Swift extension would otherwise take time writing a backtrace into our output.
         environment["SWIFT_BACKTRACE"] = "enable=no"
         // What the extension sees as ba_host_t.version.

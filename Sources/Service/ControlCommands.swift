@@ -283,6 +283,8 @@ extension BackgroundAssetsService {
             policy.dailyRuntime)
         text += "sandbox: \(sandbox.summary)\n" + "  window limits: \(sandbox.containment)\n"
             + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
+        let proxies = engine.proxies
+        text += "proxy: \(proxies.summary)\n" + proxies.problems.map { "  \($0)\n" }.joined()
         let offline = engine.hostsWaitingForNetwork.sorted { $0.key < $1.key }
         text += offline.isEmpty
             ? "network: no download waits for it\n"
@@ -332,7 +334,7 @@ extension BackgroundAssetsService {
             true, text,
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps, "declaredApps": declared.json,
-             "network": ["waitingHosts": offline.map { host, wait in
+             "network": ["proxy": proxies.json, "waitingHosts": offline.map { host, wait in
                  ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
              }],

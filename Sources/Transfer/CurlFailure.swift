@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import Vocabulary
 
 /// What libcurl's result for a request means to the engine: the `NSURLErrorDomain` code URLSession reports for the
 /// same failure (so that an extension's checks work unchanged), and whether to retry (`transient`), wait for the
@@ -16,6 +17,7 @@ enum CurlFailure {
     static let cannotConnectToHost: Int64 = -1004
     static let networkConnectionLost: Int64 = -1005
     static let badServerResponse: Int64 = -1011
+    static let userAuthenticationRequired: Int64 = -1013
     static let cannotDecodeRawData: Int64 = -1015
     static let notConnectedToInternet: Int64 = -1009
     static let dataLengthExceedsMaximum: Int64 = -1103
@@ -30,8 +32,52 @@ enum CurlFailure {
     ///   - detail: libcurl's own words (its error buffer), already made printable; added to the message.
     ///   - routeOut: whether the machine has a route beyond its own networks (a name that cannot be resolved without
     ///     one is the network's absence, with one the name's or its server's).
+    ///   - proxy: the proxy the request went through, if any; `connectStatus` its answer to `CONNECT` (0: none).
     static func of(
-        _ code: CURLcode, osErrno: Int32 = 0, connected: Bool = true, detail: String = "", routeOut: Bool = true
+        _ code: CURLcode, osErrno: Int32 = 0, connected: Bool = true, detail: String = "", routeOut: Bool = true,
+        proxy: ProxyURL? = nil, connectStatus: Int = 0
+    ) -> TransferError {
+        let failure = direct(code, osErrno: osErrno, connected: connected, detail: detail, routeOut: routeOut)
+        guard let proxy else { return failure }
+        return throughProxy(failure, code, proxy: proxy, connectStatus: connectStatus, detail: detail)
+    }
+
+    /// A failure of a request through `proxy`, named for the proxy (never with its credentials) where it was the
+    /// proxy's: its refusal of the tunnel (407 asks for credentials: -1013, as URLSession's
+    /// `NSURLErrorUserAuthenticationRequired`), or a connection to it that failed.
+    static func throughProxy(
+        _ failure: TransferError, _ code: CURLcode, proxy: ProxyURL, connectStatus: Int, detail: String
+    ) -> TransferError {
+        func named(_ kind: TransferError.Kind, _ code: Int64, _ message: String) -> TransferError {
+            TransferError(
+                kind, code: code, domain: TransferError.urlDomain, message: detail.isEmpty ? message : "\(message) (\(detail))")
+        }
+        // 407 is the standard's answer; some proxies (tinyproxy) answer a refused CONNECT's credentials with 401.
+        if connectStatus == 407 || connectStatus == 401 {
+            return named(
+                .transient, userAuthenticationRequired,
+                proxy.hasCredentials
+                    ? "the proxy \(proxy.address) refused the credentials in its URL (\(connectStatus))"
+                    : "the proxy \(proxy.address) asks for credentials (\(connectStatus)): give them in its URL")
+        }
+        if connectStatus >= 300 {
+            return named(.transient, cannotConnectToHost, "the proxy \(proxy.address) refused the tunnel to the server (\(connectStatus))")
+        }
+        var renamed = failure
+        switch code {
+        case CURLE_COULDNT_CONNECT, CURLE_PROXY:
+            renamed.error.message = "cannot connect to the proxy \(proxy.address): " + failure.message
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            renamed.error.message = "the proxy \(proxy.address): " + failure.message
+        default:
+            break
+        }
+        return renamed
+    }
+
+    /// The failure of a request, whichever way it went.
+    private static func direct(
+        _ code: CURLcode, osErrno: Int32, connected: Bool, detail: String, routeOut: Bool
     ) -> TransferError {
         func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String, offline: Bool = false) -> TransferError {
             TransferError(

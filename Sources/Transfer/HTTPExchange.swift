@@ -36,6 +36,7 @@ final class HTTPExchange: @unchecked Sendable {
         var url: String
         var headerLines: [String]
         var configuration: TransferConfiguration
+        var proxy: ProxyRoute = .direct
         /// Whether the body is declared large: it then gets `configuration.receiveBufferSize`.
         var largeBody = false
         var progressInterval: Duration = .milliseconds(100)
@@ -111,6 +112,8 @@ final class HTTPExchange: @unchecked Sendable {
     private let state = Mutex(State())
     private let thread: TransferThread
     private let minimumRate: MinimumRate
+    /// The proxy the request goes through, if any: its failures name it (without its credentials).
+    private let proxy: ProxyURL?
     private let progressInterval: Duration
     /// Called the moment the body has ended whole, before the task hears of it. [transfer thread, or the task's]
     private let bodyEnded: @Sendable () -> Void
@@ -126,6 +129,7 @@ final class HTTPExchange: @unchecked Sendable {
         self.thread = thread
         self.bodyEnded = bodyEnded
         minimumRate = request.configuration.minimumRate
+        proxy = request.proxy.proxy
         progressInterval = request.progressInterval
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
         var list: UnsafeMutablePointer<curl_slist>?
@@ -172,6 +176,17 @@ final class HTTPExchange: @unchecked Sendable {
             // The file besides the system's store: libcurl with OpenSSL reads both a file and a folder.
             set(bahost_curl_set_string(easy, CURLOPT_CAINFO, ca))
             set(bahost_curl_set_string(easy, CURLOPT_CAPATH, TransferConfiguration.systemCertificates))
+        }
+        // The proxy is always said, "" for none: libcurl would otherwise read the environment itself.
+        set(bahost_curl_set_string(easy, CURLOPT_PROXY, request.proxy.proxy?.url ?? ""))
+        if let noProxy = request.proxy.noProxy { set(bahost_curl_set_string(easy, CURLOPT_NOPROXY, noProxy)) }
+        if request.proxy.proxy != nil {
+            // Whichever scheme the proxy asks for: Basic, Digest, NTLM, Negotiate.
+            set(bahost_curl_set_long(easy, CURLOPT_PROXYAUTH, bahost_curl_auth_any))
+            if let ca = configuration.additionalCAFile {
+                set(bahost_curl_set_string(easy, CURLOPT_PROXY_CAINFO, ca))
+                set(bahost_curl_set_string(easy, CURLOPT_PROXY_CAPATH, TransferConfiguration.systemCertificates))
+            }
         }
         return result
     }
@@ -264,10 +279,12 @@ final class HTTPExchange: @unchecked Sendable {
             let osErrno = Int32(bahost_curl_info_long(easy, CURLINFO_OS_ERRNO))
             let connected = isConnected
             let unresolved = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY
+            let detail = CurlFailure.printable(errorBuffer)
+            let connectStatus = bahost_curl_info_long(easy, CURLINFO_HTTP_CONNECTCODE)
             failure = state.withLock { $0.refusal }
                 ?? CurlFailure.of(
-                    code, osErrno: osErrno, connected: connected, detail: CurlFailure.printable(errorBuffer),
-                    routeOut: !unresolved || NetworkPath.hasRouteOut)
+                    code, osErrno: osErrno, connected: connected, detail: proxy?.scrubbed(detail) ?? detail,
+                    routeOut: !unresolved || NetworkPath.hasRouteOut, proxy: proxy, connectStatus: connectStatus)
         }
         let (lent, headDone) = state.withLock { state in
             if failure == nil && !state.judged { state.finishedEarly = true }

@@ -24,6 +24,8 @@ public struct TransferConfiguration: Sendable {
     /// holds its buffer, and sixteen small ones at 128 KiB each were 2 MiB of the host's resident memory.
     public var receiveBufferSize: Int = 128 << 10
     public var largeBody: Int64 = 1 << 20
+    /// The proxies to follow (the host's environment, else the desktop's settings).
+    public var proxies: ProxySettings = .fromProcess
 
     /// The system's certificate authorities, as a folder of hashed links (Debian's `ca-certificates`): trusted
     /// besides `additionalCAFile`.
@@ -140,6 +142,7 @@ public final class TransferClient: Sendable {
     private let threads: [TransferThread]
     private let nextThread = Atomic<Int>(0)
     private let configuration: TransferConfiguration
+    private let desktopProxies = DesktopProxies()
     private let networkChangeHandler = NetworkChangeHandler()
     private final class NetworkChangeHandler: Sendable {
         let handler = Mutex<(@Sendable () -> Void)?>(nil)
@@ -153,6 +156,9 @@ public final class TransferClient: Sendable {
         }
         self.configuration = configuration
     }
+
+    /// The proxies the transfers follow.
+    public var proxies: ProxySettings { configuration.proxies }
 
     /// Has `handler` told each time the kernel reports a change to the network (links, addresses, routes), once the
     /// transfers whose path it broke have ended (each with an offline `.network` failure). Called on a transfer
@@ -262,12 +268,14 @@ public final class TransferClient: Sendable {
         while true {
             if let refusal = request.checkURL(url) { return (file, .failed(refusal)) }
             let offset = file.length
+            let route = await proxyRoute(for: url, blocking: blocking)
             let exchange: HTTPExchange
             do {
                 let lines = try request.headerLines(url: url, offset: offset)
                 let large = max(request.expectedSize, request.sizeHint) >= configuration.largeBody
                 exchange = try HTTPExchange(
-                    .init(url: url, headerLines: lines, configuration: configuration, largeBody: large), on: thread
+                    .init(url: url, headerLines: lines, configuration: configuration, proxy: route, largeBody: large),
+                    on: thread
                 ) { observer.bodyEnded() }
             } catch {
                 return (file, .failed(error))
@@ -297,6 +305,16 @@ public final class TransferClient: Sendable {
                 return (file, ending)
             }
         }
+    }
+
+    /// The proxy for a request to `url`: the environment's, or the desktop's answer for its origin, at once; libproxy
+    /// is asked on `blocking` (a task of its own without one) only when no answer is known, since it may wait.
+    private func proxyRoute(for url: String, blocking: (any TaskExecutor)?) async -> ProxyRoute {
+        if let route = configuration.proxies.environmentRoute(for: url) { return route }
+        if let known = desktopProxies.known(url) { return known }
+        let desktop = desktopProxies
+        guard let blocking else { return await Task.detached { desktop.ask(url) }.value }
+        return await withTaskExecutorPreference(blocking) { desktop.ask(url) }
     }
 
     /// Empties the partial file, on `blocking` (freeing a large file's blocks waits for the disk).

@@ -28,7 +28,6 @@ public final class NetworkLab: @unchecked Sendable {
     public let root: URL
     public let caFile: String
     public let accessLog: String
-    private var nginx: Process?
     /// The watchdog's stdin: it cleans up once this end closes (the lab gone, or the test process).
     private let lifeline = Pipe()
 
@@ -54,16 +53,18 @@ public final class NetworkLab: @unchecked Sendable {
 
     private func build() throws {
         let netns = "/etc/netns/\(client)"
-        try FileManager.default.createDirectory(atPath: netns, withIntermediateDirectories: true)
-        try "127.0.0.1 localhost\n\(Self.serviceAddress) \(Self.host)\n".write(
-            toFile: "\(netns)/hosts", atomically: true, encoding: .utf8)
+        for namespace in [client, server] {
+            try FileManager.default.createDirectory(atPath: "/etc/netns/\(namespace)", withIntermediateDirectories: true)
+            try "127.0.0.1 localhost\n\(Self.serviceAddress) \(Self.host)\n".write(
+                toFile: "/etc/netns/\(namespace)/hosts", atomically: true, encoding: .utf8)
+        }
         // A watchdog removes the namespaces when the test process is gone, however it ended.
         let watchdog = Process()
         watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
         watchdog.arguments = [
             "-c", "cat >/dev/null; \"$1\" netns pids \"$2\" | xargs -r kill -9; \"$1\" netns pids \"$3\" | xargs -r kill -9; "
-                + "\"$1\" netns del \"$2\"; \"$1\" netns del \"$3\"; rm -rf \"$4\"",
-            "lab-watchdog", Self.ip, client, server, netns,
+                + "\"$1\" netns del \"$2\"; \"$1\" netns del \"$3\"; rm -rf \"$4\" \"$5\"",
+            "lab-watchdog", Self.ip, client, server, netns, "/etc/netns/\(server)",
         ]
         watchdog.standardInput = lifeline
         watchdog.standardOutput = FileHandle.nullDevice
@@ -87,7 +88,6 @@ public final class NetworkLab: @unchecked Sendable {
     private func startNginx(_ tls: TestCertificates, rate: String) throws {
         let temp = folder.appendingPathComponent("tmp").path
         let config = """
-            daemon off;
             worker_processes 1;
             pid \(folder.path)/nginx.pid;
             error_log \(folder.path)/logs/error.log;
@@ -97,6 +97,11 @@ public final class NetworkLab: @unchecked Sendable {
                 access_log \(accessLog) lab;
                 client_body_temp_path \(temp); proxy_temp_path \(temp); fastcgi_temp_path \(temp);
                 uwsgi_temp_path \(temp); scgi_temp_path \(temp);
+                # The first link's side, plain http: what the client reaches on a proxy-only network (a PAC file).
+                server {
+                    listen 10.77.1.1:80;
+                    root \(root.path);
+                }
                 server {
                     listen \(Self.serviceAddress):443 ssl;
                     ssl_certificate \(tls.serverCertificate);
@@ -110,17 +115,11 @@ public final class NetworkLab: @unchecked Sendable {
             """
         let configPath = folder.appendingPathComponent("nginx.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.ip)
-        process.arguments = ["netns", "exec", server, "/usr/sbin/nginx", "-c", configPath, "-p", folder.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        nginx = process
+        // Daemons, each its own: the namespace's end (`close`, or the watchdog) kills whatever runs in it.
+        try Self.launch(["netns", "exec", server, "/usr/sbin/nginx", "-c", configPath, "-p", folder.path])
         let deadline = Date().addingTimeInterval(10)
         while (try? Self.run(Self.ip, ["netns", "exec", server, "ss", "-Hltn"]))?.contains("\(Self.serviceAddress):443") != true {
-            guard Date() < deadline, process.isRunning else {
+            guard Date() < deadline else {
                 throw LabError.failed("nginx did not start in the server namespace (\(folder.path)/logs/error.log)")
             }
             usleep(50_000)
@@ -129,16 +128,13 @@ public final class NetworkLab: @unchecked Sendable {
 
     /// Removes the namespaces and stops what runs in them.
     public func close() {
-        nginx?.terminate()
-        nginx?.waitUntilExit()
-        nginx = nil
         for namespace in [client, server] {
             if let pids = try? Self.run(Self.ip, ["netns", "pids", namespace]) {
                 for pid in pids.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
             }
             _ = try? Self.run(Self.ip, ["netns", "del", namespace])
         }
-        try? FileManager.default.removeItem(atPath: "/etc/netns/\(client)")
+        for namespace in [client, server] { try? FileManager.default.removeItem(atPath: "/etc/netns/\(namespace)") }
     }
 
     // MARK: What the tests do to the network
@@ -169,6 +165,44 @@ public final class NetworkLab: @unchecked Sendable {
         try linkDown()
     }
 
+    /// Makes the lab a proxy-only network (an office's, a school's): the client keeps its link to the server
+    /// namespace's first address (`proxyAddress`), but has no route to the service and cannot resolve its name.
+    public func makeProxyOnly() throws {
+        try ip(["-n", client, "route", "del", "\(Self.serviceAddress)/32"])
+        try "127.0.0.1 localhost\n".write(toFile: "/etc/netns/\(client)/hosts", atomically: true, encoding: .utf8)
+    }
+
+    /// Where the proxy listens: the server namespace's side of the first link.
+    public static let proxyAddress = "10.77.1.1:8888"
+
+    /// Starts tinyproxy (Debian's) in the server namespace at `proxyAddress`, asking for HTTP Basic credentials when
+    /// `credentials` are given. Its log names each tunnel (`proxyLog`).
+    public func startProxy(credentials: (user: String, password: String)? = nil) throws {
+        let config = """
+            Port 8888
+            Listen 10.77.1.1
+            Timeout 60
+            MaxClients 32
+            LogFile "\(proxyLog)"
+            LogLevel Connect
+            PidFile "\(folder.path)/tinyproxy.pid"
+            Allow 10.77.0.0/16
+            ConnectPort 443
+            \(credentials.map { "BasicAuth \($0.user) \($0.password)" } ?? "")
+            """
+        let configPath = folder.appendingPathComponent("tinyproxy.conf").path
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: proxyLog, contents: nil, attributes: [.posixPermissions: 0o666])
+        try Self.launch(["netns", "exec", server, "/usr/bin/tinyproxy", "-c", configPath])
+        let deadline = Date().addingTimeInterval(10)
+        while (try? Self.run(Self.ip, ["netns", "exec", server, "ss", "-Hltn"]))?.contains(Self.proxyAddress) != true {
+            guard Date() < deadline else { throw LabError.failed("tinyproxy did not start (\(proxyLog))") }
+            usleep(50_000)
+        }
+    }
+
+    public var proxyLog: String { folder.appendingPathComponent("logs/tinyproxy.log").path }
+
     /// nginx's log: one line a request, "CLIENT-ADDRESS URI STATUS "RANGE" BYTES".
     public func requests(for path: String) -> [String] {
         let log = (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? ""
@@ -185,6 +219,28 @@ public final class NetworkLab: @unchecked Sendable {
     public enum LabError: Error, CustomStringConvertible {
         case failed(String)
         public var description: String { if case .failed(let why) = self { why } else { "" } }
+    }
+
+    /// Starts a daemon with `ip ARGUMENTS` and waits for the launcher only (nothing of its output is read: a daemon
+    /// keeps it open).
+    static func launch(_ arguments: [String]) throws {
+        // posix_spawn and waitpid: Foundation's Process left the launcher of a forking daemon unreaped, and its
+        // waitUntilExit never returned.
+        var fileActions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&fileActions)
+        defer { posix_spawn_file_actions_destroy(&fileActions) }
+        for descriptor in Int32(0)...2 {
+            posix_spawn_file_actions_addopen(&fileActions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv = ([ip] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, ip, &fileActions, nil, argv, environ) == 0 else {
+            throw LabError.failed("cannot run ip \(arguments.joined(separator: " "))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else { throw LabError.failed("ip \(arguments.joined(separator: " ")) failed (\(status))") }
     }
 
     @discardableResult

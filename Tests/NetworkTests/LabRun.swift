@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// An app whose manifest, served by the lab, names one essential download of `size` bytes on `/slow/`.
+struct LabApp {
+    let infoPlist: String
+    let dataRoot: URL
+    let body: Data
+    let path: String
+
+    init(_ lab: NetworkLab, size: Int) throws {
+        let dir = "slow/\(UUID().uuidString)"
+        body = Data.random(count: size)
+        path = "\(dir)/level.pack"
+        let url = try lab.serve(body, at: path)
+        let manifest = try lab.serve(Data("level \(size) essential \(url)\n".utf8), at: "\(dir)/manifest.txt")
+        dataRoot = TestPlugins.scratch.appendingPathComponent("data-\(UUID().uuidString)")
+        let values: [String: Any] = [
+            "CFBundleIdentifier": "com.example.levels", "BAAppGroupID": "group.com.example.levels",
+            "BAManifestURL": manifest,
+            "BAInitialDownloadRestrictions": [
+                "BADownloadAllowance": 100_000_000, "BAEssentialDownloadAllowance": 100_000_000,
+                "BADownloadDomainAllowList": [NetworkLab.host],
+            ] as [String: Any],
+            "BAMaxInstallSize": 100_000_000,
+        ]
+        let data = try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
+        infoPlist = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString)-Info.plist").path
+        try data.write(to: URL(fileURLWithPath: infoPlist))
+    }
+
+    /// Bytes of the download on disk so far (its partial file), 0 before it starts.
+    var partialBytes: Int {
+        let folder = dataRoot.appendingPathComponent("transfers").path
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).reduce(0) { sum, name in
+            sum + ((try? FileManager.default.attributesOfItem(atPath: "\(folder)/\(name)")[.size] as? Int) ?? 0)
+        }
+    }
+}
+
+/// Starts `bahost run` for `app`'s install in the lab's client namespace.
+func start(
+    _ lab: NetworkLab, _ app: LabApp, _ extra: [String], environment: [String: String] = [:]
+) throws -> (process: Process, out: Pipe, err: Pipe) {
+    let (executable, arguments) = lab.command(TestPlugins.bahost, [
+        "run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
+        "--data-root", app.dataRoot.path, "--ca-file", lab.caFile, "--json",
+    ] + extra)
+    return try Bahost.start(arguments, environment: environment, executable: executable)
+}
+
+/// Waits until `condition` holds, for at most `seconds`; false if it never did.
+func wait(_ seconds: Double, until condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        usleep(20_000)
+    }
+    return true
+}
+
+/// The run's result, or a failure once `seconds` passed (the run is then killed: a download that waited out a
+/// timeout it should not have).
+func finish(_ run: (process: Process, out: Pipe, err: Pipe), within seconds: Double) -> Bahost.Result? {
+    final class Killed: Sendable { let value = Mutex(false) }
+    let killed = Killed()
+    let killer = DispatchWorkItem {
+        if run.process.isRunning {
+            killed.value.withLock { $0 = true }
+            kill(run.process.processIdentifier, SIGKILL)
+        }
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
+    let result = Bahost.finish(run)
+    killer.cancel()
+    return killed.value.withLock { $0 } ? nil : result
+}
