@@ -31,6 +31,8 @@ public final class HostEngine: Sendable {
         /// How long a download may wait for the network (no path to its server) before it fails: URLSession's
         /// `timeoutIntervalForResource`, 7 days by default as there.
         public var resourceTimeout: Duration
+        /// The most bytes a second all transfers may receive together, nil for no limit (`limitRate` changes it).
+        public var maximumRate: Int64?
         public var limits: WindowLimits
         /// Transfers on the network at once, over all apps (`RunningTransfers`: one whose body has arrived no longer
         /// counts while its file is synced and recorded).
@@ -50,9 +52,10 @@ public final class HostEngine: Sendable {
             retryDelay: Duration = RetryPolicy.default.baseDelay, maximumAttempts: Int = RetryPolicy.default.maximumAttempts,
             limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
             deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10), networkThreads: Int = 1,
-            resourceTimeout: Duration = .seconds(7 * 86_400)
+            resourceTimeout: Duration = .seconds(7 * 86_400), maximumRate: Int64? = nil
         ) {
             self.resourceTimeout = resourceTimeout
+            self.maximumRate = maximumRate
             self.additionalCAFile = additionalCAFile
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
@@ -118,6 +121,7 @@ public final class HostEngine: Sendable {
         }
         context = EngineContext(
             store: store, dataRoot: dataRoot, settings: settings, observe: observe, client: client, delegates: router)
+        client.limitRate(to: settings.maximumRate)
         // The network's changes (links, addresses, routes): every download waiting for it is tried again at once.
         client.onNetworkChange { [context] in
             context.networkWaits.networkChanged()
@@ -196,6 +200,15 @@ public final class HostEngine: Sendable {
     public func serve() async throws {
         try await run(nil, forever: true)
     }
+
+    /// The most bytes a second all transfers may receive together, nil for no limit.
+    public var maximumRate: Int64? { context.client.maximumRate }
+
+    /// Changes `maximumRate`, for the transfers running and those to come (`bahost debug max-rate`).
+    public func limitRate(to bytesPerSecond: Int64?) { context.client.limitRate(to: bytesPerSecond) }
+
+    /// The bytes a second the transfers receive together now.
+    public var currentRate: Int64 { context.client.currentRate }
 
     /// The proxies the transfers follow (`bahost debug status`).
     public var proxies: ProxySettings { context.client.proxies }

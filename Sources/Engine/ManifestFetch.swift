@@ -28,6 +28,8 @@ struct ManifestFetch {
             byteLimit: min(limit ?? Self.maximumBytes, Self.maximumBytes),
             checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
         var attempt = 0
+        let host = URLComponents.parsed(app.effectiveManifestURL)?.host ?? ""
+        var offlineSince: Date?
         while true {
             attempt += 1
             // The transfer as any download's, then the disk and the queue on the blocking pool.
@@ -36,6 +38,7 @@ struct ManifestFetch {
             }
             switch result {
             case .success(let recorded):
+                context.networkWaits.reached(host)
                 return recorded
             case .failure(let error):
                 if error.code == TransferError.byteLimitExceeded {
@@ -44,6 +47,29 @@ struct ManifestFetch {
                             "the manifest is larger than \(Self.maximumBytes) bytes, the most bahost fetches for one"))
                     }
                     return .failure(Allowance.exceeded("the manifest", limit: limit))
+                }
+                if error.offline {
+                    // As a download's: no path to the server costs no attempt, until the resource timeout.
+                    let now = Date()
+                    let since = offlineSince ?? now
+                    offlineSince = since
+                    let timeout = context.settings.resourceTimeout
+                    guard now.timeIntervalSince(since) < timeout.inSeconds else {
+                        unlink(partial)
+                        var reason = error.error
+                        reason.message = "no path to the server for \(timeout.spoken) (the resource timeout): " + reason.message
+                        return .failure(reason)
+                    }
+                    attempt -= 1
+                    let until = context.networkWaits.foundNoPath(host, now: now)
+                    let wait = Duration.milliseconds(Int64(max(0, until.timeIntervalSince(now)) * 1000))
+                    context.observe(.manifestWaiting(error.error, retryIn: wait))
+                    try? await Task.sleep(for: wait)
+                    continue
+                }
+                if !error.isCancellation {
+                    offlineSince = nil
+                    context.networkWaits.reached(host)
                 }
                 let delay = context.settings.retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
                 guard let delay else {

@@ -28,6 +28,11 @@ extension BackgroundAssetsService {
                 return Self.report(
                     true, "\(app): the daily runtime budget \(enabled ? "no longer applies" : "applies again")",
                     ["app": app, "unlimitedRuntime": enabled])
+            case .setMaximumRate(let rate):
+                engine.limitRate(to: rate)
+                return Self.report(
+                    true, rate.map { "downloads receive at most \(Self.rate($0)) together\n" } ?? "downloads receive without a limit\n",
+                    ["maximumRate": rate.map { $0 as Any } ?? NSNull()])
             case .setBackgroundRefresh(let app, let enabled):
                 try engine.updateSchedule(try installed(app).appIdentifier) { $0.backgroundRefresh = enabled }
                 return Self.report(
@@ -283,6 +288,10 @@ extension BackgroundAssetsService {
             policy.dailyRuntime)
         text += "sandbox: \(sandbox.summary)\n" + "  window limits: \(sandbox.containment)\n"
             + sandbox.missing.map { "  not protected: \($0)\n" }.joined()
+        let maximumRate = engine.maximumRate
+        let currentRate = engine.currentRate
+        text += "rate: \(Self.rate(currentRate)) now, \(maximumRate.map { "at most \(Self.rate($0))" } ?? "no limit")"
+            + " (`bahost debug max-rate`); background downloads run at full speed, as foreground ones\n"
         let proxies = engine.proxies
         text += "proxy: \(proxies.summary)\n" + proxies.problems.map { "  \($0)\n" }.joined()
         let offline = engine.hostsWaitingForNetwork.sorted { $0.key < $1.key }
@@ -334,7 +343,9 @@ extension BackgroundAssetsService {
             true, text,
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps, "declaredApps": declared.json,
-             "network": ["proxy": proxies.json, "waitingHosts": offline.map { host, wait in
+             "network": ["proxy": proxies.json, "currentRate": currentRate,
+                         "maximumRate": maximumRate.map { $0 as Any } ?? NSNull(), "backgroundMode": "fullSpeed",
+                         "waitingHosts": offline.map { host, wait in
                  ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
              }],
@@ -346,6 +357,14 @@ extension BackgroundAssetsService {
              "policy": ["intervalSeconds": policy.interval, "dailyRuntimeSeconds": policy.dailyRuntime,
                         "lowBatteryPercent": policy.lowBatteryPercent, "skipWhenMetered": policy.skipWhenMetered,
                         "skipInPowerSaver": policy.skipInPowerSaver]])
+    }
+
+    /// "1.5 MiB/s", "300 KiB/s", "12 B/s".
+    static func rate(_ bytesPerSecond: Int64) -> String {
+        let value = Double(bytesPerSecond)
+        if value >= 1_048_576 { return String(format: "%.1f MiB/s", value / 1_048_576) }
+        if value >= 1024 { return String(format: "%.0f KiB/s", value / 1024) }
+        return "\(bytesPerSecond) B/s"
     }
 
     /// The machine's signals, with the development overrides on top.

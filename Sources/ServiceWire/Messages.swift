@@ -105,6 +105,8 @@ public enum ControlCommand: Codable, Sendable {
     case overrideManifestURL(appIdentifier: String?, url: String?)
     /// Development: move the service's clock forward, then run the periodic scheduler.
     case advanceClock(seconds: Double)
+    /// The most the downloads may receive together, in bytes a second (nil: no limit).
+    case setMaximumRate(bytesPerSecond: Int64?)
 }
 
 /// An app's answer to a callback.

@@ -350,6 +350,7 @@ final class HTTPExchange: @unchecked Sendable {
             state.lastReport = now
             return .report(state.file!.length)
         }
+        if case .pause = next {} else { thread.receivedBytes.add(Int64(bytes.count), ordering: .relaxed) }
         switch next {
         case .take: return bytes.count
         case .pause: return bahost_curl_write_pause

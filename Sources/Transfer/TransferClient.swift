@@ -157,6 +157,25 @@ public final class TransferClient: Sendable {
         self.configuration = configuration
     }
 
+    /// The most bytes a second all transfers may receive together (`--max-rate`, `bahost debug max-rate`), nil for
+    /// no limit: each transfer thread gets an even part, which it shares between its transfers.
+    public var maximumRate: Int64? {
+        let rate = rateLimit.load(ordering: .relaxed)
+        return rate > 0 ? rate : nil
+    }
+    private let rateLimit = Atomic<Int64>(0)
+
+    /// Sets `maximumRate`, for the transfers running and those to come. [any thread]
+    public func limitRate(to bytesPerSecond: Int64?) {
+        let rate = max(0, bytesPerSecond ?? 0)
+        rateLimit.store(rate, ordering: .relaxed)
+        let part = rate == 0 ? 0 : max(1, rate / Int64(threads.count))
+        for thread in threads { thread.post { thread.limitRate(to: part) } }
+    }
+
+    /// The bytes a second the transfers received together over the last second or so. [any thread]
+    public var currentRate: Int64 { threads.reduce(0) { $0 + $1.recentRate.load(ordering: .relaxed) } }
+
     /// The proxies the transfers follow.
     public var proxies: ProxySettings { configuration.proxies }
 

@@ -53,6 +53,15 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     private let networkChanges: Int32
     /// Told when the network changed, after the exchanges it broke were ended. [transfer thread]
     private let networkChanged: @Sendable () -> Void
+    /// The most bytes a second this thread's exchanges may receive together (`--max-rate`), 0 for no limit: shared
+    /// out evenly, and again whenever an exchange starts or ends. [transfer thread]
+    private var rateLimit: Int64 = 0
+    /// The limit each exchange was last given. [transfer thread]
+    private var rateShare: Int64 = 0
+    /// Body bytes received since `rateSampledAt`, and the rate they made over the last second or more.
+    let receivedBytes = Atomic<Int64>(0)
+    let recentRate = Atomic<Int64>(0)
+    private var rateSampledAt = ContinuousClock.now
 
     /// Starts the thread.
     /// - Parameters:
@@ -127,6 +136,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     /// Hands `exchange` to libcurl. [transfer thread]
     func add(_ exchange: HTTPExchange) {
         running[ObjectIdentifier(exchange)] = exchange
+        if rateLimit > 0 { shareRate() }
         let code = curl_multi_add_handle(multi, exchange.easy)
         if code != CURLM_OK {
             running[ObjectIdentifier(exchange)] = nil
@@ -138,7 +148,35 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     func abort(_ exchange: HTTPExchange, _ failure: TransferError) {
         guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { return }
         curl_multi_remove_handle(multi, exchange.easy)
+        if rateLimit > 0 { shareRate() }
         exchange.ended(failure)
+    }
+
+    /// Sets the most bytes a second this thread's exchanges may receive together, 0 for no limit. [transfer thread]
+    func limitRate(to bytesPerSecond: Int64) {
+        rateLimit = max(0, bytesPerSecond)
+        shareRate()
+    }
+
+    /// Gives each running exchange an even share of the limit (`CURLOPT_MAX_RECV_SPEED_LARGE`, which libcurl reads
+    /// as it goes). [transfer thread]
+    private func shareRate() {
+        let share = rateLimit == 0 ? 0 : max(1, rateLimit / Int64(max(1, running.count)))
+        guard share != rateShare || rateLimit > 0 else { return }
+        rateShare = share
+        for exchange in running.values {
+            _ = bahost_curl_set_offset(exchange.easy, CURLOPT_MAX_RECV_SPEED_LARGE, share)
+        }
+    }
+
+    /// Measures the rate bodies arrive at, at most once a second (`recentRate`). [transfer thread]
+    private func sampleRate() {
+        let now = ContinuousClock.now
+        let elapsed = now - rateSampledAt
+        guard elapsed >= .seconds(1) || running.isEmpty else { return }
+        let bytes = receivedBytes.exchange(0, ordering: .relaxed)
+        recentRate.store(running.isEmpty ? 0 : Int64(Double(bytes) / max(elapsed.inSeconds, 0.001)), ordering: .relaxed)
+        rateSampledAt = now
     }
 
     /// Lets a paused exchange's bytes flow again. [transfer thread]
@@ -193,6 +231,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             }
             curl_multi_perform(multi, &stillRunning)
             finishDone()
+            sampleRate()
             let wait = enforceReadTimeouts()
             var curlWait = 0
             curl_multi_timeout(multi, &curlWait)
@@ -236,6 +275,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             let code = message.pointee.data.result
             guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { continue }
             curl_multi_remove_handle(multi, easy)
+            if rateLimit > 0 { shareRate() }
             exchange.finished(code)
         }
     }

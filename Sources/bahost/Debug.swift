@@ -10,7 +10,7 @@ struct Debug: ParsableCommand {
         abstract: "Simulate events, inspect downloads and the scheduler, and adjust budgets (backgroundassets-debug).",
         subcommands: [
             Simulate.self, Downloads.self, Packs.self, Status.self, ResetBudget.self, Budget.self,
-            BackgroundRefresh.self, Conditions.self, Clock.self, URLOverride.self,
+            BackgroundRefresh.self, MaxRate.self, Conditions.self, Clock.self, URLOverride.self,
         ])
 
     struct Simulate: ParsableCommand {
@@ -96,6 +96,16 @@ struct Debug: ParsableCommand {
         @Argument(help: "on or off.") var state: Toggle
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.setBackgroundRefresh(appIdentifier: app, enabled: state == .on)) }
+    }
+
+    struct MaxRate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "max-rate",
+            abstract: "Set the most the service's downloads may receive together, now, until the service restarts.",
+            discussion: "RATE is bytes a second, with K, M or G for 1024s (as curl's --limit-rate); 0 or off for no limit.")
+        @Argument(help: "The rate, e.g. 2M; 0 or off for no limit.") var rate: ByteRate
+        @OptionGroup var service: ServiceOptions
+        func run() throws { try service.run(.setMaximumRate(bytesPerSecond: rate.limit)) }
     }
 
     struct Conditions: ParsableCommand {

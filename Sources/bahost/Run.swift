@@ -196,6 +196,9 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Seconds to keep trying to connect to a server before waiting for the network.")
     var connectTimeout: Double = 10
 
+    @Option(help: "The most the downloads may receive together, in bytes a second (K, M, G: 1024s, as curl's --limit-rate); 0 for no limit. The daemon's changes at run time with `bahost debug max-rate`.")
+    var maxRate: ByteRate = ByteRate(bytesPerSecond: 0)
+
     @Option(help: "Threads that read the network and write what arrives (1 to 64; more for many fast https transfers).")
     var networkThreads: Int = 1
 
@@ -210,7 +213,7 @@ struct TransferOptions: ParsableArguments {
             readTimeout: .milliseconds(Int64(readTimeout * 1000)), retryDelay: .milliseconds(Int64(retryDelay * 1000)),
             maximumAttempts: maxAttempts, limits: limits, maximumConcurrentTransfers: maxConcurrent,
             maximumTransfersPerHost: maxPerHost, networkThreads: networkThreads,
-            resourceTimeout: .milliseconds(Int64(resourceTimeout * 1000)))
+            resourceTimeout: .milliseconds(Int64(resourceTimeout * 1000)), maximumRate: maxRate.limit)
     }
 
     var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }
@@ -240,4 +243,30 @@ struct ManifestCopy {
     }
 
     func removeFolder() { try? FileManager.default.removeItem(at: folder) }
+}
+
+/// A rate in bytes a second, as curl's `--limit-rate` reads one: a number, with K, M or G for 1024s of bytes.
+struct ByteRate: ExpressibleByArgument {
+    let bytesPerSecond: Int64
+
+    init(bytesPerSecond: Int64) { self.bytesPerSecond = bytesPerSecond }
+
+    init?(argument: String) {
+        let text = argument.trimmingCharacters(in: .whitespaces).lowercased()
+        if text == "off" || text == "none" {
+            bytesPerSecond = 0
+            return
+        }
+        let units: [Character: Double] = ["k": 1024, "m": 1024 * 1024, "g": 1024 * 1024 * 1024]
+        let unit = text.last.flatMap { units[$0] }
+        guard let number = Double(unit == nil ? text : String(text.dropLast())), number >= 0, number.isFinite,
+            number * (unit ?? 1) < Double(Int64.max)
+        else { return nil }
+        bytesPerSecond = Int64(number * (unit ?? 1))
+    }
+
+    /// Nil for no limit.
+    var limit: Int64? { bytesPerSecond > 0 ? bytesPerSecond : nil }
+
+    var defaultValueDescription: String { bytesPerSecond == 0 ? "0 (no limit)" : "\(bytesPerSecond)" }
 }
