@@ -139,7 +139,9 @@ let package = Package(
                 "CCurl", "CHostSupport", "CProxy", "HostVocabulary", "Vocabulary",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        .target(name: "ExtensionRuntime", dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "Vocabulary"]),
+        .target(
+            name: "ExtensionRuntime",
+            dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "HostVocabulary", "Vocabulary"]),
         .target(name: "Delivery", dependencies: ["HostVocabulary", "ExtensionRuntime", "Queue", "Vocabulary"]),
         .target(
             name: "Engine",
@@ -238,7 +240,7 @@ let package = Package(
         .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
         .testTarget(
-            name: "TransferTests", dependencies: ["CCurl", "Transfer", "Vocabulary", "TestSupport"]),
+            name: "TransferTests", dependencies: ["CCurl", "HostVocabulary", "Transfer", "Vocabulary", "TestSupport"]),
         .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         // Real networks in namespaces (root): links that go down, routes that move, proxies.
         .testTarget(name: "NetworkTests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),

@@ -5,6 +5,7 @@
 #   Benchmarks/run.sh                  the full suite (release, built as installed; 1 GiB and 2 GiB files; minutes)
 #   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
 #   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs size
+#                                                   network (root: Benchmarks/network.sh, background beside the user's)
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
@@ -27,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 [ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
-figures=" ${*:-big small rss activation terminate queue delegate scale packs size} "
+figures=" ${*:-big small rss activation terminate queue delegate scale packs size network} "
 want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
@@ -402,6 +403,16 @@ echo "   installed by the service, against curl fetching the same archive and ta
         done
     done
     empty_trash
+fi
+
+if want network; then
+    # Namespaces, veth pairs and tc need root; without it the figure says so, and is left out of the table.
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "== background downloads beside the user's (network namespaces, a 40 Mbit/s router queue), $runs run(s)"
+        BENCH_BIN=$bin Benchmarks/network.sh --runs "$runs" --seconds "$($smoke && echo 3 || echo 10)" --record "$results"
+    else
+        echo "== network: skipped (needs root for network namespaces)"
+    fi
 fi
 
 python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count" "${pack_files:-0}"

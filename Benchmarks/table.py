@@ -199,3 +199,30 @@ for key, what, target in [
     for size in first(key):
         built = "as installed" if configuration == "release" else "debug build (the Swift runtime outside it)"
         print(f"| {what} | {built} | {size / (1 << 20):.1f} MiB | | {target} |")
+
+# Background downloads beside the user's own (Benchmarks/network.sh): a 40 Mbit/s router queue with room for 300 ms,
+# a loss-based server.
+if values["network.foreground-alone"]:
+    def network_ratio(name, over):
+        pairs = zip(first(f"network.{name}"), first(f"network.{over}"))
+        return [a / b for a, b in pairs if b > 0]
+
+    link = 5_000_000
+    rows = [
+        ("the user's download beside bahost's background download, against its rate alone", "bahost",
+         network_ratio("foreground-beside-bahost", "foreground-alone"), "x", "≥ 0.8×"),
+        ("the user's download beside bahost's background download, against its rate alone", "bahost --no-background-yield",
+         network_ratio("foreground-beside-bahost-full-speed", "foreground-alone"), "x", ""),
+        ("the user's download beside a second curl, against its rate alone", "curl",
+         network_ratio("foreground-beside-curl", "foreground-alone"), "x", ""),
+        ("bahost's background download alone, against the link's rate", "bahost",
+         [v / link for v in first("network.bahost-alone")], "x", "≥ 0.9×"),
+        ("bahost's background download alone, against the link's rate", "bahost --no-background-yield",
+         [v / link for v in first("network.bahost-alone-full-speed")], "x", ""),
+        ("ping across the router while bahost downloads in the background, added to idle", "bahost",
+         [b - a for a, b in zip(first("network.ping-idle"), first("network.ping-bahost"))], "ms", "≤ +25 ms"),
+        ("ping across the router while bahost downloads in the background, added to idle", "bahost --no-background-yield",
+         [b - a for a, b in zip(first("network.ping-idle"), first("network.ping-bahost-full-speed"))], "ms", ""),
+    ]
+    for figure, tool, xs, unit, target in rows:
+        print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit == 'x' else 0)} | | {target} |")

@@ -43,6 +43,13 @@ static inline int64_t bahost_curl_info_offset(CURL *handle, CURLINFO info) {
     return curl_easy_getinfo(handle, info, &value) == CURLE_OK ? (int64_t)value : 0;
 }
 
+typedef int (*bahost_curl_sockopt_callback)(void *context, curl_socket_t socket, curlsocktype purpose);
+
+/* Has `callback` told of each socket the handle opens (CURLINFO_ACTIVESOCKET names one only once its transfer ended). */
+static inline CURLcode bahost_curl_set_sockopt_callback(CURL *handle, bahost_curl_sockopt_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, callback);
+}
+
 /* A string libcurl keeps for the handle (an address), or "" when it has none. */
 static inline const char *bahost_curl_info_string(CURL *handle, CURLINFO info) {
     char *value = NULL;

@@ -8,6 +8,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -78,4 +79,16 @@ int bahost_route_source(const char *peer, char *local, size_t capacity) {
     }
     close(fd);
     return result;
+}
+
+int64_t bahost_tcp_receive_rtt(int fd) {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
+    return (int64_t)info.tcpi_rcv_rtt;
+}
+
+void bahost_set_receive_buffer(int fd, int bytes) {
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }

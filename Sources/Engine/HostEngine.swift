@@ -33,6 +33,8 @@ public final class HostEngine: Sendable {
         public var resourceTimeout: Duration
         /// The most bytes a second all transfers may receive together, nil for no limit (`limitRate` changes it).
         public var maximumRate: Int64?
+        /// Whether background downloads yield to the machine's other traffic (`YieldController`).
+        public var backgroundYields = true
         public var limits: WindowLimits
         /// Transfers on the network at once, over all apps (`RunningTransfers`: one whose body has arrived no longer
         /// counts while its file is synced and recorded).
@@ -52,9 +54,10 @@ public final class HostEngine: Sendable {
             retryDelay: Duration = RetryPolicy.default.baseDelay, maximumAttempts: Int = RetryPolicy.default.maximumAttempts,
             limits: WindowLimits = .default, maximumConcurrentTransfers: Int = 4, maximumTransfersPerHost: Int = 2,
             deliveryDelay: Duration = .seconds(2), turnPace: Duration = .milliseconds(10), networkThreads: Int = 1,
-            resourceTimeout: Duration = .seconds(7 * 86_400), maximumRate: Int64? = nil
+            resourceTimeout: Duration = .seconds(7 * 86_400), maximumRate: Int64? = nil, backgroundYields: Bool = true
         ) {
             self.resourceTimeout = resourceTimeout
+            self.backgroundYields = backgroundYields
             self.maximumRate = maximumRate
             self.additionalCAFile = additionalCAFile
             self.connectTimeout = connectTimeout
@@ -206,6 +209,9 @@ public final class HostEngine: Sendable {
 
     /// Changes `maximumRate`, for the transfers running and those to come (`bahost debug max-rate`).
     public func limitRate(to bytesPerSecond: Int64?) { context.client.limitRate(to: bytesPerSecond) }
+
+    /// Whether background downloads yield to the machine's other traffic.
+    public var backgroundYields: Bool { context.settings.backgroundYields }
 
     /// The bytes a second the transfers receive together now.
     public var currentRate: Int64 { context.client.currentRate }

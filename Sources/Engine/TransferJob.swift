@@ -76,7 +76,7 @@ struct TransferJob {
             : nil
         let recorder = ProgressRecorder(
             context: context, download: queued, archiveEntry: archiveEntry, blocking: blocking, bodyEnded: bodyEnded)
-        let request = TransferRequest(
+        var request = TransferRequest(
             url: download.url ?? "", headers: download.httpHeaders,
             expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
             sha256: archiveEntry == nil ? download.sha256 : nil,
@@ -84,6 +84,8 @@ struct TransferJob {
             validator: Validator(etag: queued.etag, lastModified: queued.lastModified), byteLimit: limit,
             credential: credentials.credential(for: queued.uniqueIdentifier),
             checkURL: { [policy] url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+        // Background downloads use what the user's own traffic leaves idle; essential and foreground ones do not wait.
+        request.yields = !queued.isEssential && !queued.foreground && context.settings.backgroundYields
         return await context.client.perform(request, observer: recorder, blocking: blocking) { result in
             ended(await settled(result, validator: recorder.validator, byteLimit: limit))
         }

@@ -1,5 +1,6 @@
 import CHostSupport
 import Foundation
+import HostVocabulary
 import Vocabulary
 
 /// Why a window could not even be opened. Not the extension's fault: the host is missing a part.

@@ -291,7 +291,8 @@ extension BackgroundAssetsService {
         let maximumRate = engine.maximumRate
         let currentRate = engine.currentRate
         text += "rate: \(Self.rate(currentRate)) now, \(maximumRate.map { "at most \(Self.rate($0))" } ?? "no limit")"
-            + " (`bahost debug max-rate`); background downloads run at full speed, as foreground ones\n"
+            + " (`bahost debug max-rate`); background downloads "
+            + (engine.backgroundYields ? "yield to other traffic (the delay they add)\n" : "run at full speed, as foreground ones\n")
         let proxies = engine.proxies
         text += "proxy: \(proxies.summary)\n" + proxies.problems.map { "  \($0)\n" }.joined()
         let offline = engine.hostsWaitingForNetwork.sorted { $0.key < $1.key }
@@ -344,7 +345,7 @@ extension BackgroundAssetsService {
             ["version": Self.version, "abiVersion": BahostVersion.abi, "clock": formatter.string(from: now), "clockOffsetSeconds": clock.offsetSeconds,
              "conditions": conditionJSON, "apps": apps, "declaredApps": declared.json,
              "network": ["proxy": proxies.json, "currentRate": currentRate,
-                         "maximumRate": maximumRate.map { $0 as Any } ?? NSNull(), "backgroundMode": "fullSpeed",
+                         "maximumRate": maximumRate.map { $0 as Any } ?? NSNull(), "backgroundMode": engine.backgroundYields ? "yields" : "fullSpeed",
                          "waitingHosts": offline.map { host, wait in
                  ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]

@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import HostVocabulary
 import Vocabulary
 
 /// What libcurl's result for a request means to the engine: the `NSURLErrorDomain` code URLSession reports for the

@@ -1,5 +1,6 @@
 import CProxy
 import Foundation
+import HostVocabulary
 import Synchronization
 import Vocabulary
 

@@ -1,5 +1,7 @@
 import CCurl
+import CHostSupport
 import Foundation
+import HostVocabulary
 import Synchronization
 import Vocabulary
 
@@ -40,6 +42,8 @@ final class HTTPExchange: @unchecked Sendable {
         /// Whether the body is declared large: it then gets `configuration.receiveBufferSize`.
         var largeBody = false
         var progressInterval: Duration = .milliseconds(100)
+        /// Whether the transfer yields to the machine's other traffic (`YieldController`).
+        var yields = false
     }
 
     /// The most body bytes held in memory while the task judges the head.
@@ -114,6 +118,12 @@ final class HTTPExchange: @unchecked Sendable {
     private let minimumRate: MinimumRate
     /// The proxy the request goes through, if any: its failures name it (without its credentials).
     private let proxy: ProxyURL?
+    /// A background transfer's controller, and when it was last fed. [transfer thread]
+    var yielding: YieldController?
+    var yieldSampledAt = ContinuousClock.now
+    /// The socket of a yielding exchange's connection (a fresh one, so that it is known), -1 before it is opened.
+    /// [transfer thread]
+    private var socket: Int32 = -1
     private let progressInterval: Duration
     /// Called the moment the body has ended whole, before the task hears of it. [transfer thread, or the task's]
     private let bodyEnded: @Sendable () -> Void
@@ -130,6 +140,7 @@ final class HTTPExchange: @unchecked Sendable {
         self.bodyEnded = bodyEnded
         minimumRate = request.configuration.minimumRate
         proxy = request.proxy.proxy
+        yielding = request.yields ? YieldController() : nil
         progressInterval = request.progressInterval
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
         var list: UnsafeMutablePointer<curl_slist>?
@@ -145,6 +156,12 @@ final class HTTPExchange: @unchecked Sendable {
         _ = bahost_curl_set_pointer(easy, CURLOPT_PRIVATE, context)
         _ = bahost_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
         _ = bahost_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
+        if request.yields {
+            // Its own connection, whose socket the controller reads (TCP_INFO).
+            _ = bahost_curl_set_long(easy, CURLOPT_FRESH_CONNECT, 1)
+            _ = bahost_curl_set_pointer(easy, CURLOPT_SOCKOPTDATA, context)
+            _ = bahost_curl_set_sockopt_callback(easy, Self.socketCallback)
+        }
         if !thread.post({ [self] in thread.add(self) }) { ended(CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)) }
     }
 
@@ -252,6 +269,16 @@ final class HTTPExchange: @unchecked Sendable {
         state.withLock { $0.headDone && !$0.judged ? nil : $0.lastHeard }
     }
 
+    /// Feeds a yielding exchange's controller the connection's receive RTT, and sets the receive window it decides
+    /// (`SO_RCVBUF`: the window the kernel advertises follows the buffer). [transfer thread]
+    func controlYield(now: ContinuousClock.Instant) {
+        guard yielding != nil, socket >= 0, now - yieldSampledAt >= TransferThread.yieldSampling else { return }
+        yieldSampledAt = now
+        let microseconds = bahost_tcp_receive_rtt(socket)
+        guard let window = yielding?.sample(rtt: .microseconds(max(0, microseconds)), now: now) else { return }
+        bahost_set_receive_buffer(socket, Int32(window))
+    }
+
     /// Whether the connection is made (before it, the connect timeout is libcurl's business).
     var isConnected: Bool { bahost_curl_info_offset(easy, CURLINFO_CONNECT_TIME_T) > 0 }
 
@@ -314,6 +341,11 @@ final class HTTPExchange: @unchecked Sendable {
     private static let writeCallback: bahost_curl_data_callback = { bytes, size, count, context in
         let exchange = Unmanaged<HTTPExchange>.fromOpaque(context!).takeUnretainedValue()
         return exchange.received(UnsafeRawBufferPointer(start: bytes, count: size * count))
+    }
+
+    private static let socketCallback: bahost_curl_sockopt_callback = { context, socket, _ in
+        Unmanaged<HTTPExchange>.fromOpaque(context!).takeUnretainedValue().socket = Int32(socket)
+        return 0  // CURL_SOCKOPT_OK
     }
 
     private static let headerCallback: bahost_curl_data_callback = { bytes, size, count, context in

@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Vocabulary
 
 /// Which proxy one request goes through: none, or `proxy`; `noProxy` is the environment's list of hosts that go

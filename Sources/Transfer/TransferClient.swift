@@ -99,6 +99,10 @@ public struct TransferRequest: Sendable {
     public var checkURL: @Sendable (String) -> TransferError?
     /// HTTP Basic credentials, sent to their host only.
     public var credential: Credential?
+    /// A background transfer: it yields to the machine's other traffic (`YieldController`), receiving only what the
+    /// link leaves idle, when its body is large (`TransferConfiguration.largeBody`: a small one ends before a
+    /// controller could act). An essential or foreground download does not.
+    public var yields = false
 
     public init(
         url: String, headers: [String] = [], expectedSize: Int64, sizeHint: Int64 = 0, sha256: String? = nil,
@@ -293,7 +297,9 @@ public final class TransferClient: Sendable {
                 let lines = try request.headerLines(url: url, offset: offset)
                 let large = max(request.expectedSize, request.sizeHint) >= configuration.largeBody
                 exchange = try HTTPExchange(
-                    .init(url: url, headerLines: lines, configuration: configuration, proxy: route, largeBody: large),
+                    .init(
+                        url: url, headerLines: lines, configuration: configuration, proxy: route, largeBody: large,
+                        yields: request.yields && large),
                     on: thread
                 ) { observer.bodyEnded() }
             } catch {

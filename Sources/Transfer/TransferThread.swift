@@ -169,6 +169,21 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// How often a yielding exchange's receive RTT is read.
+    static let yieldSampling = Duration.milliseconds(20)
+
+    /// Feeds the yielding exchanges' controllers, which set their windows; returns how long, in milliseconds, until
+    /// the next sample is due (10 s when none yields). [transfer thread]
+    private func controlYields() -> Int {
+        let now = ContinuousClock.now
+        var yielding = false
+        for exchange in running.values where exchange.yielding != nil {
+            yielding = true
+            exchange.controlYield(now: now)
+        }
+        return yielding ? Int(Self.yieldSampling.inNanoseconds / 1_000_000) : 10_000
+    }
+
     /// Measures the rate bodies arrive at, at most once a second (`recentRate`). [transfer thread]
     private func sampleRate() {
         let now = ContinuousClock.now
@@ -232,7 +247,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             curl_multi_perform(multi, &stillRunning)
             finishDone()
             sampleRate()
-            let wait = enforceReadTimeouts()
+            let wait = min(enforceReadTimeouts(), controlYields())
             var curlWait = 0
             curl_multi_timeout(multi, &curlWait)
             let timeout = Int32(clamping: curlWait < 0 ? wait : min(curlWait, wait))

@@ -199,6 +199,9 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "The most the downloads may receive together, in bytes a second (K, M, G: 1024s, as curl's --limit-rate); 0 for no limit. The daemon's changes at run time with `bahost debug max-rate`.")
     var maxRate: ByteRate = ByteRate(bytesPerSecond: 0)
 
+    @Flag(inversion: .prefixedNo, help: "Whether background downloads (neither essential nor foreground) use only what the machine's other traffic leaves idle, measured by the delay they add.")
+    var backgroundYield = true
+
     @Option(help: "Threads that read the network and write what arrives (1 to 64; more for many fast https transfers).")
     var networkThreads: Int = 1
 
@@ -213,7 +216,8 @@ struct TransferOptions: ParsableArguments {
             readTimeout: .milliseconds(Int64(readTimeout * 1000)), retryDelay: .milliseconds(Int64(retryDelay * 1000)),
             maximumAttempts: maxAttempts, limits: limits, maximumConcurrentTransfers: maxConcurrent,
             maximumTransfersPerHost: maxPerHost, networkThreads: networkThreads,
-            resourceTimeout: .milliseconds(Int64(resourceTimeout * 1000)), maximumRate: maxRate.limit)
+            resourceTimeout: .milliseconds(Int64(resourceTimeout * 1000)), maximumRate: maxRate.limit,
+            backgroundYields: backgroundYield)
     }
 
     var root: DataRoot { dataRoot.map(DataRoot.init) ?? .standard }

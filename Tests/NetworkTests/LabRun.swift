@@ -10,12 +10,22 @@ struct LabApp {
     let body: Data
     let path: String
 
-    init(_ lab: NetworkLab, size: Int) throws {
-        let dir = "slow/\(UUID().uuidString)"
-        body = Data.random(count: size)
+    /// - Parameter sparse: a file of zeros made without writing it (a large one), not on `/slow/`, in the
+    ///   background (optional).
+    init(_ lab: NetworkLab, size: Int, sparse: Bool = false) throws {
+        let dir = sparse ? "fast/\(UUID().uuidString)" : "slow/\(UUID().uuidString)"
         path = "\(dir)/level.pack"
-        let url = try lab.serve(body, at: path)
-        let manifest = try lab.serve(Data("level \(size) essential \(url)\n".utf8), at: "\(dir)/manifest.txt")
+        let url: String
+        if sparse {
+            body = Data()
+            url = try lab.serve(Data(), at: path)
+            try FileHandle(forWritingTo: lab.root.appendingPathComponent(path)).truncate(atOffset: UInt64(size))
+        } else {
+            body = Data.random(count: size)
+            url = try lab.serve(body, at: path)
+        }
+        let kind = sparse ? "optional" : "essential"
+        let manifest = try lab.serve(Data("level \(size) \(kind) \(url)\n".utf8), at: "\(dir)/manifest.txt")
         dataRoot = TestPlugins.scratch.appendingPathComponent("data-\(UUID().uuidString)")
         let values: [String: Any] = [
             "CFBundleIdentifier": "com.example.levels", "BAAppGroupID": "group.com.example.levels",
@@ -42,10 +52,10 @@ struct LabApp {
 
 /// Starts `bahost run` for `app`'s install in the lab's client namespace.
 func start(
-    _ lab: NetworkLab, _ app: LabApp, _ extra: [String], environment: [String: String] = [:]
+    _ lab: NetworkLab, _ app: LabApp, _ extra: [String], environment: [String: String] = [:], event: String = "install"
 ) throws -> (process: Process, out: Pipe, err: Pipe) {
     let (executable, arguments) = lab.command(TestPlugins.bahost, [
-        "run", "--plugin", try TestPlugins.c("example_extension"), "--event", "install", "--info-plist", app.infoPlist,
+        "run", "--plugin", try TestPlugins.c("example_extension"), "--event", event, "--info-plist", app.infoPlist,
         "--data-root", app.dataRoot.path, "--ca-file", lab.caFile, "--json",
     ] + extra)
     return try Bahost.start(arguments, environment: environment, executable: executable)

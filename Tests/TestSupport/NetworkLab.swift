@@ -24,6 +24,8 @@ public final class NetworkLab: @unchecked Sendable {
 
     public let client: String
     public let server: String
+    /// The router namespace `addBottleneck` adds.
+    public let router: String
     public let folder: URL
     public let root: URL
     public let caFile: String
@@ -37,6 +39,7 @@ public final class NetworkLab: @unchecked Sendable {
         let id = String(UUID().uuidString.prefix(8)).lowercased()
         client = "bahost-\(id)-c"
         server = "bahost-\(id)-s"
+        router = "bahost-\(id)-r"
         folder = TestPlugins.scratch.appendingPathComponent("lab-\(id)")
         root = folder.appendingPathComponent("www")
         for sub in ["www/slow", "logs", "tmp"] {
@@ -62,9 +65,9 @@ public final class NetworkLab: @unchecked Sendable {
         let watchdog = Process()
         watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
         watchdog.arguments = [
-            "-c", "cat >/dev/null; \"$1\" netns pids \"$2\" | xargs -r kill -9; \"$1\" netns pids \"$3\" | xargs -r kill -9; "
-                + "\"$1\" netns del \"$2\"; \"$1\" netns del \"$3\"; rm -rf \"$4\" \"$5\"",
-            "lab-watchdog", Self.ip, client, server, netns, "/etc/netns/\(server)",
+            "-c", "cat >/dev/null; for n in \"$2\" \"$3\" \"$6\"; do \"$1\" netns pids \"$n\" | xargs -r kill -9; "
+                + "\"$1\" netns del \"$n\"; done; rm -rf \"$4\" \"$5\"",
+            "lab-watchdog", Self.ip, client, server, netns, "/etc/netns/\(server)", router,
         ]
         watchdog.standardInput = lifeline
         watchdog.standardOutput = FileHandle.nullDevice
@@ -128,7 +131,7 @@ public final class NetworkLab: @unchecked Sendable {
 
     /// Removes the namespaces and stops what runs in them.
     public func close() {
-        for namespace in [client, server] {
+        for namespace in [client, server, router] {
             if let pids = try? Self.run(Self.ip, ["netns", "pids", namespace]) {
                 for pid in pids.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
             }
@@ -170,6 +173,49 @@ public final class NetworkLab: @unchecked Sendable {
     public func makeProxyOnly() throws {
         try ip(["-n", client, "route", "del", "\(Self.serviceAddress)/32"])
         try "127.0.0.1 localhost\n".write(toFile: "/etc/netns/\(client)/hosts", atomically: true, encoding: .utf8)
+    }
+
+    /// Routes the service through a router namespace whose queue toward the client is a home's line: 40 Mbit/s with
+    /// room for 300 ms, the server's TCP loss-based (reno, as most servers'), so that a greedy flow fills that queue.
+    /// (In the sender's own queue, the kernel's small-queue limits keep it short and the test would measure nothing.)
+    public func addBottleneck() throws {
+        try ip(["netns", "add", router])
+        try ip(["-n", router, "link", "set", "lo", "up"])
+        try ip(["link", "add", "c2", "netns", client, "type", "veth", "peer", "name", "r0", "netns", router])
+        try ip(["link", "add", "r1", "netns", router, "type", "veth", "peer", "name", "s2", "netns", server])
+        for (namespace, link, address) in [
+            (client, "c2", "10.77.4.2/24"), (router, "r0", "10.77.4.1/24"), (router, "r1", "10.77.5.1/24"),
+            (server, "s2", "10.77.5.2/24"),
+        ] {
+            try ip(["-n", namespace, "addr", "add", address, "dev", link])
+            try ip(["-n", namespace, "link", "set", link, "up"])
+            _ = try? Self.run(Self.ip, ["netns", "exec", namespace, "ethtool", "-K", link, "tso", "off", "gso", "off", "gro", "off"])
+        }
+        try Self.run(Self.ip, ["netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        try Self.run(Self.ip, ["netns", "exec", server, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno"])
+        try ip(["-n", router, "route", "add", "\(Self.serviceAddress)/32", "via", "10.77.5.2"])
+        try ip(["-n", server, "route", "add", "10.77.4.0/24", "via", "10.77.5.1"])
+        try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.4.1", "dev", "c2"])
+        try ip(["netns", "exec", router, "tc", "qdisc", "add", "dev", "r0", "root", "tbf", "rate", "40mbit", "burst",
+                "16kb", "latency", "300ms"])
+    }
+
+    /// The receive buffer (`ss`'s `rb`, bytes) of the connection to the service that has received the most, of
+    /// those the process named `command` holds in the client namespace; nil when it holds none.
+    public func receiveBufferOfBusiestConnection(of command: String) throws -> Int? {
+        let output = try Self.run(Self.ip, ["netns", "exec", client, "ss", "-tmnipH", "dst", "\(Self.serviceAddress)"])
+        // A socket's memory (`skmem`) and counters are on indented lines after the socket's.
+        var sockets: [String] = []
+        for line in output.split(separator: "\n") {
+            if line.first?.isWhitespace == true, !sockets.isEmpty { sockets[sockets.count - 1] += line } else { sockets.append(String(line)) }
+        }
+        func number(_ name: String, in line: String) -> Int? {
+            guard let range = line.range(of: "\(name)[0-9]+", options: .regularExpression) else { return nil }
+            return Int(line[range].dropFirst(name.count))
+        }
+        return sockets.filter { $0.contains("\"\(command)\"") }
+            .max { (number("bytes_received:", in: $0) ?? 0) < (number("bytes_received:", in: $1) ?? 0) }
+            .flatMap { number(",rb", in: $0) }
     }
 
     /// Where the proxy listens: the server namespace's side of the first link.

@@ -1,7 +1,8 @@
 import CCurl
 import Foundation
-@testable import Transfer
+import HostVocabulary
 import Testing
+@testable import Transfer
 import Vocabulary
 
 /// The proxy settings as values: how the environment is read, and that credentials never leave `url`.
