@@ -4,7 +4,7 @@
 # for 300 ms (as a home router's), and a server namespace whose TCP is loss-based (reno, as most servers'; this
 # machine's BBR keeps queues short and would show nothing a user feels). nginx serves https in the server namespace.
 #
-#   Benchmarks/network.sh [--runs N] [--seconds S] [--record FILE]
+#   Benchmarks/network.sh [--runs N] [--seconds S] [--outage S] [--only traffic|outage] [--record FILE]
 #       (root: namespaces, veth, tc; BENCH_BIN=folder for another build; Benchmarks/run.sh calls it as "network",
 #       recording "network.NAME VALUE" lines into its results)
 #
@@ -12,15 +12,20 @@
 #   foreground-alone, foreground-beside-bahost, foreground-beside-curl   the user's download, bytes a second
 #   bahost-alone                                                          bahost's background download alone
 #   ping-idle, ping-bahost, ping-bahost-full-speed                        mean ping across the router, ms
-# with yielding on, and, for the "now" column, with `--no-background-yield`.
+# with yielding on, and, for the "now" column, with `--no-background-yield`; then an outage: the client's link down
+# for --outage seconds (30) in the middle of a download with --max-attempts 2, then up again:
+#   resume-seconds     from the link's return to the download's next bytes
+#   outage-failures    downloads that failed
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=1 measure_seconds=10 record=""
+runs=1 measure_seconds=10 record="" outage_seconds=30 only=""
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) runs=$2; shift 2 ;;
         --seconds) measure_seconds=$2; shift 2 ;;
         --record) record=$2; shift 2 ;;
+        --outage) outage_seconds=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
         *) echo "network.sh: unknown option $1" >&2; exit 64 ;;
     esac
 done
@@ -139,8 +144,37 @@ bahost_rate() {  # bahost's bytes a second over $measure_seconds s, from its par
     echo $(( (after - before) / measure_seconds ))
 }
 
+partial_bytes() { du -b "$work"/data/transfers/* 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+outage() {  # the client's link down for $outage_seconds s mid-download; prints "RESUME-SECONDS FAILURES"
+    start_bahost --max-attempts 2
+    ip -n "$C" link set c0 down
+    sleep "$outage_seconds"
+    local before t0 resumed=""
+    before=$(partial_bytes)
+    ip -n "$C" link set c0 up
+    ip -n "$C" route replace default via 10.78.1.1  # as NetworkManager restores it
+    t0=$(date +%s%N)
+    for _ in $(seq 1200); do
+        if [ "$(partial_bytes)" -gt $((before + 65536)) ]; then resumed=$(date +%s%N); break; fi
+        sleep 0.05
+    done
+    sleep 1
+    stop_bahost
+    local failures
+    failures=$(grep -c '"event":"failed"' "$work/bahost.out" || true)
+    [ -n "$resumed" ] && awk -v a="$t0" -v b="$resumed" -v f="$failures" 'BEGIN {printf "%.2f %d\n", (b - a) / 1e9, f}' \
+        || echo "never $failures"  # recorded as 999 s, past any target
+}
+
 link=5000000  # 40 Mbit/s in bytes a second
 for run in $(seq "$runs"); do
+    if [ "$only" != traffic ]; then
+        read -r resume failures < <(outage)
+        echo "run $run: outage of $outage_seconds s: resumed $resume s after the link returned, $failures download(s) failed"
+        [ -z "$record" ] || printf 'network.resume-seconds %s\nnetwork.outage-failures %s\n' \
+            "${resume/never/999}" "$failures" >> "$record"
+    fi
+    [ "$only" != outage ] || continue
     sleep 3  # the last run's queue drained
     idle=$(ping_ms)
     alone=$(foreground)

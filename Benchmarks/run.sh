@@ -409,7 +409,8 @@ if want network; then
     # Namespaces, veth pairs and tc need root; without it the figure says so, and is left out of the table.
     if [ "$(id -u)" -eq 0 ]; then
         echo "== background downloads beside the user's (network namespaces, a 40 Mbit/s router queue), $runs run(s)"
-        BENCH_BIN=$bin Benchmarks/network.sh --runs "$runs" --seconds "$($smoke && echo 3 || echo 10)" --record "$results"
+        BENCH_BIN=$bin Benchmarks/network.sh --runs "$runs" --seconds "$($smoke && echo 3 || echo 10)" \
+            --outage "$($smoke && echo 5 || echo 150)" --record "$results"
     else
         echo "== network: skipped (needs root for network namespaces)"
     fi

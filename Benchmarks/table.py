@@ -224,5 +224,12 @@ if values["network.foreground-alone"]:
         ("ping across the router while bahost downloads in the background, added to idle", "bahost --no-background-yield",
          [b - a for a, b in zip(first("network.ping-idle"), first("network.ping-bahost-full-speed"))], "ms", ""),
     ]
+    if values["network.resume-seconds"]:
+        rows += [
+            ("resume after the link returns (the client's link down mid-download)", "bahost",
+             first("network.resume-seconds"), "s", "≤ 5 s"),
+            ("downloads failed by that outage, with --max-attempts 2", "bahost",
+             first("network.outage-failures"), "", "0"),
+        ]
     for figure, tool, xs, unit, target in rows:
         print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit == 'x' else 0)} | | {target} |")

@@ -81,11 +81,12 @@ int bahost_route_source(const char *peer, char *local, size_t capacity) {
     return result;
 }
 
-int64_t bahost_tcp_receive_rtt(int fd) {
+int64_t bahost_tcp_receive_rtt(int fd, uint32_t *segment) {
     struct tcp_info info;
     socklen_t length = sizeof info;
     memset(&info, 0, sizeof info);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
+    *segment = info.tcpi_rcv_mss;
     return (int64_t)info.tcpi_rcv_rtt;
 }
 

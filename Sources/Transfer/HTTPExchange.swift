@@ -124,6 +124,7 @@ final class HTTPExchange: @unchecked Sendable {
     /// The socket of a yielding exchange's connection (a fresh one, so that it is known), -1 before it is opened.
     /// [transfer thread]
     private var socket: Int32 = -1
+    private var yieldPeerChecked = false
     private let progressInterval: Duration
     /// Called the moment the body has ended whole, before the task hears of it. [transfer thread, or the task's]
     private let bodyEnded: @Sendable () -> Void
@@ -274,8 +275,20 @@ final class HTTPExchange: @unchecked Sendable {
     func controlYield(now: ContinuousClock.Instant) {
         guard yielding != nil, socket >= 0, now - yieldSampledAt >= TransferThread.yieldSampling else { return }
         yieldSampledAt = now
-        let microseconds = bahost_tcp_receive_rtt(socket)
-        guard let window = yielding?.sample(rtt: .microseconds(max(0, microseconds)), now: now) else { return }
+        if !yieldPeerChecked {
+            // A server on this machine shares no link with the user's traffic: nothing to yield to.
+            let peer = String(cString: bahost_curl_info_string(easy, CURLINFO_PRIMARY_IP))
+            guard !peer.isEmpty else { return }
+            yieldPeerChecked = true
+            if peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") {
+                yielding = nil
+                return
+            }
+        }
+        var segment: UInt32 = 0
+        let microseconds = bahost_tcp_receive_rtt(socket, &segment)
+        guard let window = yielding?.sample(rtt: .microseconds(max(0, microseconds)), segment: Int(segment), now: now)
+        else { return }
         bahost_set_receive_buffer(socket, Int32(window))
     }
 

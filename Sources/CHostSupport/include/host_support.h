@@ -100,9 +100,10 @@ int bahost_network_changes_drain(int fd);
 int bahost_route_source(const char *peer, char *local, size_t capacity);
 
 /* The kernel's estimate of a TCP connection's round trip as its receiving side sees it (TCP_INFO's tcpi_rcv_rtt,
- * measured with the timestamps the sender echoes: it grows with the queue in front of us), in microseconds; 0 when
- * the kernel has none yet, -1 with errno when the socket has no TCP_INFO. Any thread. */
-int64_t bahost_tcp_receive_rtt(int fd);
+ * measured with the timestamps the sender echoes: it grows with the queue in front of us), in microseconds, 0 when
+ * the kernel has none yet; and the segment size it receives (tcpi_rcv_mss) in *segment. -1 with errno when the
+ * socket has no TCP_INFO. Any thread. */
+int64_t bahost_tcp_receive_rtt(int fd, uint32_t *segment);
 
 /* Sets a socket's receive buffer (SO_RCVBUF; for TCP, the window it advertises follows it, and its autotuning
  * stops). Any thread. */
