@@ -6,7 +6,7 @@
 #
 #   Benchmarks/network.sh [--runs N] [--seconds S] [--outage S] [--only traffic|outage] [--record FILE]
 #       (root: namespaces, veth, tc; BENCH_BIN=folder for another build; Benchmarks/run.sh calls it as "network",
-#       recording "network.NAME VALUE" lines into its results)
+#       recording "network.NAME VALUE" lines into its results; BENCH_VERBOSE=1 prints bahost's events)
 #
 # Prints one line per figure, "name value", and a summary:
 #   foreground-alone, foreground-beside-bahost, foreground-beside-curl   the user's download, bytes a second
@@ -130,7 +130,7 @@ ping_ms() {  # mean of 30 pings across the router, ms
 }
 start_bahost() {  # [OPTIONS]: bahost downloading the file in the background
     rm -rf "$work/data"
-    ip netns exec "$C" env ${BAHOST_YIELD_TRACE:+BAHOST_YIELD_TRACE=1} "$bahost" run --plugin "$extension" --event periodic --info-plist "$work/Info.plist" \
+    ip netns exec "$C" "$bahost" run --plugin "$extension" --event periodic --info-plist "$work/Info.plist" \
         --data-root "$work/data" --ca-file "$work/ca.pem" --json "$@" > "$work/bahost.out" 2>&1 &
     bahost_pid=$!
     sleep 4  # the manifest, the window, the controller's ramp
@@ -184,7 +184,6 @@ for run in $(seq "$runs"); do
     ping_bahost=$(ping_ms)
     beside=$(foreground)
     stop_bahost
-    [ -z "${BAHOST_YIELD_TRACE:-}" ] || cp "$work/bahost.out" /tmp/bahost-yield-trace.out
     [ -z "${BENCH_VERBOSE:-}" ] || grep -v WARNING "$work/bahost.out" | cut -c1-400 | head -8 >&2
     start_bahost --no-background-yield
     full_alone=$(bahost_rate)

@@ -232,4 +232,4 @@ if values["network.foreground-alone"]:
              first("network.outage-failures"), "", "0"),
         ]
     for figure, tool, xs, unit, target in rows:
-        print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit == 'x' else 0)} | | {target} |")
+        print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit in ('x', 's') else 0)} | | {target} |")
