@@ -13,15 +13,16 @@
 #   python3-venv, python3-pytest, python3-setuptools
 #                    the Python binding's tests: `pip install ./SDK/Python` into a virtual environment, then pytest
 #   libproxy-dev     the desktop's proxy settings (GNOME's, KDE's, a PAC file) when no proxy variable is set
-#   iproute2, tinyproxy, libproxy1-plugin-gsettings, libproxy1-plugin-webkit
-#                    the network tests (Tests/NetworkTests): namespaces, links and routes; a real proxy; GNOME's
-#                    settings and a PAC file read through libproxy's plugins
+#   iproute2, ethtool, curl, tinyproxy, libproxy1-plugin-gsettings, libproxy1-plugin-webkit
+#                    the network tests (Tests/NetworkTests): namespaces, links and routes, with offloads off so that
+#                    a router's queue meters segments; the user's own download beside bahost's; a real proxy;
+#                    GNOME's settings and a PAC file read through libproxy's plugins
 #   love, xvfb, xauth
 #                    the LÖVE game's test (Plugins/Love): the engine, headless under Xvfb
 set -euo pipefail
 
 packages=(libffi-dev libsqlite3-dev libarchive-dev libcurl4-openssl-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
-    python3-setuptools libproxy-dev iproute2 tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit love xvfb xauth)
+    python3-setuptools libproxy-dev iproute2 ethtool curl tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit love xvfb xauth)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -42,7 +42,7 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var code: Int64 { error.code }
     /// The attempt was stopped by the host (a cancel, a shutdown), not ended by the server or the network.
-    public var isCancellation: Bool { error.domain == Self.urlDomain && error.code == -999 }
+    public var isCancellation: Bool { error.domain == Self.urlDomain && error.code == CurlFailure.cancelled }
     public var message: String { error.message }
     public var description: String { error.description }
 
