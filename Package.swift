@@ -132,6 +132,9 @@ let package = Package(
         // libcurl (Debian's libcurl4-openssl-dev): the transfers' HTTP, on its multi interface.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CProxy", pkgConfig: "libproxy-1.0", providers: [.apt(["libproxy-dev"])]),
+        // The system bus (libsystemd's sd-bus): NetworkManager's connectivity and metered state, logind's sleep.
+        .target(name: "CSystemBus", linkerSettings: [.linkedLibrary("systemd")]),
+        .target(name: "SystemBus", dependencies: ["CSystemBus", "HostVocabulary", "Vocabulary"]),
         // One attempt at one transfer, on libcurl's multi interface: one transfer thread owns every socket.
         .target(
             name: "Transfer",
@@ -155,14 +158,14 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: ["HostVocabulary", 
-                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire",
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire", "SystemBus",
                 "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "bahost",
             dependencies: ["HostVocabulary", 
                 "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "Packs", "PackServer", "Service",
-                "ServiceWire", "Vocabulary",
+                "ServiceWire", "SystemBus", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

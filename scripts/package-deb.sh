@@ -53,7 +53,8 @@ Upstream-Name: bahost
 Comment: The binaries also contain the Swift runtime and Foundation (Apache-2.0 with Runtime Library Exception),
  SwiftNIO, swift-nio-ssl with BoringSSL (the `bahost serve` test server), swift-crypto, GRDB, swift-argument-parser,
  swift-log, swift-service-lifecycle and swift-system, linked statically under their own licences. Transfers use the
- system's libcurl (libcurl4), and the desktop's proxy settings are read with its libproxy (libproxy1v5).
+ system's libcurl (libcurl4), the desktop's proxy settings are read with its libproxy (libproxy1v5), and the system
+ bus (NetworkManager, logind) with its libsystemd (libsystemd0).
 COPYRIGHT
 
 # dpkg-shlibdeps reads the package's name from a debian/control of its own.

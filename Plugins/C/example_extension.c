@@ -1,7 +1,9 @@
 /* An asset-downloader extension in plain C against SDK/C/include/ba/ba.h.
  * Build: cc -shared -fPIC -I SDK/C/include -o example_extension.so Plugins/C/example_extension.c
  *
- * Its manifest is text, one asset a line: IDENTIFIER SIZE essential|optional URL [SHA256]; '#' starts a comment.
+ * Its manifest is text, one asset a line: IDENTIFIER SIZE essential|optional[,avoids-expensive][,avoids-constrained]
+ * URL [SHA256]; '#' starts a comment. The avoids- words are Apple's allowsExpensiveNetworkAccess and
+ * allowsConstrainedNetworkAccess set to false (ABI 1.2).
  * For install and update it returns every asset; for other requests only the optional ones (essential downloads
  * are only allowed at install and update). */
 #include <ba/ba.h>
@@ -25,15 +27,20 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
         say(BA_LOG_ERROR, "cannot open the manifest");
         return;
     }
-    char line[4096], identifier[256], necessity[16], url[2048], sha256[80], message[512];
+    char line[4096], identifier[256], necessity[64], url[2048], sha256[80], message[512];
     long long size;
     bool install_or_update = request == BA_CONTENT_REQUEST_INSTALL || request == BA_CONTENT_REQUEST_UPDATE;
     while (fgets(line, sizeof line, manifest)) {
         if (line[0] == '#' || line[0] == '\n') continue;
         sha256[0] = 0;
-        int fields = sscanf(line, "%255s %lld %15s %2047s %79s", identifier, &size, necessity, url, sha256);
+        int fields = sscanf(line, "%255s %lld %63s %2047s %79s", identifier, &size, necessity, url, sha256);
         if (fields < 4) continue;
-        bool essential = strcmp(necessity, "essential") == 0;
+        uint64_t network_access = 0;
+        for (char *word = strchr(necessity, ','); word; word = strchr(word + 1, ',')) {
+            if (strncmp(word + 1, "avoids-expensive", 16) == 0) network_access |= BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE;
+            if (strncmp(word + 1, "avoids-constrained", 18) == 0) network_access |= BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED;
+        }
+        bool essential = strncmp(necessity, "essential", 9) == 0 && (necessity[9] == 0 || necessity[9] == ',');
         if (essential && !install_or_update) continue;
         ba_download_t download = {
             .struct_size = sizeof download,
@@ -45,6 +52,7 @@ static void downloads_for_request(const ba_extension_t *ext, int32_t request, co
             .priority = essential ? BA_DOWNLOAD_PRIORITY_MAX : BA_DOWNLOAD_PRIORITY_DEFAULT,
             .essential = essential,
             .sha256 = fields == 5 ? sha256 : NULL,
+            .network_access = network_access,
         };
         if (sink->add(sink, &download)) {
             snprintf(message, sizeof message, "requesting %s (%lld bytes)", identifier, size);

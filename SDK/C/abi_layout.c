@@ -52,7 +52,7 @@ PIN(ba_app_delegate_t, download_did_receive_challenge, 40);
 PIN(ba_app_delegate_t, download_failed, 48);
 PIN(ba_app_delegate_t, download_finished, 56);
 _Static_assert(sizeof(ba_app_delegate_t) == 64, "ba_app_delegate_t's 1.0 size changed");
-_Static_assert(sizeof(ba_download_t) == 88, "ba_download_t's 1.0 size changed");
+_Static_assert(offsetof(ba_download_t, network_access) == 88, "ba_download_t's 1.0 size changed");
 /* 1.1 */
 PIN(ba_download_list_t, download_size, 4);
 PIN(ba_download_list_t, count, 8);
@@ -65,4 +65,6 @@ PIN(ba_asset_pack_update_t, pack, 8);
 PIN(ba_asset_pack_update_t, completed, 16);
 PIN(ba_asset_pack_update_t, total, 24);
 PIN(ba_asset_pack_update_t, error, 32);
-
+/* 1.2 */
+PIN(ba_download_t, network_access, 88);
+_Static_assert(sizeof(ba_download_t) == 96, "ba_download_t's 1.2 size changed");

@@ -222,6 +222,58 @@ public final class HostEngine: Sendable {
     /// The hosts the machine has found no path to, and when each is tried next (`bahost debug status`).
     public var hostsWaitingForNetwork: [String: NetworkWaits.Host] { context.networkWaits.waitingHosts }
 
+    /// What the machine says of its network (NetworkManager, logind) now (`bahost debug status`).
+    public var networkConditions: NetworkConditions { context.networkWaits.conditions }
+
+    /// Takes what the machine now says of its network (the service's system-bus watch): running transfers they hold
+    /// back stop, keeping their bytes, and wait without consuming an attempt; downloads they no longer hold go at
+    /// once. [any thread]
+    public func networkConditionsChanged(to conditions: NetworkConditions) {
+        var conditions = conditions
+        conditions.asleep = context.networkWaits.conditions.asleep
+        apply(conditions)
+    }
+
+    /// The machine is about to sleep (logind's `PrepareForSleep(true)`): every transfer stops where it is, and the
+    /// partial files they wrote are synced, so that what was received survives a sleep that never wakes (a battery
+    /// that runs out). Returns when that is done, or after `limit` (logind waits 5 s for a delay inhibitor by
+    /// default). Returns how many transfers it stopped. [any thread but a transfer thread]
+    @discardableResult
+    public func prepareForSleep(limit: Duration = .seconds(3)) async -> Int {
+        let stopping = context.running.current().0
+        var conditions = context.networkWaits.conditions
+        conditions.asleep = true
+        apply(conditions)
+        let deadline = ContinuousClock.now + limit
+        while !context.running.isEmpty && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        await withTaskExecutorPreference(context.blocking) { [context] in
+            for uniqueIdentifier in stopping {
+                let fd = open(context.dataRoot.partialPath(for: uniqueIdentifier), O_RDONLY | O_CLOEXEC)
+                if fd >= 0 {
+                    fsync(fd)
+                    close(fd)
+                }
+            }
+        }
+        return stopping.count
+    }
+
+    /// The machine woke (`PrepareForSleep(false)`): the downloads that sleep stopped, and every one waiting for the
+    /// network, go at once on new connections. [any thread]
+    public func resumedFromSleep() {
+        var conditions = context.networkWaits.conditions
+        conditions.asleep = false
+        apply(conditions)
+    }
+
+    private func apply(_ conditions: NetworkConditions) {
+        context.networkWaits.conditionsChanged(to: conditions)
+        context.client.apply(conditions)
+        context.wakeNow()
+    }
+
     /// How long the engine's turns (a read of the queue, the transfers and deliveries it starts) have taken.
     public var turns: TurnStatistics.Summary { turnStatistics.summary }
     private let turnStatistics = TurnStatistics()

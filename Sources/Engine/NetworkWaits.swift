@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Synchronization
 
 /// The hosts the machine has no path to, as a value: offline is a state, not a failure (docs/DOWNLOADS.md,
@@ -25,6 +26,9 @@ public struct NetworkWaits: Sendable {
 
     private(set) var hosts: [String: Host] = [:]
     private(set) var toWake: Wake?
+    /// What the machine says of its network (NetworkManager, logind): downloads they hold wait in the queue, passed
+    /// over by each turn (`QueueStore.runnable`), until they change.
+    private(set) var conditions = NetworkConditions()
 
     /// The wait before the next probe after `failedProbes` failed in a row: soon after a first failure (the path may
     /// just have moved), then growing to 5 s.
@@ -62,6 +66,14 @@ public struct NetworkWaits: Sendable {
         toWake = .all
     }
 
+    /// The machine's conditions changed: when they may hold less than before, every download waiting for the network
+    /// is due at once (those still held are passed over by the turn).
+    mutating func conditionsChanged(to new: NetworkConditions, now: Date) {
+        let old = conditions
+        conditions = new
+        if new != old { networkChanged(now: now) }
+    }
+
     /// The hosts whose downloads a turn at `now` must not start: those waiting whose probe is not due.
     func held(now: Date) -> Set<String> {
         Set(hosts.filter { $0.value.nextProbe > now }.keys)
@@ -84,6 +96,10 @@ final class NetworkWaitsDriver: Sendable {
     func networkChanged(now: Date = Date()) { state.withLock { $0.networkChanged(now: now) } }
     func held(now: Date = Date()) -> Set<String> { state.withLock { $0.held(now: now) } }
     func takeToWake() -> NetworkWaits.Wake? { state.withLock { $0.takeToWake() } }
+    func conditionsChanged(to conditions: NetworkConditions, now: Date = Date()) {
+        state.withLock { $0.conditionsChanged(to: conditions, now: now) }
+    }
+    var conditions: NetworkConditions { state.withLock { $0.conditions } }
     var isEmpty: Bool { state.withLock { $0.hosts.isEmpty } }
     var waitingHosts: [String: NetworkWaits.Host] { state.withLock { $0.hosts } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Policy
 import Queue
 import Synchronization
@@ -59,8 +60,10 @@ final class Scheduler: Sendable {
         var reserve: [QueuedDownload] = []
         let reserveLimit = limits.total * Self.reserveDepth
         try wakeWaitingForNetwork()
-        // Hosts the machine has no path to wait for their probe: their downloads would only fail again.
+        // Hosts the machine has no path to wait for their probe: their downloads would only fail again. And what the
+        // machine says of its network (metered, no connectivity, asleep) holds back the downloads it rules out.
         let offline = context.networkWaits.held()
+        let conditions = context.networkWaits.conditions
         while true {
             let slots = running.slots
             var choice = TurnChoice(slots: slots, limits: limits, reserve: reserve, reserveLimit: reserveLimit)
@@ -69,7 +72,7 @@ final class Scheduler: Sendable {
                 // Candidates turned away because their host filled up during this pass, with the reserve full:
                 // another pass, with that host left out, may find others for the slots still free.
                 saturatedHosts: offline.union(choice.reserveFull ? slots.saturatedHosts(limits) : []),
-                backgroundLimit: choice.backgroundLimit, running: slots.perApp
+                backgroundLimit: choice.backgroundLimit, running: slots.perApp, conditions: conditions
             ) { choice.choose($0) }
             reserve = choice.reserve
             for download in started {
@@ -160,12 +163,13 @@ final class Scheduler: Sendable {
     /// loop).
     private func writeTurn(
         apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
-        running: [String: Int], choose: ([QueuedDownload]) -> [QueuedDownload]
+        running: [String: Int], conditions: NetworkConditions, choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (QueueStore.Snapshot, [QueuedDownload]) {
         try recordingOutcomes { rows, startedEarly in
             let (snapshot, started, gone) = try context.store.turn(
                 recording: rows, startedEarly: startedEarly, now: Date(), apps: apps, excluding: excluding,
-                saturatedHosts: saturatedHosts, backgroundLimit: backgroundLimit, running: running, choose: choose)
+                saturatedHosts: saturatedHosts, backgroundLimit: backgroundLimit, running: running,
+                conditions: conditions, choose: choose)
             return ((snapshot, started), gone)
         }
     }

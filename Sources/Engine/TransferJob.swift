@@ -86,6 +86,7 @@ struct TransferJob {
             checkURL: { [policy] url in policy.checkURL(url).map(TransferError.init(refusal:)) })
         // Background downloads use what the user's own traffic leaves idle; essential and foreground ones do not wait.
         request.yields = !queued.isEssential && !queued.foreground && context.settings.backgroundYields
+        request.networkUse = queued.networkUse
         return await context.client.perform(request, observer: recorder, blocking: blocking) { result in
             ended(await settled(result, validator: recorder.validator, byteLimit: limit))
         }
@@ -108,7 +109,7 @@ struct TransferJob {
             var current = queued
             current.etag = validator?.etag ?? current.etag
             current.lastModified = validator?.lastModified ?? current.lastModified
-            if case .failure(let error) = result, error.offline || error.isCancellation {
+            if case .failure(let error) = result, error.offline || error.isCancellation || error.held != nil {
                 // The server was not reached (or the host stopped the attempt): what the network waits know stands.
             } else {
                 context.networkWaits.reached(queued.host)
@@ -179,6 +180,7 @@ struct TransferJob {
     }
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) -> TransferOutcome {
+        if error.held != nil { return holdForNetwork(&queued, error: error) }
         // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
         let waits = !(queued.foreground && error.kind == .network)
         if waits && error.offline {
@@ -227,6 +229,20 @@ struct TransferJob {
         queued.error = error.error
         queued.bytesReceived = fileLength(partialPath)
         let event = LifecycleEvent.paused(queued.status, waitingForNetwork: true, until: until, error: error.error)
+        return outcome(queued, event, completes: false)
+    }
+
+    /// Stopped for what the machine says of its network (`NetworkConditions`): the download waits, due at once and
+    /// consuming no attempt, and each turn passes it over until the conditions let it go. The resource timeout does
+    /// not count this wait: the network is there, and the person chose (a metered connection) or the machine slept.
+    private func holdForNetwork(_ queued: inout QueuedDownload, error: TransferError) -> TransferOutcome {
+        let now = Date()
+        queued.attempts = max(0, queued.attempts - 1)
+        queued.state = .waitingForNetwork
+        queued.retryAt = now
+        queued.error = error.error
+        queued.bytesReceived = fileLength(partialPath)
+        let event = LifecycleEvent.paused(queued.status, waitingForNetwork: true, until: now, error: error.error)
         return outcome(queued, event, completes: false)
     }
 

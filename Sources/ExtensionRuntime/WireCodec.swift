@@ -221,7 +221,8 @@ extension Download {
         self.init(
             kind: kind, identifier: identifier, uniqueIdentifier: try text(d.unique_identifier), url: try text(d.url),
             applicationGroupIdentifier: group, fileSize: d.file_size, priority: d.priority, state: d.state,
-            isEssential: d.essential, sha256: try text(d.sha256), httpHeaders: headers)
+            isEssential: d.essential, sha256: try text(d.sha256), httpHeaders: headers,
+            networkAccess: NetworkAccess(rawValue: UInt32(truncatingIfNeeded: d.network_access)))
     }
 }
 

@@ -59,7 +59,7 @@ void ba_wire_put_str(ba_wire_writer_t *w, const char *s) { ba_wire_put_bytes_as_
 
 const char *ba_wire_download_problem(const ba_download_t *d) {
     if (!d) return "the download is NULL";
-    if (d->struct_size < sizeof(ba_download_t) || d->struct_size > 64u * 1024u)
+    if (d->struct_size < offsetof(ba_download_t, network_access) || d->struct_size > 64u * 1024u)
         return "the download's struct_size is not a ba_download_t size (garbage?)";
     if (!d->identifier) return "the download has no identifier";
     if (!d->application_group_identifier) return "the download has no application group identifier";
@@ -103,6 +103,7 @@ void ba_wire_put_download(ba_wire_writer_t *w, const ba_download_t *d) {
     uint32_t count = HAS(http_header_count) && HAS(http_headers) && d->http_headers ? d->http_header_count : 0;
     ba_wire_put_u32(w, count);
     for (uint32_t i = 0; i < count; i++) ba_wire_put_str(w, d->http_headers[i]);
+    ba_wire_put_u32(w, HAS(network_access) ? (uint32_t)(d->network_access & BA_WIRE_NETWORK_ACCESS_KNOWN) : 0);
 #undef HAS
 }
 
@@ -181,6 +182,12 @@ bool ba_wire_get_download(ba_wire_reader_t *r, ba_download_t *d, const char **he
             r->failed = true;
             return false;
         }
+    uint32_t access = 0;
+    if (!ba_wire_get_u32(r, &access) || (access & ~BA_WIRE_NETWORK_ACCESS_KNOWN)) {
+        r->failed = true;
+        return false;
+    }
+    d->network_access = access;
     d->essential = essential != 0;
     d->http_headers = count ? header_storage : NULL;
     d->http_header_count = count;

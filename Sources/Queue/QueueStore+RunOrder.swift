@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HostVocabulary
 import Vocabulary
 
 /// The run order: what may start now, best first, and when a waiting download is due. It is scheduling policy, but it
@@ -35,12 +36,12 @@ extension QueueStore {
     /// Reads a `Snapshot` for `apps`; the parameters are `runnable`'s.
     public func snapshot(
         now: Date, apps: Set<String>, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
-        backgroundLimit: Int? = nil, running: [String: Int] = [:]
+        backgroundLimit: Int? = nil, running: [String: Int] = [:], conditions: NetworkConditions = NetworkConditions()
     ) throws -> Snapshot {
         try database.read { db in
             try Self.snapshot(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit, running: running)
+                backgroundLimit: backgroundLimit, running: running, conditions: conditions)
         }
     }
 
@@ -61,12 +62,12 @@ extension QueueStore {
     public func turn(
         recording outcomes: [QueuedDownload], startedEarly: [QueuedDownload] = [], now: Date, apps: Set<String>,
         excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int?, running: [String: Int] = [:],
-        choose: ([QueuedDownload]) -> [QueuedDownload]
+        conditions: NetworkConditions = NetworkConditions(), choose: ([QueuedDownload]) -> [QueuedDownload]
     ) throws -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) {
         func read(_ db: Database) throws -> Snapshot {
             try Self.snapshot(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit, running: running)
+                backgroundLimit: backgroundLimit, running: running, conditions: conditions)
         }
         guard outcomes.isEmpty && startedEarly.isEmpty else {
             return try write { db -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) in
@@ -83,12 +84,12 @@ extension QueueStore {
 
     private static func snapshot(
         _ db: Database, now: Date, apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>,
-        backgroundLimit: Int?, running: [String: Int]
+        backgroundLimit: Int?, running: [String: Int], conditions: NetworkConditions
     ) throws -> Snapshot {
         var read = Snapshot(
             runnable: try Self.runnable(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit, running: running),
+                backgroundLimit: backgroundLimit, running: running, conditions: conditions),
             pendingCompletions: [:], appsWithActiveDownloads: [], nextRetry: try Self.nextRetry(db, after: now))
         let pending = try db.cachedStatement(sql: RunOrderSQL.pending)
         let claimed = try db.cachedStatement(sql: RunOrderSQL.claimed)
@@ -114,14 +115,16 @@ extension QueueStore {
     ///   - apps: only these apps' downloads; nil for every app's.
     ///   - excluding: unique identifiers whose transfer is already starting.
     ///   - running: per app, the transfers holding a slot now.
+    ///   - conditions: what the machine says of its network: a download they hold back (`NetworkConditions.hold`)
+    ///     is passed over, as a saturated host's is.
     public func runnable(
         now: Date, apps: Set<String>? = nil, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
-        backgroundLimit: Int? = nil, running: [String: Int] = [:]
+        backgroundLimit: Int? = nil, running: [String: Int] = [:], conditions: NetworkConditions = NetworkConditions()
     ) throws -> [QueuedDownload] {
         try database.read { db in
             try Self.runnable(
                 db, now: now, apps: apps, excluding: excluding, saturatedHosts: saturatedHosts,
-                backgroundLimit: backgroundLimit, running: running)
+                backgroundLimit: backgroundLimit, running: running, conditions: conditions)
         }
     }
 
@@ -167,12 +170,14 @@ extension QueueStore {
 
     private static func runnable(
         _ db: Database, now: Date, apps: Set<String>?, excluding: Set<String>, saturatedHosts: Set<String>,
-        backgroundLimit: Int?, running: [String: Int]
+        backgroundLimit: Int?, running: [String: Int], conditions: NetworkConditions
     ) throws -> [QueuedDownload] {
         // The few foreground rows are read whole and filtered here, as the background candidates are below: the
         // sets stay out of SQL, so that each question is one cached statement whatever they hold.
+        let judged = conditions.holdsAny
         func wanted(_ download: QueuedDownload) -> Bool {
             (apps?.contains(download.appIdentifier) ?? true) && !excluding.contains(download.uniqueIdentifier)
+                && !(judged && conditions.hold(download.networkUse) != nil)
         }
         let timestamp = now.timeIntervalSince1970
         let foreground = Self.merged(
@@ -199,6 +204,12 @@ extension QueueStore {
                 // Then the host: a queue whose front is a saturated host's is walked past it, row after row.
                 let host: String = candidate[QueuedDownload.Index.host]
                 guard !saturatedHosts.contains(host) else { continue }
+                // And the network's conditions: a metered network passes over what may not use it.
+                if judged {
+                    let access = NetworkAccess(rawValue: candidate[QueuedDownload.Index.networkAccess])
+                    let use = NetworkUse(discretionary: !isEssential, access: access, host: host)
+                    guard conditions.hold(use) == nil else { continue }
+                }
                 let uniqueIdentifier: String = candidate[QueuedDownload.Index.uniqueIdentifier]
                 guard !excluding.contains(uniqueIdentifier) else { continue }
                 chosen.append(try QueuedDownload(row: candidate))

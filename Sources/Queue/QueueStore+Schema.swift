@@ -197,6 +197,11 @@ extension QueueStore {
         migrator.registerMigration("v14: since when a download has waited for the network") { db in
             try db.alter(table: QueuedDownload.databaseTableName) { t in t.add(column: "offlineSince", .double) }
         }
+        migrator.registerMigration("v15: the networks a download avoids") { db in
+            try db.alter(table: QueuedDownload.databaseTableName) { t in
+                t.add(column: "networkAccess", .integer).notNull().defaults(to: 0)
+            }
+        }
         return migrator
     }
 }

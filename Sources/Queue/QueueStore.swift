@@ -320,7 +320,7 @@ public final class QueueStore: Sendable {
         try database.read { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT kind, identifier, uniqueIdentifier, url, applicationGroupIdentifier, fileSize, priority,
-                    isEssential, sha256, httpHeaders, \(TransferState.publicStateSQL), sequence
+                    isEssential, sha256, httpHeaders, \(TransferState.publicStateSQL), sequence, networkAccess
                 FROM download WHERE \(Self.activeCondition) AND kind != ?
                 """)
             let rows = try Row.fetchCursor(statement, arguments: [appIdentifier, Download.Kind.assetPack.rawValue])
@@ -332,7 +332,7 @@ public final class QueueStore: Sendable {
                     identifier: row.textOrEmpty(1), uniqueIdentifier: row.text(2), url: row.text(3),
                     applicationGroupIdentifier: row.textOrEmpty(4), fileSize: row.int(5), priority: row.int(6),
                     state: Int32(truncatingIfNeeded: row.int(10)), isEssential: row.int(7) != 0, sha256: row.text(8),
-                    httpHeaders: headers))
+                    httpHeaders: headers, networkAccess: NetworkAccess(rawValue: UInt32(truncatingIfNeeded: row.int(12)))))
             }
         }
     }

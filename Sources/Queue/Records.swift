@@ -73,6 +73,11 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         URLComponents.parsed(download.url ?? "")?.host ?? ""
     }
 
+    /// How its transfers use the network, as `NetworkConditions` judge it.
+    public var networkUse: NetworkUse {
+        NetworkUse(discretionary: !isEssential && !foreground, access: download.networkAccess, host: host)
+    }
+
     /// The download as the ABI describes it, with its current public state.
     public var described: Download {
         var d = download
@@ -87,7 +92,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         "uniqueIdentifier", "appIdentifier", "sequence", "kind", "identifier", "url", "applicationGroupIdentifier",
         "fileSize", "priority", "isEssential", "sha256", "httpHeaders", "host", "foreground", "state", "bytesReceived",
         "etag", "lastModified", "attempts", "retryAt", "errorCode", "errorDomain", "errorMessage", "filePath",
-        "deliveryAttempts", "delivered", "claim", "offlineSince",
+        "deliveryAttempts", "delivered", "claim", "offlineSince", "networkAccess",
     ]
     /// Where `init(row:)` finds the columns the run order judges a candidate by.
     enum Index {
@@ -95,6 +100,8 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         static let appIdentifier = 1
         static let isEssential = 9
         static let host = 12
+        static let foreground = 13
+        static let networkAccess = 28
     }
     /// `columns` for SQL: `SELECT \(selection) FROM download …`.
     static let selection = columns.joined(separator: ", ")
@@ -106,7 +113,8 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         download = Download(
             kind: Download.Kind(rawValue: kind) ?? .url, identifier: row[4], uniqueIdentifier: uniqueIdentifier,
             url: row[5], applicationGroupIdentifier: row[6], fileSize: row[7], priority: row[8],
-            isEssential: row[Index.isEssential], sha256: row[10], httpHeaders: Self.headers(row[11]))
+            isEssential: row[Index.isEssential], sha256: row[10], httpHeaders: Self.headers(row[11]),
+            networkAccess: NetworkAccess(rawValue: row[Index.networkAccess]))
         self.uniqueIdentifier = uniqueIdentifier
         appIdentifier = row[Index.appIdentifier]
         sequence = row[2]
@@ -114,7 +122,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         priority = download.priority
         isEssential = download.isEssential
         host = row[Index.host]
-        foreground = row[13]
+        foreground = row[Index.foreground]
         state = TransferState(rawValue: row[14]) ?? .queued
         bytesReceived = row[15]
         etag = row[16]
@@ -189,6 +197,7 @@ public struct QueuedDownload: Codable, Sendable, Hashable, FetchableRecord, Pers
         sink.add(delivered)
         sink.add(claim)
         sink.add(offlineSince?.timeIntervalSince1970)
+        sink.add(Int64(download.networkAccess.rawValue))
     }
 
     /// Headers as one text: most downloads have none (NULL). A refused download may hold any text, line breaks

@@ -5,6 +5,7 @@ import Engine
 import Logging
 import ServiceWire
 import Synchronization
+import SystemBus
 import Vocabulary
 
 /// The per-user service behind `bahost daemon`: it owns the durable queue of every installed app, performs their
@@ -25,6 +26,8 @@ public final class BackgroundAssetsService: Sendable {
     private let lastPrune = Mutex<Date?>(nil)
     /// What the declared-apps folders hold and what was last done about them.
     let declaredAppsStatus = Mutex(DeclaredAppsStatus())
+    /// The system bus's watch while the service runs.
+    let systemBus = Mutex<SystemBusWatch?>(nil)
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
@@ -65,6 +68,8 @@ public final class BackgroundAssetsService: Sendable {
         logger.info("listening", metadata: ["socket": "\(settings.socketPath)", "data": "\(settings.dataRoot.url.path)"])
         logger.info("sandbox: \(sandbox.summary)")
         for missing in sandbox.missing { logger.warning("sandbox: \(missing)") }
+        let bus = watchSystemBus()
+        defer { bus?.stop() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -81,6 +86,13 @@ public final class BackgroundAssetsService: Sendable {
         sessions.closeAll()
         await engine.shutdown()
         logger.info("stopped")
+    }
+
+    /// Follows NetworkManager and logind on the system bus for the engine; nil without a system bus.
+    private func watchSystemBus() -> SystemBusWatch? {
+        let watch = EngineOnSystemBus.follow(engine) { [logger] in logger.info("\($0)") }
+        systemBus.withLock { $0 = watch }
+        return watch
     }
 
     /// Prunes delivered downloads older than the retention, at most once an hour (the periodic scheduler's turns

@@ -303,6 +303,16 @@ extension BackgroundAssetsService {
                     "  \(host): since \(formatter.string(from: wait.since)), \(wait.failedProbes) tr\(wait.failedProbes == 1 ? "y" : "ies") in a row, "
                         + "next at \(formatter.string(from: wait.nextProbe)) or when the network changes\n"
                 }.joined()
+        let network = engine.networkConditions
+        let bus = systemBus.withLock { $0 }
+        text += "network conditions: " + (bus == nil
+            ? "no system bus (NetworkManager and logind not followed)\n"
+            : "connectivity \(network.connectivity), metered \(network.metered)"
+                + (network.asleep ? ", the machine is going to sleep" : "")
+                + ", sleep inhibitor \(bus!.holdsInhibitor ? "held" : "not held")\n")
+        if network.holdsAny {
+            text += "  held: " + Self.heldSummary(network) + "\n"
+        }
         let declared = declaredAppsStatus.withLock { $0 }
         text += declared.text
         var apps: [[String: Any]] = []
@@ -346,6 +356,8 @@ extension BackgroundAssetsService {
              "conditions": conditionJSON, "apps": apps, "declaredApps": declared.json,
              "network": ["proxy": proxies.json, "currentRate": currentRate,
                          "maximumRate": maximumRate.map { $0 as Any } ?? NSNull(), "backgroundMode": engine.backgroundYields ? "yields" : "fullSpeed",
+                         "systemBus": bus != nil, "connectivity": "\(network.connectivity)", "metered": "\(network.metered)",
+                         "asleep": network.asleep, "sleepInhibitor": bus?.holdsInhibitor ?? false,
                          "waitingHosts": offline.map { host, wait in
                  ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
@@ -358,6 +370,16 @@ extension BackgroundAssetsService {
              "policy": ["intervalSeconds": policy.interval, "dailyRuntimeSeconds": policy.dailyRuntime,
                         "lowBatteryPercent": policy.lowBatteryPercent, "skipWhenMetered": policy.skipWhenMetered,
                         "skipInPowerSaver": policy.skipInPowerSaver]])
+    }
+
+    /// Which downloads the network's conditions hold back now, in words.
+    static func heldSummary(_ conditions: NetworkConditions) -> String {
+        if conditions.asleep { return "every download (the machine is going to sleep)" }
+        if let hold = conditions.hold(NetworkUse(discretionary: false, access: [], host: "")) { return "every download (\(hold))" }
+        var held = ["background downloads (non-essential, not started in the foreground)",
+                    "downloads whose request does not allow expensive networks"]
+        if conditions.isConstrained { held.append("downloads whose request does not allow constrained networks") }
+        return held.joined(separator: "; ") + " (the network is metered)"
     }
 
     /// "1.5 MiB/s", "300 KiB/s", "12 B/s".

@@ -122,7 +122,7 @@ final class CompactWriter {
         func string(_ text: String) -> Int { 8 + text.utf8.count }
         func optional(_ text: String?) -> Int { 1 + (text.map(string) ?? 0) }
         return d.httpHeaders.reduce(8 + string(d.identifier) + optional(d.uniqueIdentifier) + optional(d.url)
-            + string(d.applicationGroupIdentifier) + 8 + 8 + 8 + 1 + optional(d.sha256) + 8) { $0 + string($1) }
+            + string(d.applicationGroupIdentifier) + 8 + 8 + 8 + 1 + optional(d.sha256) + 8 + 8) { $0 + string($1) }
     }
 
     /// The frame, owning the writer's memory.
@@ -206,7 +206,7 @@ final class CompactWriter {
             .string(d.applicationGroupIdentifier).int(d.fileSize).int(d.priority).int(Int64(d.state))
             .bool(d.isEssential).optional(d.sha256).count(d.httpHeaders.count)
         for header in d.httpHeaders { string(header) }
-        return self
+        return int(Int64(d.networkAccess.rawValue))
     }
 
     /// A download read in place, written field for field as `download(_:)` writes its value.
@@ -216,7 +216,7 @@ final class CompactWriter {
             .utf8(d.applicationGroupIdentifier).int(d.fileSize).int(d.priority).int(Int64(d.state))
             .bool(d.isEssential).optionalUTF8(d.sha256).count(d.httpHeaders.count)
         for header in d.httpHeaders { string(header) }
-        return self
+        return int(Int64(d.networkAccess.rawValue))
     }
 
     @discardableResult
@@ -378,10 +378,15 @@ struct CompactReader {
             headers.reserveCapacity(headerCount)
             for _ in 0..<headerCount { headers.append(try string()) }
         }
+        let access = try int()
+        guard access >= 0, access <= Int64(UInt32.max) else {
+            throw ServiceWireError.protocolViolation("compact frame: network access out of range")
+        }
         return DownloadInPlace(
             kind: kind, identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url,
             applicationGroupIdentifier: group, fileSize: fileSize, priority: priority, state: state,
-            isEssential: isEssential, sha256: sha256, httpHeaders: headers)
+            isEssential: isEssential, sha256: sha256, httpHeaders: headers,
+            networkAccess: NetworkAccess(rawValue: UInt32(access)))
     }
 
     private mutating func error() throws -> HostError {

@@ -10,7 +10,7 @@ import Vocabulary
 /// delegate, an authentication challenge), each with an id of its own.
 public enum ServiceProtocol {
     /// Raised when a message changes incompatibly; a hello with another version is refused.
-    public static let version = 2
+    public static let version = 3
 
     /// Where the service listens: `$BAHOST_SOCKET`, else `$XDG_RUNTIME_DIR/bahost/service.sock`, else a per-user
     /// folder under /tmp.

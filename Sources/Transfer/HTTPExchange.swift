@@ -44,6 +44,8 @@ final class HTTPExchange: @unchecked Sendable {
         var progressInterval: Duration = .milliseconds(100)
         /// Whether the transfer yields to the machine's other traffic (`YieldController`).
         var yields = false
+        /// How the download uses the network, for the machine's conditions to judge (`TransferThread.hold`).
+        var networkUse: NetworkUse?
     }
 
     /// The most body bytes held in memory while the task judges the head.
@@ -142,6 +144,7 @@ final class HTTPExchange: @unchecked Sendable {
         minimumRate = request.configuration.minimumRate
         proxy = request.proxy.proxy
         yielding = request.yields ? YieldController() : nil
+        networkUse = request.networkUse
         progressInterval = request.progressInterval
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
         var list: UnsafeMutablePointer<curl_slist>?
@@ -291,6 +294,9 @@ final class HTTPExchange: @unchecked Sendable {
         else { return }
         bahost_set_receive_buffer(socket, Int32(window))
     }
+
+    /// How the download uses the network, for the machine's conditions to judge.
+    let networkUse: NetworkUse?
 
     /// Whether the connection is made (before it, the connect timeout is libcurl's business).
     var isConnected: Bool { bahost_curl_info_offset(easy, CURLINFO_CONNECT_TIME_T) > 0 }

@@ -1,6 +1,7 @@
 import CCurl
 import Crypto
 import Foundation
+import HostVocabulary
 import Synchronization
 
 /// How the host's HTTP client behaves.
@@ -103,6 +104,8 @@ public struct TransferRequest: Sendable {
     /// link leaves idle, when its body is large (`TransferConfiguration.largeBody`: a small one ends before a
     /// controller could act). An essential or foreground download does not.
     public var yields = false
+    /// How the download uses the network: the machine's conditions may hold it back (`apply`). Nil: never held.
+    public var networkUse: NetworkUse?
 
     public init(
         url: String, headers: [String] = [], expectedSize: Int64, sizeHint: Int64 = 0, sha256: String? = nil,
@@ -182,6 +185,17 @@ public final class TransferClient: Sendable {
 
     /// The proxies the transfers follow.
     public var proxies: ProxySettings { configuration.proxies }
+
+    /// What the machine last said of its network (`apply`).
+    private let conditions = Mutex(NetworkConditions())
+
+    /// Takes what the machine says of its network: each running transfer they hold back ends at once with a `held`
+    /// failure (its bytes kept), and none they hold starts a request until they change. [any thread]
+    public func apply(_ conditions: NetworkConditions) {
+        self.conditions.withLock { $0 = conditions }
+        guard conditions.holdsAny else { return }
+        for thread in threads { thread.post { thread.hold(by: conditions) } }
+    }
 
     /// Has `handler` told each time the kernel reports a change to the network (links, addresses, routes), once the
     /// transfers whose path it broke have ended (each with an offline `.network` failure). Called on a transfer
@@ -290,6 +304,9 @@ public final class TransferClient: Sendable {
         var restarts = 0
         while true {
             if let refusal = request.checkURL(url) { return (file, .failed(refusal)) }
+            if let use = request.networkUse, let hold = conditions.withLock({ $0.hold(use) }) {
+                return (file, .failed(.held(hold)))
+            }
             let offset = file.length
             let route = await proxyRoute(for: url, blocking: blocking)
             let exchange: HTTPExchange
@@ -299,7 +316,7 @@ public final class TransferClient: Sendable {
                 exchange = try HTTPExchange(
                     .init(
                         url: url, headerLines: lines, configuration: configuration, proxy: route, largeBody: large,
-                        yields: request.yields && large),
+                        yields: request.yields && large, networkUse: request.networkUse),
                     on: thread
                 ) { observer.bodyEnded() }
             } catch {

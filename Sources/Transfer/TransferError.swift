@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Vocabulary
 
 /// Why a transfer attempt did not produce a verified file (the `error` that the app or extension will see), and what
@@ -24,6 +25,9 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     /// connection, a name unresolved with no route out, a connection never answered. Waiting for the network then
     /// consumes no attempt (docs/DOWNLOADS.md, "Offline").
     public var offline = false
+    /// The host stopped the transfer, or did not start it, for what the machine says of its network (a metered
+    /// connection, no connectivity, sleep): the download waits for that to change, consuming no attempt.
+    public var held: NetworkConditions.Hold?
 
     public init(
         _ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil, offline: Bool = false
@@ -57,6 +61,15 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     /// URLSession's codes for redirects (`urlDomain`): more than the client follows, and one that names nowhere.
     public static let tooManyRedirects: Int64 = -1007
     public static let redirectToNonExistentLocation: Int64 = -1010
+
+    /// A transfer stopped for `hold`: URLSession's "not connected to the internet", which Apple reports with the
+    /// reason (expensive, constrained) when a request's network access rules out the network there is.
+    public static func held(_ hold: NetworkConditions.Hold) -> TransferError {
+        var error = TransferError(
+            .network, code: CurlFailure.notConnectedToInternet, domain: urlDomain, message: "paused: \(hold)")
+        error.held = hold
+        return error
+    }
 
     public static func permanent(_ code: Int64, _ message: String) -> TransferError {
         TransferError(.permanent, code: code, domain: HostError.bahostDomain, message: message)

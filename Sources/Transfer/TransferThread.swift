@@ -1,6 +1,7 @@
 import CCurl
 import CHostSupport
 import Foundation
+import HostVocabulary
 import Synchronization
 import Vocabulary
 
@@ -150,6 +151,13 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         curl_multi_remove_handle(multi, exchange.easy)
         if rateLimit > 0 { shareRate() }
         exchange.ended(failure)
+    }
+
+    /// Ends each exchange that `conditions` hold back, keeping what it wrote. [transfer thread]
+    func hold(by conditions: NetworkConditions) {
+        for exchange in Array(running.values) {
+            if let use = exchange.networkUse, let hold = conditions.hold(use) { abort(exchange, .held(hold)) }
+        }
     }
 
     /// Sets the most bytes a second this thread's exchanges may receive together, 0 for no limit. [transfer thread]

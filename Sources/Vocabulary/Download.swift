@@ -29,12 +29,14 @@ public struct Download: Sendable, Hashable, Codable {
     public var sha256: String?
     /// `Name: value` request headers.
     public var httpHeaders: [String]
+    /// The networks it avoids (Apple's `allowsExpensiveNetworkAccess` and `allowsConstrainedNetworkAccess`, false).
+    public var networkAccess: NetworkAccess
 
     public init(
         kind: Kind = .url, identifier: String, uniqueIdentifier: String? = nil, url: String?,
         applicationGroupIdentifier: String, fileSize: Int64, priority: Int64 = Int64(BA_DOWNLOAD_PRIORITY_DEFAULT),
         state: Int32 = BA_DOWNLOAD_STATE_CREATED.rawValue, isEssential: Bool = false, sha256: String? = nil,
-        httpHeaders: [String] = []
+        httpHeaders: [String] = [], networkAccess: NetworkAccess = []
     ) {
         self.kind = kind
         self.identifier = identifier
@@ -47,7 +49,60 @@ public struct Download: Sendable, Hashable, Codable {
         self.isEssential = isEssential
         self.sha256 = sha256
         self.httpHeaders = httpHeaders
+        self.networkAccess = networkAccess
     }
+
+    // Codable by hand only so that a download that avoids no network encodes as it did before 1.2.
+    private enum CodingKeys: String, CodingKey {
+        case kind, identifier, uniqueIdentifier, url, applicationGroupIdentifier, fileSize, priority, state
+        case isEssential, sha256, httpHeaders, networkAccess
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            kind: try c.decode(Kind.self, forKey: .kind), identifier: try c.decode(String.self, forKey: .identifier),
+            uniqueIdentifier: try c.decodeIfPresent(String.self, forKey: .uniqueIdentifier),
+            url: try c.decodeIfPresent(String.self, forKey: .url),
+            applicationGroupIdentifier: try c.decode(String.self, forKey: .applicationGroupIdentifier),
+            fileSize: try c.decode(Int64.self, forKey: .fileSize), priority: try c.decode(Int64.self, forKey: .priority),
+            state: try c.decode(Int32.self, forKey: .state), isEssential: try c.decode(Bool.self, forKey: .isEssential),
+            sha256: try c.decodeIfPresent(String.self, forKey: .sha256),
+            httpHeaders: try c.decode([String].self, forKey: .httpHeaders),
+            networkAccess: NetworkAccess(rawValue: try c.decodeIfPresent(UInt32.self, forKey: .networkAccess) ?? 0))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(identifier, forKey: .identifier)
+        try c.encodeIfPresent(uniqueIdentifier, forKey: .uniqueIdentifier)
+        try c.encodeIfPresent(url, forKey: .url)
+        try c.encode(applicationGroupIdentifier, forKey: .applicationGroupIdentifier)
+        try c.encode(fileSize, forKey: .fileSize)
+        try c.encode(priority, forKey: .priority)
+        try c.encode(state, forKey: .state)
+        try c.encode(isEssential, forKey: .isEssential)
+        try c.encodeIfPresent(sha256, forKey: .sha256)
+        try c.encode(httpHeaders, forKey: .httpHeaders)
+        if !networkAccess.isEmpty { try c.encode(networkAccess.rawValue, forKey: .networkAccess) }
+    }
+}
+
+/// The networks a download avoids: the C ABI's `ba_network_access_t` bits (ba/download.h). Empty, Apple's default,
+/// allows any network.
+public struct NetworkAccess: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue & Self.known.rawValue }
+
+    /// `allowsExpensiveNetworkAccess = false`: not while NetworkManager says the connection is metered.
+    public static let avoidsExpensive = NetworkAccess(rawValue: BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE.rawValue)
+    /// `allowsConstrainedNetworkAccess = false`: not while the user has marked the connection metered.
+    public static let avoidsConstrained = NetworkAccess(rawValue: BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED.rawValue)
+    /// The bits this version knows; others, from a newer caller, are dropped.
+    static let known = NetworkAccess(
+        uncheckedRawValue: BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE.rawValue | BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED.rawValue)
+    private init(uncheckedRawValue: UInt32) { rawValue = uncheckedRawValue }
 }
 
 extension Download {
@@ -85,7 +140,9 @@ extension Download {
             uniqueIdentifier: text(d.unique_identifier), url: isURL ? text(d.url) : nil,
             applicationGroupIdentifier: text(d.application_group_identifier) ?? "", fileSize: d.file_size,
             priority: d.priority, state: d.state, isEssential: d.essential, sha256: isURL ? text(d.sha256) : nil,
-            httpHeaders: isURL ? (0..<Int(d.http_header_count)).compactMap { text(d.http_headers[$0]) } : [])
+            httpHeaders: isURL ? (0..<Int(d.http_header_count)).compactMap { text(d.http_headers[$0]) } : [],
+            networkAccess: Int(d.struct_size) >= MemoryLayout<ba_download_t>.offset(of: \.network_access)! + 8
+                ? NetworkAccess(rawValue: UInt32(truncatingIfNeeded: d.network_access)) : [])
     }
 }
 
@@ -106,7 +163,8 @@ extension Download {
                                     application_group_identifier: group, file_size: fileSize, priority: priority,
                                     state: state, essential: isEssential, sha256: sha256,
                                     http_headers: headers.isEmpty ? nil : headers.baseAddress,
-                                    http_header_count: UInt32(headers.count))
+                                    http_header_count: UInt32(headers.count),
+                                    network_access: UInt64(networkAccess.rawValue))
                                 return body(&d)
                             }
                         }

@@ -16,11 +16,13 @@ public struct DownloadInPlace {
     public let sha256: UnsafeBufferPointer<UInt8>?
     /// `Name: value` request headers: few downloads have any (an empty array allocates nothing).
     public let httpHeaders: [String]
+    public let networkAccess: NetworkAccess
 
     public init(
         kind: Download.Kind, identifier: UnsafeBufferPointer<UInt8>, uniqueIdentifier: UnsafeBufferPointer<UInt8>?,
         url: UnsafeBufferPointer<UInt8>?, applicationGroupIdentifier: UnsafeBufferPointer<UInt8>, fileSize: Int64,
-        priority: Int64, state: Int32, isEssential: Bool, sha256: UnsafeBufferPointer<UInt8>?, httpHeaders: [String]
+        priority: Int64, state: Int32, isEssential: Bool, sha256: UnsafeBufferPointer<UInt8>?, httpHeaders: [String],
+        networkAccess: NetworkAccess = []
     ) {
         self.kind = kind
         self.identifier = identifier
@@ -33,6 +35,7 @@ public struct DownloadInPlace {
         self.isEssential = isEssential
         self.sha256 = sha256
         self.httpHeaders = httpHeaders
+        self.networkAccess = networkAccess
     }
 
     /// The download as a value, its strings copied.
@@ -41,6 +44,7 @@ public struct DownloadInPlace {
         return Download(
             kind: kind, identifier: text(identifier), uniqueIdentifier: uniqueIdentifier.map(text), url: url.map(text),
             applicationGroupIdentifier: text(applicationGroupIdentifier), fileSize: fileSize, priority: priority,
-            state: state, isEssential: isEssential, sha256: sha256.map(text), httpHeaders: httpHeaders)
+            state: state, isEssential: isEssential, sha256: sha256.map(text), httpHeaders: httpHeaders,
+            networkAccess: networkAccess)
     }
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import ExtensionRuntime
 import Foundation
 import Engine
+import Service
 import Vocabulary
 
 /// The full life cycle of `bahost run`: install the app in the queue, run its content request, then drain its
@@ -20,6 +21,9 @@ struct LifecycleRun {
     func run() async throws -> Int32 {
         let reporter = EventReporter(json: json)
         guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { return 70 }
+        // A metered network, sleep: as the service does (docs/DOWNLOADS.md).
+        let bus = EngineOnSystemBus.follow(engine, quietWithoutBus: true) { Output.standardError("bahost: \($0)\n") }
+        defer { bus?.stop() }
         do {
             try engine.install(
                 config, extensionPath: URL(fileURLWithPath: plugin).standardizedFileURL.path,

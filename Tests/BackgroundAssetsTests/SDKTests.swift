@@ -111,6 +111,31 @@ import Testing
         #expect(url.request.value(forHTTPHeaderField: "Authorization") == "Bearer t")
     }
 
+    /// Apple's `allowsExpensiveNetworkAccess` and `allowsConstrainedNetworkAccess`, which swift-corelibs-foundation
+    /// lacks, set on the request as on Apple, reach the C ABI's `network_access` and come back; the header that
+    /// carries them inside the `URLRequest` is never one of the download's headers. `allowsCellularAccess = false`
+    /// reads as no expensive networks.
+    @Test func networkAccessIsTheRequestsAndCrossesTheCABI() throws {
+        var request = URLRequest(url: URL(string: "https://cdn.example.com/hd.pack")!)
+        #expect(request.allowsExpensiveNetworkAccess && request.allowsConstrainedNetworkAccess)
+        request.allowsExpensiveNetworkAccess = false
+        request.allowsConstrainedNetworkAccess = false
+        request.allowsConstrainedNetworkAccess = true
+        let download = BAURLDownload(
+            identifier: "hd", request: request, essential: false, fileSize: 10, applicationGroupIdentifier: "g",
+            priority: .default)
+        #expect(download.headerLines.isEmpty)
+        let bits = ABIDownload.with(download) { $0.pointee.network_access }
+        #expect(bits == UInt64(BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE.rawValue))
+        let back = try #require(ABIDownload.with(download) { ABIDownload.object($0.pointee) } as? BAURLDownload)
+        #expect(!back.request.allowsExpensiveNetworkAccess && back.request.allowsConstrainedNetworkAccess)
+        #expect(back.headerLines.isEmpty)
+
+        var cellular = URLRequest(url: URL(string: "https://cdn.example.com/hd.pack")!)
+        cellular.allowsCellularAccess = false
+        #expect(!cellular.allowsExpensiveNetworkAccess)
+    }
+
     @Test func theManifestIsNotABAURLDownload() {
         let manifest = BAManifestDownload(
             identifier: "manifest", priority: .default, isEssential: false, applicationGroupIdentifier: "g",

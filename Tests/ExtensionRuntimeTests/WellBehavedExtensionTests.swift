@@ -11,7 +11,7 @@ import Vocabulary
             [.contentRequest(.install, manifestPath: manifest, info: .unrestricted)])
         #expect(outcome.stopReason == .returned)
         #expect(outcome.extensionIdentifier == "com.example.levels.c-extension")
-        #expect(outcome.abiVersion == "1.1")
+        #expect(outcome.abiVersion == "1.2")
         #expect(outcome.completedEvents == 1)
         #expect(outcome.returnedDownloads.map(\.identifier) == ["level-1", "level-2"])
         let first = try #require(outcome.returnedDownloads.first)

@@ -9,13 +9,16 @@ struct LabApp {
     let dataRoot: URL
     let body: Data
     let path: String
+    /// Each asset's path on the lab's server, by identifier.
+    let paths: [String: String]
 
     /// - Parameter sparse: a file of zeros made without writing it (a large one), not on `/slow/`, in the
     ///   background (optional).
     init(_ lab: NetworkLab, size: Int, sparse: Bool = false) throws {
         let dir = sparse ? "fast/\(UUID().uuidString)" : "slow/\(UUID().uuidString)"
-        path = "\(dir)/level.pack"
+        let path = "\(dir)/level.pack"
         let url: String
+        let body: Data
         if sparse {
             body = Data()
             url = try lab.serve(Data(), at: path)
@@ -25,7 +28,29 @@ struct LabApp {
             url = try lab.serve(body, at: path)
         }
         let kind = sparse ? "optional" : "essential"
-        let manifest = try lab.serve(Data("level \(size) \(kind) \(url)\n".utf8), at: "\(dir)/manifest.txt")
+        try self.init(
+            lab, manifest: "level \(size) \(kind) \(url)\n", in: dir, body: body, path: path, paths: ["level": path])
+    }
+
+    /// An app whose manifest names `assets`, each on `/slow/`: (identifier, size, the example extension's necessity
+    /// word, such as `optional` or `essential,avoids-expensive`).
+    init(_ lab: NetworkLab, assets: [(String, Int, String)]) throws {
+        let dir = "slow/\(UUID().uuidString)"
+        var manifest = ""
+        var paths: [String: String] = [:]
+        for (identifier, size, necessity) in assets {
+            let path = "\(dir)/\(identifier).pack"
+            paths[identifier] = path
+            manifest += "\(identifier) \(size) \(necessity) \(try lab.serve(Data.random(count: size), at: path))\n"
+        }
+        try self.init(lab, manifest: manifest, in: dir, body: Data(), path: paths.values.sorted()[0], paths: paths)
+    }
+
+    private init(_ lab: NetworkLab, manifest: String, in dir: String, body: Data, path: String, paths: [String: String]) throws {
+        self.body = body
+        self.path = path
+        self.paths = paths
+        let manifest = try lab.serve(Data(manifest.utf8), at: "\(dir)/manifest.txt")
         dataRoot = TestPlugins.scratch.appendingPathComponent("data-\(UUID().uuidString)")
         let values: [String: Any] = [
             "CFBundleIdentifier": "com.example.levels", "BAAppGroupID": "group.com.example.levels",
@@ -58,7 +83,9 @@ func start(
         "run", "--plugin", try TestPlugins.c("example_extension"), "--event", event, "--info-plist", app.infoPlist,
         "--data-root", app.dataRoot.path, "--ca-file", lab.caFile, "--json",
     ] + extra)
-    return try Bahost.start(arguments, environment: environment, executable: executable)
+    // No system bus but the test's own (`SystemBusLab`): the machine's NetworkManager must not decide a test.
+    let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(lab.folder.appendingPathComponent("no-system-bus").path)"]
+    return try Bahost.start(arguments, environment: noBus.merging(environment) { $1 }, executable: executable)
 }
 
 /// Waits until `condition` holds, for at most `seconds`; false if it never did.

@@ -205,6 +205,9 @@ def test_the_current_downloads_come_whole_from_one_copy(service, nginx):
         ("one", urls[0], 200_000, 10, ["X-Level: 7", "X-Player: ünïcode"]), output
     assert len(one["sha256"]) == 64 and two["sha256"] == "" and two["headers"] == [], output
     assert (two["identifier"], two["url"], two["priority"]) == ("two", urls[1], 11), output
+    # Apple's allowsExpensiveNetworkAccess, through ba_download_t 1.2's network_access, the service and back.
+    assert (one["allows_expensive_network_access"], two["allows_expensive_network_access"]) == (True, False), output
+    assert one["allows_constrained_network_access"] and two["allows_constrained_network_access"], output
     # The collector is on after a fetch in an app that has it on, and off after one in an app that turned it off.
     assert listed["collector"] == [True, False], output
     for download in (one, two):

@@ -43,6 +43,28 @@ import Vocabulary
         #expect(snapshot.runnable.isEmpty && snapshot.appsWithActiveDownloads == ["app"] && snapshot.hasWork("app"))
     }
 
+    /// On a metered network the run order passes over background downloads and those whose request avoids expensive
+    /// networks; the network's conditions survive in the row (its network access), and loopback hosts need none.
+    @Test func runnablePassesOverWhatTheNetworksConditionsHold() throws {
+        // Two apps: an app's background downloads wait for its essential ones anyway.
+        let (store, _) = try store(apps: ["app", "other"])
+        var avoids = download("avoids", essential: true)
+        avoids.networkAccess = [.avoidsExpensive]
+        let local = Download(
+            identifier: "local", url: "https://127.0.0.1/x", applicationGroupIdentifier: "g", fileSize: 10)
+        _ = try store.enqueue([download("essential", essential: true), avoids], for: "app") { _, _ in nil }
+        _ = try store.enqueue([download("background"), local], for: "other") { _, _ in nil }
+        #expect(try store.runnable(now: Date()).map(\.identifier) == ["essential", "avoids", "background", "local"])
+        let metered = NetworkConditions(metered: .guessYes)
+        #expect(try store.runnable(now: Date(), conditions: metered).map(\.identifier) == ["essential", "local"])
+        let offline = NetworkConditions(connectivity: .none)
+        #expect(try store.runnable(now: Date(), conditions: offline).map(\.identifier) == ["local"])
+        let asleep = NetworkConditions(metered: .no, asleep: true)
+        #expect(try store.runnable(now: Date(), conditions: asleep).isEmpty)
+        let row = try #require(try store.runnable(now: Date()).first { $0.identifier == "avoids" })
+        #expect(row.download.networkAccess == [.avoidsExpensive])
+    }
+
     /// The engine's turn records the outcomes that came since the last one and starts the next transfers in one
     /// transaction: an outcome whose row was cancelled meanwhile is reported gone without failing the others, and an
     /// outcome is written before the starts, so a row queued again while its outcome waited (the engine recovers rows

@@ -70,7 +70,7 @@ import TestSupport
         #expect(answers["dispatch-after-disconnect"]?["value"] as? Int == -1)
         #expect(answers["reconnect"]?["ok"] as? Bool == true, "\(String(describing: answers["reconnect"]))")
         #expect(answers["library-major"]?["value"] as? Int == 1)
-        #expect(answers["library-minor"]?["value"] as? Int == 1)
+        #expect(answers["library-minor"]?["value"] as? Int == 2)
     }
 
     /// A library and a service of different protocol versions (an app built against an older or a newer bahost)

@@ -30,7 +30,7 @@ import TestSupport
         let statusReport = try daemon.report(["debug", "status"]).report
         let status = statusReport["apps"] as? [[String: Any]]
         #expect(status?.first?["launched"] as? Bool == true)
-        #expect(statusReport["abiVersion"] as? String == "1.1")
+        #expect(statusReport["abiVersion"] as? String == "1.2")
         #expect(try daemon.bahost(["debug", "status"]).stdout.contains("extension ABI 1.1"))
         // What the sandbox can do here, probed at start (this machine's kernel has it all).
         let sandbox = try #require(statusReport["sandbox"] as? [String: Any])

@@ -68,16 +68,13 @@ import Vocabulary
         #expect(app.budgetDay == PeriodicPolicy.day(tomorrow))
     }
 
-    @Test func busctlOutputIsParsed() {
-        #expect(SystemConditionReader.meteredValue("u 1") == true)
-        #expect(SystemConditionReader.meteredValue("u 3") == true)
-        #expect(SystemConditionReader.meteredValue("u 2") == false)
-        #expect(SystemConditionReader.meteredValue("u 4") == false)
-        #expect(SystemConditionReader.meteredValue("u 0") == nil)
-        #expect(SystemConditionReader.meteredValue("garbage") == nil)
-        #expect(SystemConditionReader.busctlString(#"s "power-saver""#) == "power-saver")
-        #expect(SystemConditionReader.busctlString(#"s "balanced""#) == "balanced")
-        #expect(SystemConditionReader.busctlString("u 1") == nil)
+    @Test func networkManagersMeteredValuesAreRead() {
+        #expect(SystemConditionReader.meteredValue(1) == true)
+        #expect(SystemConditionReader.meteredValue(3) == true)
+        #expect(SystemConditionReader.meteredValue(2) == false)
+        #expect(SystemConditionReader.meteredValue(4) == false)
+        #expect(SystemConditionReader.meteredValue(0) == nil)
+        #expect(SystemConditionReader.meteredValue(77) == nil)
     }
 
     @Test func powerSuppliesAndThePlatformProfileAreReadFromSysfs() throws {
@@ -87,7 +84,7 @@ import Vocabulary
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try "\(value)\n".write(to: url, atomically: true, encoding: .utf8)
         }
-        let reader = SystemConditionReader(sysfsRoot: root.path, busctl: nil, lowBatteryPercent: 20)
+        let reader = SystemConditionReader(sysfsRoot: root.path, readsSystemBus: false, lowBatteryPercent: 20)
         #expect(reader.read() == SystemConditions())
 
         try write("class/power_supply/BAT0/type", "Battery")

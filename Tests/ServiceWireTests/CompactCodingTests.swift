@@ -47,6 +47,24 @@ import Vocabulary
         #expect(hello.first == UInt8(ascii: "{"))
     }
 
+    /// The networks a download avoids (protocol 3) travel both ways, compact and as JSON; a download that avoids none
+    /// encodes as JSON without the field, as before.
+    @Test func networkAccessRoundTrips() throws {
+        var avoiding = download
+        avoiding.networkAccess = [.avoidsExpensive, .avoidsConstrained]
+        let frame = try ServiceProtocol.encode(ClientMessage.request(id: 7, .schedule(avoiding)))
+        guard case .request(7, .schedule(let decoded)) = try ServiceProtocol.decodeClientMessage(frame) else {
+            Issue.record("not a schedule request")
+            return
+        }
+        #expect(decoded == avoiding)
+        let reply = try ServiceProtocol.encode(ServiceMessage.reply(id: 3, .downloads([avoiding, download])))
+        #expect(String(describing: try ServiceProtocol.decodeServiceMessage(reply))
+            == String(describing: ServiceMessage.reply(id: 3, .downloads([avoiding, download]))))
+        #expect(try JSONDecoder().decode(Download.self, from: JSONEncoder().encode(avoiding)) == avoiding)
+        #expect(!String(decoding: try JSONEncoder().encode(download), as: UTF8.self).contains("networkAccess"))
+    }
+
     /// Every truncation, and every frame with bytes added, is refused with an error rather than a crash.
     @Test func truncatedAndPaddedFramesAreRefused() throws {
         let frame = try ServiceProtocol.encode(ServiceMessage.reply(id: 3, .downloads([download])))
@@ -77,6 +95,7 @@ import Vocabulary
             bytes += withUnsafeBytes(of: Int64(1).littleEndian, Array.init) + Array("g".utf8)
             for value: Int64 in [0, 50, 0] { bytes += withUnsafeBytes(of: value.littleEndian, Array.init) }
             bytes += [0, 0] + withUnsafeBytes(of: Int64(0).littleEndian, Array.init)  // not essential, no hash, no headers
+            bytes += withUnsafeBytes(of: Int64(0).littleEndian, Array.init)  // any network (protocol 3)
             return Data(bytes)
         }
         for valid in ["level-1", "é/ü", "数据", "🎮 pack", ""] {

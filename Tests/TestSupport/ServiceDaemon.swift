@@ -18,7 +18,11 @@ public final class ServiceDaemon: @unchecked Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         // A runtime folder of its own: the apps' exclusive-control locks live there, and tests running at once install
         // the same app with daemons of their own.
-        self.environment = ["XDG_RUNTIME_DIR": folder.appendingPathComponent("run").path].merging(environment) { $1 }
+        // And no system bus but the test's own (`SystemBusLab`): the machine's NetworkManager must not decide a test.
+        self.environment = [
+            "XDG_RUNTIME_DIR": folder.appendingPathComponent("run").path,
+            "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(folder.appendingPathComponent("no-system-bus").path)",
+        ].merging(environment) { $1 }
         socket = folder.appendingPathComponent("service.sock").path
         self.dataRoot = dataRoot ?? folder.appendingPathComponent("data")
         log = folder.appendingPathComponent("daemon.log").path

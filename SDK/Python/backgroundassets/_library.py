@@ -24,11 +24,17 @@ class Error(ctypes.Structure):
         return error
 
 
+NETWORK_ACCESS_AVOIDS_EXPENSIVE = 1 << 0
+NETWORK_ACCESS_AVOIDS_CONSTRAINED = 1 << 1
+DOWNLOAD_SIZE_1_1 = 88  # ba_download_t before network_access
+
+
 class Download(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("kind", c_int32), ("identifier", c_char_p),
                 ("unique_identifier", c_char_p), ("url", c_char_p), ("application_group_identifier", c_char_p),
                 ("file_size", c_int64), ("priority", c_int64), ("state", c_int32), ("essential", c_bool),
-                ("sha256", c_char_p), ("http_headers", ctypes.POINTER(c_char_p)), ("http_header_count", c_uint32)]
+                ("sha256", c_char_p), ("http_headers", ctypes.POINTER(c_char_p)), ("http_header_count", c_uint32),
+                ("network_access", ctypes.c_uint64)]  # 1.2
 
 
 class DownloadList(ctypes.Structure):

@@ -59,7 +59,8 @@ enum DownloadList {
                         unique_identifier: unique, url: url, application_group_identifier: group,
                         file_size: download.fileSize, priority: download.priority, state: download.state,
                         essential: download.isEssential, sha256: sha256, http_headers: headers,
-                        http_header_count: UInt32(download.httpHeaders.count)))
+                        http_header_count: UInt32(download.httpHeaders.count),
+                        network_access: UInt64(download.networkAccess.rawValue)))
                 index += 1
             }
         } catch {

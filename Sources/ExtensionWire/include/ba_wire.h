@@ -23,6 +23,8 @@
 #define BA_WIRE_MAX_SHA256 64u
 #define BA_WIRE_MAX_HEADER 8192u       /* one "Name: value" */
 #define BA_WIRE_MAX_HEADERS_BYTES (32u * 1024u)
+/* The network_access bits this version knows; a newer extension's others are dropped when it is read. */
+#define BA_WIRE_NETWORK_ACCESS_KNOWN (BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE | BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED)
 #define BA_WIRE_MAX_CREDENTIAL 4096u   /* a challenge reply's user, and its password */
 /* The longest log message the runner sends: a longer one is cut there (on a UTF-8 boundary) and says how much was
  * cut, so that no message an extension logs can make a packet the socket refuses. The host keeps no longer a line. */

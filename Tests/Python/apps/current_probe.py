@@ -1,5 +1,5 @@
 """An app in Python, as the launched app: schedules the downloads it is given (ID=URL@SIZE, with a header and a
-SHA-256 for the first), then prints its current downloads as fetch_current_downloads returns them (one copy of the
+SHA-256 for the first, kept off metered networks for the second), then prints its current downloads as fetch_current_downloads returns them (one copy of the
 list) and as the library's visitor gives them one by one, and whether the fetch left Python's collector as the app
 had it. One JSON object a line."""
 
@@ -27,7 +27,8 @@ def main():
         identifier, rest = spec.split("=", 1)
         url, size = rest.rsplit("@", 1)
         extra = {"headers": ["X-Level: 7", "X-Player: ünïcode"],
-                 "sha256": hashlib.sha256(b"not the file").hexdigest()} if index == 0 else {}
+                 "sha256": hashlib.sha256(b"not the file").hexdigest()} if index == 0 else \
+            {"allows_expensive_network_access": False}
         manager.schedule_download(ba.BAURLDownload(identifier, url, application_group_identifier=group,
                                                    file_size=int(size), priority=10 + index, **extra))
     copied = manager.fetch_current_downloads()

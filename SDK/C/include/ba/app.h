@@ -40,7 +40,7 @@ extern "C" {
 /* The version of this API; the library's own is ba_app_library_version(). Same rule as the extension ABI: equal
  * majors talk; a newer minor only appends. */
 #define BA_APP_API_VERSION_MAJOR 1u
-#define BA_APP_API_VERSION_MINOR 1u
+#define BA_APP_API_VERSION_MINOR 2u
 
 /* A connection to the service for this app. Opaque: the library checks every handle it is given, so a handle used
  * after ba_app_disconnect fails with BA_ERROR_CALLER_CONNECTION_INVALID instead of touching freed memory. */

@@ -27,6 +27,16 @@ typedef enum ba_download_kind {
     BA_DOWNLOAD_KIND_MANIFEST = 1,
 } ba_download_kind_t;
 
+/* Networks a download may use (since 1.2): Apple's URLRequest.allowsExpensiveNetworkAccess and
+ * allowsConstrainedNetworkAccess, stated as what the download avoids so that zero, and a 1.1 struct without the
+ * field, mean Apple's default (both allowed). bahost reads "expensive" as NetworkManager's metered (yes or
+ * guess-yes: a phone's hotspot, mobile broadband) and "constrained" as a connection the user marked metered
+ * (docs/DOWNLOADS.md, "Metered networks"). */
+typedef enum ba_network_access {
+    BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE = 1u << 0,   /* allowsExpensiveNetworkAccess = false */
+    BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED = 1u << 1, /* allowsConstrainedNetworkAccess = false */
+} ba_network_access_t;
+
 /* A download. Every pointer is borrowed: it stays valid only for the duration of the call that passes it, and
  * the receiver copies what it keeps. Strings are NUL-terminated UTF-8. */
 typedef struct ba_download {
@@ -43,6 +53,8 @@ typedef struct ba_download {
     const char *sha256;                     /* bahost addition: expected SHA-256, 64 hex digits, or NULL */
     const char *const *http_headers;        /* "Name: value" request headers, or NULL */
     uint32_t http_header_count;
+    /* 1.2. Eight bytes at offset 88, past 1.1's tail padding, so that struct_size tells a 1.1 struct from this. */
+    uint64_t network_access;                /* ba_network_access_t bits; 0 = any network, as Apple's default */
 } ba_download_t;
 
 /* Called once for each current download; the download is borrowed for the duration of the call. */

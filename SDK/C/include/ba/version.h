@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define BA_ABI_VERSION_MAJOR 1u
-#define BA_ABI_VERSION_MINOR 1u
+#define BA_ABI_VERSION_MINOR 2u
 
 typedef struct ba_version {
     uint32_t major;

@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// A remote asset to download (Apple's `BAURLDownload`).
 public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as BADownload; its own are constants
     /// Where the download's request came from: the app's or extension's own `URLRequest`, or the host's description
@@ -6,7 +8,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as
     /// of its cost (docs/PERFORMANCE.md).
     private enum Source {
         case request(URLRequest)
-        case described(url: String, headerLines: [String])
+        case described(url: String, headerLines: [String], networkAccess: NetworkAccess)
     }
 
     private let source: Source
@@ -77,9 +79,10 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as
     /// A download as the host described it: `url` is an absolute URL the host already checked.
     init(
         identifier: String, uniqueIdentifier: String?, state: State, url: String, headerLines: [String],
-        essential: Bool, fileSize: Int, applicationGroupIdentifier: String, priority: Priority, sha256: String?
+        networkAccess: NetworkAccess, essential: Bool, fileSize: Int, applicationGroupIdentifier: String,
+        priority: Priority, sha256: String?
     ) {
-        source = .described(url: url, headerLines: headerLines)
+        source = .described(url: url, headerLines: headerLines, networkAccess: networkAccess)
         expectedSHA256 = sha256
         super.init(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, priority: priority,
@@ -100,7 +103,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as
         switch source {
         case .request(let request):
             return request
-        case .described(let url, let headerLines):
+        case .described(let url, let headerLines, let networkAccess):
             var request = URLRequest(url: URL(string: url) ?? URL(fileURLWithPath: "/"))
             for line in headerLines {
                 guard let colon = line.firstIndex(of: ":") else { continue }
@@ -108,6 +111,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as
                     line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces),
                     forHTTPHeaderField: String(line[..<colon]))
             }
+            request.setNetworkAccess(networkAccess, avoided: true)
             return request
         }
     }
@@ -116,16 +120,26 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as
     var urlString: String? {
         switch source {
         case .request(let request): request.url?.absoluteString
-        case .described(let url, _): url
+        case .described(let url, _, _): url
         }
     }
 
-    /// The request's headers as `Name: value` lines, sorted by name.
+    /// The networks the download avoids (`URLRequest.allowsExpensiveNetworkAccess` and its sibling).
+    var networkAccess: NetworkAccess {
+        switch source {
+        case .request(let request): request.networkAccess
+        case .described(_, _, let networkAccess): networkAccess
+        }
+    }
+
+    /// The request's headers as `Name: value` lines, sorted by name; bahost's network access header is not one.
     var headerLines: [String] {
         switch source {
         case .request(let request):
-            (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-        case .described(_, let headerLines):
+            (request.allHTTPHeaderFields ?? [:])
+                .filter { $0.key.caseInsensitiveCompare(URLRequest.networkAccessHeader) != .orderedSame }
+                .sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        case .described(_, let headerLines, _):
             headerLines
         }
     }

@@ -11,7 +11,7 @@ extension Download {
             applicationGroupIdentifier: download.applicationGroupIdentifier, fileSize: Int64(download.fileSize),
             priority: Int64(download.priority.rawValue), state: Int32(download.state.rawValue),
             isEssential: download.isEssential, sha256: urlDownload?.expectedSHA256,
-            httpHeaders: urlDownload?.headerLines ?? [])
+            httpHeaders: urlDownload?.headerLines ?? [], networkAccess: urlDownload?.networkAccess ?? [])
     }
 
     /// The object a delegate receives: a `BAURLDownload`, or the manifest's private download class.
@@ -27,7 +27,7 @@ extension Download {
         }
         return BAURLDownload(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, url: url,
-            headerLines: httpHeaders, essential: isEssential, fileSize: Int(fileSize),
+            headerLines: httpHeaders, networkAccess: networkAccess, essential: isEssential, fileSize: Int(fileSize),
             applicationGroupIdentifier: applicationGroupIdentifier, priority: priority, sha256: sha256)
     }
 }

@@ -1,0 +1,31 @@
+/* bahost_system_bus.h: libsystemd's sd-bus, for the service's watch of the system bus (NetworkManager, logind), and
+ * the few of its calls that Swift cannot make itself: the variadic ones (sd_bus_call_method, sd_bus_message_read).
+ * Every rule lives in Sources/SystemBus; these only pass arguments through. */
+#ifndef BAHOST_SYSTEM_BUS_H
+#define BAHOST_SYSTEM_BUS_H
+
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+/* Reads one boolean argument of `m` (a signal's "b"). Returns sd-bus's result: >= 0 on success. */
+int bahost_bus_read_bool(sd_bus_message *m, int *value);
+
+/* A uint32 property of `destination`'s object (org.freedesktop.DBus.Properties.Get), within sd-bus's timeout. */
+int bahost_bus_get_u32(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                       const char *member, uint32_t *value);
+
+/* A string property, malloc'd into *value (the caller frees it). */
+int bahost_bus_get_string(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                          const char *member, char **value);
+
+/* logind's Inhibit(what, who, why, mode): the inhibitor's descriptor (close it to release), duplicated with
+ * O_CLOEXEC so that it outlives the reply; or a negative errno. */
+int bahost_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode);
+
+/* A pipe, both ends close-on-exec and non-blocking: the watch's thread polls it to know when to end. */
+int bahost_bus_stop_pipe(int ends[2]);
+
+/* Closes `bus` once what it has queued is sent. */
+void bahost_bus_close(sd_bus *bus);
+
+#endif

@@ -1,0 +1,47 @@
+#define _GNU_SOURCE
+#include "bahost_system_bus.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int bahost_bus_read_bool(sd_bus_message *m, int *value) { return sd_bus_message_read(m, "b", value); }
+
+int bahost_bus_get_u32(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                       const char *member, uint32_t *value) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    int r = sd_bus_get_property_trivial(bus, destination, path, interface, member, &error, 'u', value);
+    sd_bus_error_free(&error);
+    return r;
+}
+
+int bahost_bus_get_string(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                          const char *member, char **value) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    int r = sd_bus_get_property_string(bus, destination, path, interface, member, &error, value);
+    sd_bus_error_free(&error);
+    return r;
+}
+
+int bahost_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    sd_bus_message *reply = NULL;
+    int r = sd_bus_call_method(bus, "org.freedesktop.login1", "/org/freedesktop/login1",
+                               "org.freedesktop.login1.Manager", "Inhibit", &error, &reply, "ssss", what, who, why,
+                               mode);
+    sd_bus_error_free(&error);
+    if (r < 0) return r;
+    int fd = -1;
+    r = sd_bus_message_read(reply, "h", &fd);
+    int copy = r >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+    int saved = errno;
+    sd_bus_message_unref(reply);
+    if (r < 0) return r;
+    return copy >= 0 ? copy : -saved;
+}
+
+void bahost_bus_close(sd_bus *bus) { sd_bus_flush_close_unref(bus); }
+
+int bahost_bus_stop_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC | O_NONBLOCK); }

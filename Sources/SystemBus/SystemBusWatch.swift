@@ -1,0 +1,198 @@
+import CSystemBus
+import Foundation
+import Glibc
+import HostVocabulary
+import Synchronization
+
+/// The service's watch of the system bus, through libsystemd's sd-bus: NetworkManager's connectivity and metered
+/// state (read at start, then at each `PropertiesChanged` and each time NetworkManager appears or leaves), and
+/// logind's `PrepareForSleep`, with a delay inhibitor so that the service can stop its transfers and sync their files
+/// before the machine sleeps. Without a system bus, or without either service on it, it reports nothing and the
+/// service behaves as without it (the kernel's routes alone say where the network is).
+///
+/// One thread, which this object owns, holds the bus connection and runs every callback; the handlers are called on
+/// it and must not block (the sleep handler gets a `release` to call, from any thread, when it is done).
+public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touched on the watch's thread only
+    public struct Handlers: Sendable {
+        /// NetworkManager's connectivity and metered state changed (`asleep` is always false here).
+        public var networkChanged: @Sendable (NetworkConditions) -> Void
+        /// logind: the machine is about to sleep (true), or woke (false). For true, `release` lets the sleep go on.
+        public var sleep: @Sendable (_ goingToSleep: Bool, _ release: @escaping @Sendable () -> Void) -> Void
+
+        public init(
+            networkChanged: @escaping @Sendable (NetworkConditions) -> Void,
+            sleep: @escaping @Sendable (Bool, @escaping @Sendable () -> Void) -> Void
+        ) {
+            self.networkChanged = networkChanged
+            self.sleep = sleep
+        }
+    }
+
+    private let handlers: Handlers
+    private var bus: OpaquePointer?
+    private var slots: [OpaquePointer?] = []
+    /// A pipe whose write end, written, ends the thread.
+    private let stopPipe: (read: Int32, write: Int32)
+    private let stopped = Atomic<Bool>(false)
+    private let finished = Mutex<Bool>(false)
+    /// The held delay inhibitor's descriptor, -1 when none: released before a sleep, taken again after it.
+    private let inhibitor = Mutex<Int32>(-1)
+    /// What NetworkManager said last, so that a `PropertiesChanged` of something else reports nothing.
+    private var lastReported: NetworkConditions?
+
+    /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS`, else the standard socket) and starts the thread; nil,
+    /// with why, when there is no system bus.
+    public static func start(handlers: Handlers) -> Result<SystemBusWatch, SystemBusError> {
+        var bus: OpaquePointer?
+        let r = sd_bus_open_system(&bus)
+        guard r >= 0, let bus else { return .failure(SystemBusError(operation: "connecting to the system bus", code: r)) }
+        let watch = SystemBusWatch(bus: bus, handlers: handlers)
+        if let error = watch.subscribe() {
+            watch.closeBus()
+            return .failure(error)
+        }
+        let thread = Thread { watch.run() }
+        thread.name = "bahost system bus"
+        thread.start()
+        return .success(watch)
+    }
+
+    private init(bus: OpaquePointer, handlers: Handlers) {
+        self.bus = bus
+        self.handlers = handlers
+        var ends: [Int32] = [-1, -1]
+        _ = bahost_bus_stop_pipe(&ends)
+        stopPipe = (ends[0], ends[1])
+    }
+
+    /// The matches, the first reading of NetworkManager and the inhibitor, before the thread starts.
+    private func subscribe() -> SystemBusError? {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let matches: [(String, sd_bus_message_handler_t)] = [
+            ("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.networkManager)'",
+             { _, context, _ in SystemBusWatch.from(context).readNetworkManager(); return 0 }),
+            ("type='signal',sender='\(Self.networkManager)',path='\(Self.networkManagerPath)',"
+                + "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='\(Self.networkManager)'",
+             { _, context, _ in SystemBusWatch.from(context).readNetworkManager(); return 0 }),
+            ("type='signal',sender='org.freedesktop.login1',path='/org/freedesktop/login1',"
+                + "interface='org.freedesktop.login1.Manager',member='PrepareForSleep'",
+             { message, context, _ in
+                var goingToSleep: Int32 = 0
+                guard bahost_bus_read_bool(message, &goingToSleep) >= 0 else { return 0 }
+                SystemBusWatch.from(context).prepareForSleep(goingToSleep != 0)
+                return 0
+             }),
+        ]
+        for (rule, handler) in matches {
+            var slot: OpaquePointer?
+            let r = sd_bus_add_match(bus, &slot, rule, handler, context)
+            guard r >= 0 else { return SystemBusError(operation: "subscribing to \(rule)", code: r) }
+            slots.append(slot)
+        }
+        readNetworkManager()
+        takeInhibitor()
+        return nil
+    }
+
+    private static func from(_ context: UnsafeMutableRawPointer?) -> SystemBusWatch {
+        Unmanaged<SystemBusWatch>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    static let networkManager = "org.freedesktop.NetworkManager"
+    static let networkManagerPath = "/org/freedesktop/NetworkManager"
+
+    /// Reads NetworkManager's state and reports it when it changed; unknown when NetworkManager is not there.
+    /// [watch thread]
+    private func readNetworkManager() {
+        func read(_ member: String) -> UInt32? {
+            var value: UInt32 = 0
+            let r = bahost_bus_get_u32(bus, Self.networkManager, Self.networkManagerPath, Self.networkManager, member, &value)
+            return r >= 0 ? value : nil
+        }
+        let conditions = NetworkConditions(
+            connectivity: read("Connectivity").flatMap(NetworkConditions.Connectivity.init(rawValue:)) ?? .unknown,
+            metered: read("Metered").flatMap(NetworkConditions.Metered.init(rawValue:)) ?? .unknown)
+        guard conditions != lastReported else { return }
+        lastReported = conditions
+        handlers.networkChanged(conditions)
+    }
+
+    /// [watch thread]
+    private func prepareForSleep(_ goingToSleep: Bool) {
+        if goingToSleep {
+            handlers.sleep(true) { [self] in releaseInhibitor() }
+        } else {
+            takeInhibitor()
+            handlers.sleep(false) {}
+        }
+    }
+
+    /// Takes logind's delay inhibitor for sleep, unless one is held; without logind, nothing. [watch thread]
+    private func takeInhibitor() {
+        guard inhibitor.withLock({ $0 }) < 0 else { return }
+        let fd = bahost_bus_inhibit(bus, "sleep", "bahost", "Saving partial downloads before sleep", "delay")
+        if fd >= 0 { inhibitor.withLock { $0 = fd } }
+    }
+
+    /// [any thread]
+    private func releaseInhibitor() {
+        inhibitor.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
+
+    /// Whether a delay inhibitor is held now.
+    public var holdsInhibitor: Bool { inhibitor.withLock { $0 >= 0 } }
+
+    /// Ends the thread and closes the connection; returns once it has. [any thread but the watch's]
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var one: UInt8 = 1
+        _ = write(stopPipe.write, &one, 1)
+        while !finished.withLock({ $0 }) { usleep(1000) }
+    }
+
+    /// [watch thread]
+    private func run() {
+        while !stopped.load(ordering: .acquiring) {
+            let r = sd_bus_process(bus, nil)
+            if r > 0 { continue }
+            if r < 0 { break }  // the bus went away (dbus restarted): as without one, until the service restarts
+            var fds = [
+                pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
+                pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+            ]
+            var timeout: UInt64 = 0
+            var wait: Int32 = -1
+            if sd_bus_get_timeout(bus, &timeout) >= 0 && timeout != UInt64.max {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let nowMicros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                wait = timeout > nowMicros ? Int32(min((timeout - nowMicros + 999) / 1000, 60_000)) : 0
+            }
+            _ = poll(&fds, 2, wait)
+        }
+        closeBus()
+        releaseInhibitor()
+        close(stopPipe.read)
+        close(stopPipe.write)
+        finished.withLock { $0 = true }
+    }
+
+    private func closeBus() {
+        for slot in slots { sd_bus_slot_unref(slot) }
+        slots = []
+        if let bus { bahost_bus_close(bus) }
+        bus = nil
+    }
+}
+
+/// The system bus could not be used: what was tried, and sd-bus's error.
+public struct SystemBusError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var code: Int32
+
+    public var description: String { "\(operation): \(String(cString: strerror(-code)))" }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// A private system bus for a test: a real `dbus-daemon` on a socket of its own, with python3-dbusmock's
+/// NetworkManager and logind templates on it as the machine's services. Processes given `environment`
+/// (`DBUS_SYSTEM_BUS_ADDRESS`) take it for the system bus; the machine's own is never touched.
+public final class SystemBusLab: @unchecked Sendable {
+    /// Why a test of the system bus cannot run here, or nil.
+    public static let unavailable: String? = {
+        for tool in ["/usr/bin/dbus-daemon", "/usr/bin/gdbus", "/usr/bin/python3"]
+        where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "\(tool) is missing (scripts/install-dependencies.sh installs it)"
+        }
+        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/dbusmock") else {
+            return "python3-dbusmock is missing (scripts/install-dependencies.sh installs it)"
+        }
+        return nil
+    }()
+
+    public let folder: URL
+    /// The bus's address, for `DBUS_SYSTEM_BUS_ADDRESS`.
+    public let address: String
+    private var processes: [pid_t] = []
+
+    public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": address] }
+
+    /// Starts the bus and the stand-ins; NetworkManager's `Metered` starts as `metered` (NMMetered: 1 yes, 2 no,
+    /// 3 guess-yes, 4 guess-no).
+    public init(metered: UInt32 = 4) throws {
+        folder = TestPlugins.scratch.appendingPathComponent("bus-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        address = "unix:path=\(folder.appendingPathComponent("system_bus_socket").path)"
+        try spawn("/usr/bin/dbus-daemon", ["--session", "--nofork", "--address=\(address)"], log: "dbus-daemon.log")
+        guard wait({ FileManager.default.fileExists(atPath: self.folder.appendingPathComponent("system_bus_socket").path) })
+        else { throw LabError("dbus-daemon did not start: \(logs)") }
+        for template in ["networkmanager", "logind"] {
+            try spawn("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", template], log: "\(template).log")
+        }
+        for name in ["org.freedesktop.NetworkManager", "org.freedesktop.login1"] {
+            guard wait({ (try? self.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", [name]))?
+                .contains("true") == true })
+            else { throw LabError("\(name) did not appear on the test bus: \(logs)") }
+        }
+        try call(
+            Self.networkManager, Self.networkManagerPath, "org.freedesktop.DBus.Mock.AddProperty",
+            [Self.networkManager, "Metered", "<uint32 \(metered)>"])
+    }
+
+    deinit { close() }
+
+    /// Stops the stand-ins and the bus, and reaps them.
+    public func close() {
+        for pid in processes.reversed() {
+            kill(pid, SIGTERM)
+            var status: Int32 = 0
+            for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
+            if waitpid(pid, &status, WNOHANG) == 0 {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+            }
+        }
+        processes = []
+    }
+
+    static let networkManager = "org.freedesktop.NetworkManager"
+    static let networkManagerPath = "/org/freedesktop/NetworkManager"
+
+    /// NetworkManager's `Metered` changes, with its `PropertiesChanged`.
+    public func setMetered(_ value: UInt32) throws {
+        try call(
+            Self.networkManager, Self.networkManagerPath, "org.freedesktop.DBus.Mock.SetProperty",
+            [Self.networkManagerPath, Self.networkManager, "Metered", "<uint32 \(value)>"])
+    }
+
+    /// NetworkManager's `Connectivity` changes (NMConnectivityState: 1 none, 3 limited, 4 full).
+    public func setConnectivity(_ value: UInt32) throws {
+        try call(Self.networkManager, Self.networkManagerPath, "org.freedesktop.DBus.Mock.SetConnectivity", ["uint32 \(value)"])
+    }
+
+    /// logind's `PrepareForSleep(goingToSleep)`.
+    public func prepareForSleep(_ goingToSleep: Bool) throws {
+        try call(
+            "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.EmitSignal",
+            ["org.freedesktop.login1.Manager", "PrepareForSleep", "b", "[<\(goingToSleep)>]"])
+    }
+
+    /// Who holds logind's inhibitors now, as `ListInhibitors` prints them ("('sleep', 'bahost', …, 'delay', …)").
+    public func inhibitors() throws -> String {
+        try call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager.ListInhibitors", [])
+    }
+
+    /// `gdbus call` on the test bus; returns what it printed.
+    @discardableResult
+    public func call(_ destination: String, _ path: String, _ method: String, _ arguments: [String]) throws -> String {
+        try NetworkLab.run("/usr/bin/gdbus", [
+            "call", "--address", address, "--dest", destination, "--object-path", path, "--method", method,
+        ] + arguments)
+    }
+
+    public var logs: String {
+        ["dbus-daemon.log", "networkmanager.log", "logind.log"].map { name in
+            "\(name): " + ((try? String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)) ?? "")
+        }.joined(separator: "\n")
+    }
+
+    /// posix_spawn, kill and waitpid: Foundation's Process left these unreaped after `terminate`, and its
+    /// `waitUntilExit` never returned.
+    private func spawn(_ executable: String, _ arguments: [String], log: String) throws {
+        let path = folder.appendingPathComponent(log).path
+        var fileActions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&fileActions)
+        defer { posix_spawn_file_actions_destroy(&fileActions) }
+        posix_spawn_file_actions_addopen(&fileActions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&fileActions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&fileActions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { strdup("\($0)=\($1)") } + [nil]
+        defer { variables.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, executable, &fileActions, nil, argv, variables) == 0 else {
+            throw LabError("cannot start \(executable)")
+        }
+        processes.append(pid)
+    }
+
+    private func wait(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<200 {
+            if condition() { return true }
+            usleep(25_000)
+        }
+        return false
+    }
+
+    public struct LabError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
