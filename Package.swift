@@ -132,9 +132,12 @@ let package = Package(
         // libcurl (Debian's libcurl4-openssl-dev): the transfers' HTTP, on its multi interface.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CProxy", pkgConfig: "libproxy-1.0", providers: [.apt(["libproxy-dev"])]),
-        // The system bus (libsystemd's sd-bus): NetworkManager's connectivity and metered state, logind's sleep.
-        .target(name: "CSystemBus", linkerSettings: [.linkedLibrary("systemd")]),
-        .target(name: "SystemBus", dependencies: ["CSystemBus", "HostVocabulary", "Vocabulary"]),
+        // libsystemd: sd-bus (the system and session buses), sd-daemon (socket activation, readiness).
+        .target(name: "CSystemd", linkerSettings: [.linkedLibrary("systemd")]),
+        // The system bus: NetworkManager's connectivity and metered state, logind's sleep.
+        .target(name: "SystemBus", dependencies: ["CSystemd", "HostVocabulary", "Vocabulary"]),
+        // The desktop, on the session bus: notifications and the dock's launcher entries.
+        .target(name: "Desktop", dependencies: ["CSystemd"]),
         // One attempt at one transfer, on libcurl's multi interface: one transfer thread owns every socket.
         .target(
             name: "Transfer",
@@ -158,7 +161,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: ["HostVocabulary", 
-                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire", "SystemBus",
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire", "SystemBus", "CSystemd", "Desktop",
                 "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -222,6 +225,7 @@ let package = Package(
             path: "Tests/TestSupport"),
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension", "StoreKit"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
+        .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),
         .testTarget(
             name: "PacksTests",
             dependencies: [

@@ -21,13 +21,16 @@
 #   dbus-daemon, libglib2.0-bin, python3-dbusmock
 #                    the system-bus tests (Tests/NetworkTests/SystemBusTests): a private bus, gdbus to drive it, and
 #                    python-dbusmock's NetworkManager and logind standing in for the machine's
+#   dunst, scrot, dbus-bin
+#                    the desktop test (Tests/ServiceTests/DesktopProgressTests): a real notification server on a
+#                    private session bus under Xvfb, a screenshot of it, dbus-monitor for what crossed the bus
 #   love, xvfb, xauth
 #                    the LÖVE game's test (Plugins/Love): the engine, headless under Xvfb
 set -euo pipefail
 
 packages=(libffi-dev libsqlite3-dev libarchive-dev libcurl4-openssl-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
     python3-setuptools libproxy-dev iproute2 ethtool curl tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit libsystemd-dev dbus-daemon libglib2.0-bin python3-dbusmock
-    love xvfb xauth)
+    dunst scrot dbus-bin love xvfb xauth)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

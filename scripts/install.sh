@@ -132,9 +132,18 @@ if $user && [ -z "$destdir" ]; then
     mkdir -p "$unit_folder"
     created+=("${missing[@]}")
     install -m 644 "$work/bahost.service" "$unit_folder/bahost.service"
-    record+=("$unit_folder/bahost.service")
+    install -m 644 Support/systemd/bahost.socket "$unit_folder/bahost.socket"
+    record+=("$unit_folder/bahost.service" "$unit_folder/bahost.socket")
+    # Enabled as `systemctl --user enable bahost.socket` would (its link), which needs no running user manager.
+    if [ ! -d "$unit_folder/sockets.target.wants" ]; then
+        mkdir -p "$unit_folder/sockets.target.wants"
+        created+=("$unit_folder/sockets.target.wants")
+    fi
+    ln -sfn "$unit_folder/bahost.socket" "$unit_folder/sockets.target.wants/bahost.socket"
+    record+=("$unit_folder/sockets.target.wants/bahost.socket")
 else
     put 644 "$work/bahost.service" lib/systemd/user/bahost.service
+    put 644 Support/systemd/bahost.socket lib/systemd/user/bahost.socket
 fi
 
 "$bin/bahost" --generate-completion-script bash > "$work/bahost.bash"
@@ -176,9 +185,9 @@ if ! pkg-config --variable=pc_path pkg-config 2>/dev/null | tr : '\n' | grep -qx
 fi
 if [ -z "$destdir" ]; then
     if $user; then
-        echo "the service: systemctl --user daemon-reload && systemctl --user enable --now bahost.service"
+        echo "the service starts when an app needs it (bahost.socket, enabled); from login on: systemctl --user daemon-reload && systemctl --user enable --now bahost.service"
     else
-        echo "the service: the user unit is $prefix/lib/systemd/user/bahost.service (link it into ~/.config/systemd/user unless systemd reads that folder)"
+        echo "the service: the user units are $prefix/lib/systemd/user/bahost.{service,socket} (link them into ~/.config/systemd/user unless systemd reads that folder; enable bahost.socket)"
     fi
     echo "remove it all with: scripts/uninstall.sh --prefix $prefix"
 fi

@@ -83,10 +83,28 @@ Description: Apple's Background Assets for Linux: a host for asset-downloader ex
  (bahost daemon) does so for every installed app; bahost pack and bahost serve make and serve managed asset packs.
  .
  This package has the host, the extension runner, the C ABI's headers (pkg-config bahost), the apps' C library
- (libbackgroundassets, pkg-config backgroundassets), the systemd user unit, shell completions and man pages.
+ (libbackgroundassets, pkg-config backgroundassets), the systemd user units (the service, and its socket,
+ enabled for every user: an app's first call starts the service), shell completions and man pages.
 CONTROL
 # The library in /usr/lib: dpkg runs ldconfig once the package is in.
 echo "activate-noawait ldconfig" > "$root/DEBIAN/triggers"
+# bahost.socket enabled for every user (`systemctl --global`, as debhelper's dh_installsystemduser does), so that an
+# app's first call starts the service; disabled when the package is removed.
+cat > "$root/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl --global enable bahost.socket >/dev/null 2>&1 || true
+fi
+POSTINST
+cat > "$root/DEBIAN/prerm" <<'PRERM'
+#!/bin/sh
+set -e
+if [ "$1" = remove ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl --global disable bahost.socket >/dev/null 2>&1 || true
+fi
+PRERM
+chmod 755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm"
 
 deb="$output/bahost_${version}_${arch}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null

@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Queue
 import Vocabulary
 
@@ -25,6 +26,12 @@ public struct DownloadStatus: Sendable, Hashable {
     public var offlineSince: Date?
 
     public var identifier: String { download.identifier }
+    /// How its transfers use the network, as `NetworkConditions` judge it.
+    public var networkUse: NetworkUse {
+        NetworkUse(
+            discretionary: !download.isEssential && !foreground, access: download.networkAccess,
+            host: QueuedDownload.host(of: download))
+    }
     public var isEssential: Bool { download.isEssential }
     public var priority: Int64 { download.priority }
 

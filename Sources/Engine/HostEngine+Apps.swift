@@ -1,4 +1,5 @@
 import AppConfig
+import CBAExtension
 import Foundation
 import HostVocabulary
 import Queue
@@ -80,6 +81,34 @@ extension HostEngine {
         }
         let since = try store.schedule(appIdentifier)?.contentRequestSequence ?? 0
         return try store.failedEssentialDownloads(for: appIdentifier, after: since).map(\.status)
+    }
+
+    /// How far the app's essential downloads of its last install or update have come: what `bahost launch`
+    /// waits for, as the desktop shows it.
+    public func essentialProgress(_ appIdentifier: String) throws -> (received: Int64, expected: Int64, left: Int) {
+        let since = try store.schedule(appIdentifier)?.contentRequestSequence ?? 0
+        let progress = try store.essentialProgress(for: appIdentifier, after: since)
+        return (progress.received, progress.expected, progress.active)
+    }
+
+    /// Schedules again, as a non-essential download (Apple's advice for a failed essential one: essential downloads
+    /// are only accepted at install and update), an essential download of the app that failed: the desktop's "Try
+    /// again".
+    public func scheduleAgain(_ appIdentifier: String, identifier: String) -> Result<Void, HostError> {
+        var again: Download
+        do {
+            let since = try store.schedule(appIdentifier)?.contentRequestSequence ?? 0
+            guard let failed = try store.failedEssentialDownloads(for: appIdentifier, after: since)
+                .last(where: { $0.identifier == identifier })
+            else { return .failure(HostError.bahost("no failed essential download '\(identifier)' to try again")) }
+            again = failed.download
+        } catch {
+            return .failure(HostError.bahost("\(error)"))
+        }
+        again.isEssential = false
+        again.uniqueIdentifier = nil
+        again.state = BA_DOWNLOAD_STATE_CREATED.rawValue
+        return downloads(for: appIdentifier).schedule(again)
     }
 
     public func activeDownloadCount(_ appIdentifier: String) throws -> Int {

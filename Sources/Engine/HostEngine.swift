@@ -270,6 +270,8 @@ public final class HostEngine: Sendable {
 
     private func apply(_ conditions: NetworkConditions) {
         context.networkWaits.conditionsChanged(to: conditions)
+        // The reserve was chosen under the old conditions: the next turn chooses again.
+        if conditions.holdsAny { context.running.dropReserve() }
         context.client.apply(conditions)
         context.wakeNow()
     }

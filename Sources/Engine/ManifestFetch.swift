@@ -1,5 +1,6 @@
 import ExtensionRuntime
 import Foundation
+import HostVocabulary
 import Policy
 import Queue
 import Transfer
@@ -23,12 +24,14 @@ struct ManifestFetch {
         if let refusal = policy.allowance.refusalToStart("the manifest", essential: false) { return .failure(refusal) }
         let partial = context.dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
         let limit = policy.allowance.unreservedBytesLeft(essential: false)
-        let request = TransferRequest(
+        let host = URLComponents.parsed(app.effectiveManifestURL)?.host ?? ""
+        var request = TransferRequest(
             url: app.effectiveManifestURL, expectedSize: 0, partialPath: partial,
             byteLimit: min(limit ?? Self.maximumBytes, Self.maximumBytes),
             checkURL: { url in policy.checkURL(url).map(TransferError.init(refusal:)) })
+        // Not discretionary (the content request waits for it), but sleep and no connectivity hold it too.
+        request.networkUse = NetworkUse(discretionary: false, access: [], host: host)
         var attempt = 0
-        let host = URLComponents.parsed(app.effectiveManifestURL)?.host ?? ""
         var offlineSince: Date?
         while true {
             attempt += 1
@@ -47,6 +50,14 @@ struct ManifestFetch {
                             "the manifest is larger than \(Self.maximumBytes) bytes, the most bahost fetches for one"))
                     }
                     return .failure(Allowance.exceeded("the manifest", limit: limit))
+                }
+                if error.held != nil {
+                    // Held by the machine's conditions (asleep, no connectivity): no attempt, looked at each second.
+                    guard !Task.isCancelled else { return .failure(error.error) }
+                    attempt -= 1
+                    context.observe(.manifestWaiting(error.error, retryIn: .seconds(1)))
+                    try? await Task.sleep(for: .seconds(1))
+                    continue
                 }
                 if error.offline {
                     // As a download's: no path to the server costs no attempt, until the resource timeout.

@@ -355,6 +355,24 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// The app's essential downloads queued after `sequence` (its last install or update), whatever their state:
+    /// the bytes received of those expected (a finished one counts whole), and how many are still active. The
+    /// received bytes are those last saved (at most a second or 4 MiB behind).
+    public func essentialProgress(for appIdentifier: String, after sequence: Int64) throws
+        -> (received: Int64, expected: Int64, active: Int)
+    {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(CASE WHEN state = 'finished' OR delivered THEN fileSize
+                                         ELSE MIN(bytesReceived, fileSize) END), 0),
+                       COALESCE(SUM(fileSize), 0),
+                       COUNT(CASE WHEN state IN \(TransferState.activeList) THEN 1 END)
+                FROM download WHERE appIdentifier = ? AND isEssential AND sequence > ? AND state != 'failed'
+                """, arguments: [appIdentifier, sequence])
+            return (row?[0] ?? 0, row?[1] ?? 0, row?[2] ?? 0)
+        }
+    }
+
     /// Every download of an app, in queue order.
     public func downloads(for appIdentifier: String) throws -> [QueuedDownload] {
         try database.read { try Self.fetch($0, where: "appIdentifier = ? ORDER BY sequence", [appIdentifier]) }

@@ -1,4 +1,5 @@
 import CBAExtension
+import Desktop
 import ExtensionRuntime
 import Foundation
 import Engine
@@ -18,6 +19,8 @@ public final class BackgroundAssetsService: Sendable {
     let clock = ServiceClock()
     let logger: Logger
     private let listener: ServiceListener
+    /// Whether systemd passed the listening socket (socket activation).
+    var listenerActivated: Bool { listener.activated }
     let overrides = Mutex(SystemConditions())
     let scheduler: PeriodicScheduler
     /// What the extensions' sandbox can do on this machine, probed at start.
@@ -28,6 +31,8 @@ public final class BackgroundAssetsService: Sendable {
     let declaredAppsStatus = Mutex(DeclaredAppsStatus())
     /// The system bus's watch while the service runs.
     let systemBus = Mutex<SystemBusWatch?>(nil)
+    /// The desktop (the session bus), connected at the first launch that waits; `.some(nil)` once found absent.
+    private let desktopShell = Mutex<DesktopShell??>(nil)
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
@@ -65,11 +70,14 @@ public final class BackgroundAssetsService: Sendable {
                 handle: { session, id, request in await self.handle(request, id: id, from: session) },
                 ended: { session in self.ended(session) })
         }
-        logger.info("listening", metadata: ["socket": "\(settings.socketPath)", "data": "\(settings.dataRoot.url.path)"])
+        logger.info("listening", metadata: [
+            "socket": "\(settings.socketPath)", "data": "\(settings.dataRoot.url.path)",
+            "activated": "\(listener.activated)",
+        ])
+        ServiceManager.notify("READY=1\nSTATUS=listening on \(settings.socketPath)")
         logger.info("sandbox: \(sandbox.summary)")
         for missing in sandbox.missing { logger.warning("sandbox: \(missing)") }
         let bus = watchSystemBus()
-        defer { bus?.stop() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -82,10 +90,25 @@ public final class BackgroundAssetsService: Sendable {
             group.addTask { await self.followDeclaredApps() }
             await group.waitForAll()
         }
+        ServiceManager.notify("STOPPING=1")
+        bus?.stop()
+        desktopShell.withLock { $0??.stop() }
         listener.stop()
         sessions.closeAll()
         await engine.shutdown()
         logger.info("stopped")
+    }
+
+    /// The desktop's notifications and dock, on the session bus; nil without one (then only the terminal says what
+    /// happens). Connected once, at first use.
+    func desktop() -> DesktopShell? {
+        desktopShell.withLock { shell in
+            if shell == nil {
+                shell = .some(DesktopShell.connect())
+                if shell! == nil { logger.info("no session bus: launches show their progress in the terminal only") }
+            }
+            return shell!
+        }
     }
 
     /// Follows NetworkManager and logind on the system bus for the engine; nil without a system bus.

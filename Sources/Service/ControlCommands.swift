@@ -1,5 +1,6 @@
 import AppConfig
 import ExtensionRuntime
+import Desktop
 import Engine
 import Foundation
 import HostVocabulary
@@ -159,7 +160,7 @@ extension BackgroundAssetsService {
         _ = try installed(app)
         sessions.follow(app, from: session, request: id)
         defer { sessions.unfollow(session, request: id) }
-        let failures = try await engine.awaitEssentials(app)
+        let failures = try await showingOnTheDesktop(app) { try await engine.awaitEssentials(app) }
         let now = clock.now
         // `bahost launch APP -- COMMAND` execs the app in its own process: that process, and what it starts, is the app.
         try engine.launched(app, at: now, process: ProcessStamp(pid: session.peerPID)) { launches in
@@ -174,6 +175,53 @@ extension BackgroundAssetsService {
             failures.isEmpty, text,
             ["app": app, "launched": true,
              "essentialFailures": failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }])
+    }
+
+    /// Runs `wait` (the wait for `app`'s essential downloads) while the desktop shows its progress
+    /// (`DesktopShell`: a notification, the app's icon), at most four times a second and only when it moved; then
+    /// closes that, and tells each essential download that failed, with a "Try again" that schedules it again. Without
+    /// a session bus, only `wait`.
+    private func showingOnTheDesktop(
+        _ app: String, _ wait: () async throws -> [DownloadStatus]
+    ) async throws -> [DownloadStatus] {
+        guard let shell = desktop() else { return try await wait() }
+        let face = DesktopEntry.find(app)
+        let progress = Task { [engine] in
+            var last: LaunchNotice.Progress?
+            var shown = false
+            while !Task.isCancelled {
+                if let (received, expected, left) = try? engine.essentialProgress(app), left > 0 {
+                    let now = LaunchNotice.Progress(received: received, expected: expected, left: left)
+                    if now != last { shell.showWaiting(face, now) }
+                    last = now
+                    shown = true
+                }
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+            return shown
+        }
+        let failures: [DownloadStatus]
+        do {
+            failures = try await wait()
+        } catch {
+            progress.cancel()
+            if await progress.value { shell.endWaiting(face) }
+            throw error
+        }
+        progress.cancel()
+        if await progress.value { shell.endWaiting(face) }
+        for failure in failures {
+            let error = failure.error ?? HostError.bahost("failed")
+            shell.showFailure(
+                face, asset: failure.identifier, domain: error.domain, code: error.code, message: error.message
+            ) { [engine, logger] in
+                switch engine.scheduleAgain(app, identifier: failure.identifier) {
+                case .success: logger.info("\(app): \(failure.identifier) scheduled again from the desktop")
+                case .failure(let error): logger.notice("\(app): \(failure.identifier) not scheduled again: \(error)")
+                }
+            }
+        }
+        return failures
     }
 
     private func uninstall(_ app: String) throws -> ServiceReply {
@@ -200,6 +248,7 @@ extension BackgroundAssetsService {
     private func downloads(_ app: String) throws -> ServiceReply {
         _ = try installed(app)
         let downloads = try engine.allDownloads(app)
+        let conditions = engine.networkConditions
         var text = "\(app): \(downloads.count) download\(downloads.count == 1 ? "" : "s")\n"
         var rows: [[String: Any]] = []
         for d in downloads {
@@ -214,6 +263,8 @@ extension BackgroundAssetsService {
                 + " of \(LifecycleEvent.size(size))  priority \(d.priority)  \(flags.joined(separator: ", "))"
             if let error = d.error, d.state != .finished { text += "  (\(error))" }
             let formatter = ISO8601DateFormatter()
+            let held = [.queued, .waitingForNetwork, .waitingToRetry].contains(d.state) ? conditions.hold(d.networkUse) : nil
+            if let held { text += "\n    held: \(held)" }
             if d.state == .waitingForNetwork, let since = d.offlineSince {
                 text += "\n    no path to its server since \(formatter.string(from: since))"
             }
@@ -228,6 +279,7 @@ extension BackgroundAssetsService {
             ]
             if let error = d.error { row["error"] = LifecycleEvent.json(error) }
             if let since = d.offlineSince { row["offlineSince"] = ISO8601DateFormatter().string(from: since) }
+            if let held { row["heldBy"] = "\(held)" }
             if let next = d.retryAt, d.state == .waitingForNetwork || d.state == .waitingToRetry {
                 row["retryAt"] = ISO8601DateFormatter().string(from: next)
             }
@@ -280,6 +332,7 @@ extension BackgroundAssetsService {
         let formatter = ISO8601DateFormatter()
         func conditionText(_ value: Bool?) -> String { value.map { $0 ? "yes" : "no" } ?? "unknown" }
         var text = "bahost service \(Self.version), extension ABI \(BahostVersion.abi), data in \(settings.dataRoot.url.path)\n"
+        if listenerActivated { text += "started by systemd on its socket (bahost.socket)\n" }
         text += String(format: "clock: %@ (%.0f s ahead)\n", formatter.string(from: now), clock.offsetSeconds)
         text += "power saver: \(conditionText(conditions.powerSaver)), battery low: \(conditionText(conditions.batteryLow)), "
             + "metered network: \(conditionText(conditions.metered))\n"
@@ -362,6 +415,7 @@ extension BackgroundAssetsService {
                  ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
              }],
+             "socketActivated": listenerActivated,
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
                          "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing,
                          "windowCgroups": sandbox.windowCgroups, "windowLimits": sandbox.containment],

@@ -1,6 +1,7 @@
 import CHostSupport
 import Foundation
 import ServiceWire
+import Synchronization
 import Vocabulary
 
 /// The service's Unix socket: private to the user (a 0700 folder, a 0600 socket), and every connection's peer
@@ -8,10 +9,20 @@ import Vocabulary
 final class ServiceListener: Sendable {
     let path: String
     private let descriptor: Int32
+    /// Whether systemd passed the socket (`bahost.socket`): it then owns the socket's file, which stays.
+    let activated: Bool
+    private let stopped = Atomic<Bool>(false)
 
-    /// Binds `path`, replacing a socket that no service answers on; refuses to start beside a live service.
+    /// Takes the socket systemd passed for `path` (socket activation); else binds `path`, replacing a socket that
+    /// no service answers on, and refuses to start beside a live service.
     init(path: String) throws {
         self.path = path
+        if let passed = try ServiceManager.passedSocket(for: path) {
+            descriptor = passed
+            activated = true
+            return
+        }
+        activated = false
         let folder = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(
             atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -51,7 +62,7 @@ final class ServiceListener: Sendable {
 
     /// Accepts connections on a thread of its own until `stop`; `accept` gets each one whose peer is this user.
     func start(_ handle: @escaping @Sendable (FramedSocket, _ pid: Int32) -> Void) {
-        Thread.detachNewThread { [descriptor] in
+        Thread.detachNewThread { [self, descriptor] in
             while true {
                 // Runners are spawned with only their own descriptors, so the moment before FD_CLOEXEC leaks nothing.
                 let fd = Glibc.accept(descriptor, nil, nil)
@@ -63,6 +74,10 @@ final class ServiceListener: Sendable {
                     return
                 }
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                if self.stopped.load(ordering: .acquiring) {
+                    close(fd)
+                    return
+                }
                 var pid: pid_t = 0
                 var uid: uid_t = 0
                 let socket = FramedSocket(descriptor: fd)
@@ -88,10 +103,16 @@ final class ServiceListener: Sendable {
         }
     }
 
-    /// Stops accepting and removes the socket file.
+    /// Stops accepting and removes the socket file (one systemd passed stays: systemd listens on it again and starts
+    /// the service at the next connection).
     func stop() {
-        shutdown(descriptor, Int32(SHUT_RDWR))
-        unlink(path)
+        stopped.store(true, ordering: .releasing)
+        // A passed socket is shared with systemd: shut down, it would stop listening for systemd too. The accept
+        // thread then waits on it until the process exits.
+        if !activated {
+            shutdown(descriptor, Int32(SHUT_RDWR))
+            unlink(path)
+        }
     }
 }
 

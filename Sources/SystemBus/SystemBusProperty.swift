@@ -1,4 +1,4 @@
-import CSystemBus
+import CSystemd
 import Glibc
 
 /// One property read from the system bus, on a connection of its own: for the periodic scheduler's few reads a

@@ -1,4 +1,4 @@
-import CSystemBus
+import CSystemd
 import Foundation
 import Glibc
 import HostVocabulary
@@ -159,7 +159,12 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
         while !stopped.load(ordering: .acquiring) {
             let r = sd_bus_process(bus, nil)
             if r > 0 { continue }
-            if r < 0 { break }  // the bus went away (dbus restarted): as without one, until the service restarts
+            if r < 0 {
+                // The bus went away (dbus restarted): as without one, until the service restarts; nothing it said
+                // holds a download any longer.
+                if lastReported.map({ $0 != NetworkConditions() }) == true { handlers.networkChanged(NetworkConditions()) }
+                break
+            }
             var fds = [
                 pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
                 pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),

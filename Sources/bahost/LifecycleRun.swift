@@ -23,7 +23,6 @@ struct LifecycleRun {
         guard let engine = transfers.openEngine(limits: window.limits, reporter: reporter) else { return 70 }
         // A metered network, sleep: as the service does (docs/DOWNLOADS.md).
         let bus = EngineOnSystemBus.follow(engine, quietWithoutBus: true) { Output.standardError("bahost: \($0)\n") }
-        defer { bus?.stop() }
         do {
             try engine.install(
                 config, extensionPath: URL(fileURLWithPath: plugin).standardizedFileURL.path,
@@ -31,9 +30,11 @@ struct LifecycleRun {
             let outcome = try await engine.contentRequest(
                 request, appIdentifier: config.appIdentifier, localManifest: manifest)
             try await engine.drain([config.appIdentifier])
+            bus?.stop()
             await engine.shutdown()
             return reporter.finish(contentRequest: outcome)
         } catch {
+            bus?.stop()
             await engine.shutdown()
             Output.standardError("bahost: \(error)\n")
             return 70

@@ -31,7 +31,7 @@ import TestSupport
         let status = statusReport["apps"] as? [[String: Any]]
         #expect(status?.first?["launched"] as? Bool == true)
         #expect(statusReport["abiVersion"] as? String == "1.2")
-        #expect(try daemon.bahost(["debug", "status"]).stdout.contains("extension ABI 1.1"))
+        #expect(try daemon.bahost(["debug", "status"]).stdout.contains("extension ABI 1.2"))
         // What the sandbox can do here, probed at start (this machine's kernel has it all).
         let sandbox = try #require(statusReport["sandbox"] as? [String: Any])
         #expect(sandbox["off"] as? Bool == false)

@@ -31,4 +31,32 @@ import TestSupport
         let refused = try daemon.bahost(["debug", "max-rate", "fast"])
         #expect(refused.status != 0 && refused.stderr.contains("'fast'"), "\(refused.stderr)")
     }
+
+    /// The service follows the system bus (a private one, with python3-dbusmock's NetworkManager and logind):
+    /// `bahost debug status` shows what NetworkManager says, what that holds back, and the sleep inhibitor; without
+    /// a system bus it says so.
+    @Test(.enabled(if: SystemBusLab.unavailable == nil, "\(SystemBusLab.unavailable ?? "")"))
+    func theNetworksConditionsAndTheSleepInhibitorAreShown() throws {
+        let bus = try SystemBusLab(metered: 3)
+        defer { bus.close() }
+        let daemon = try ServiceDaemon(environment: bus.environment)
+        func network() throws -> [String: Any] {
+            try #require(try daemon.report(["debug", "status"]).report["network"] as? [String: Any])
+        }
+        #expect(ServiceDaemon.waitUntil(10) { (try? network()["metered"] as? String) == "guessYes" })
+        let first = try network()
+        #expect(first["systemBus"] as? Bool == true && first["connectivity"] as? String == "full", "\(first)")
+        #expect(first["sleepInhibitor"] as? Bool == true, "\(first)")
+        let text = try daemon.bahost(["debug", "status"]).stdout
+        #expect(text.contains("network conditions: connectivity full, metered guessYes"), "\(text)")
+        #expect(text.contains("held: background downloads"), "\(text)")
+        try bus.setMetered(4)
+        #expect(ServiceDaemon.waitUntil(10) { (try? network()["metered"] as? String) == "guessNo" })
+        #expect(!(try daemon.bahost(["debug", "status"]).stdout.contains("held:")))
+
+        let alone = try ServiceDaemon()
+        let report = try #require(try alone.report(["debug", "status"]).report["network"] as? [String: Any])
+        #expect(report["systemBus"] as? Bool == false)
+        #expect(try alone.bahost(["debug", "status"]).stdout.contains("no system bus"))
+    }
 }

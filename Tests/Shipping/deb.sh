@@ -56,6 +56,10 @@ in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "/tmp/$(basena
 [ "$(in_root bahost --version)" = "$version" ] || fail "bahost --version in the root"
 in_root test -x /usr/libexec/bahost/bahost-extension-runner || fail "no runner"
 in_root test -f /usr/lib/systemd/user/bahost.service || fail "no systemd user unit"
+in_root test -f /usr/lib/systemd/user/bahost.socket || fail "no socket unit"
+if in_root sh -c 'command -v systemctl' > /dev/null; then
+    in_root test -L /etc/systemd/user/sockets.target.wants/bahost.socket || fail "bahost.socket is not enabled"
+fi
 in_root test -f /usr/share/man/man1/bahost.run.1.gz || fail "no man page"
 grep -qx 'includedir=${prefix}/include/bahost' "$root/usr/share/pkgconfig/bahost.pc" || fail "bahost.pc"
 grep -qx 'prefix=/usr' "$root/usr/share/pkgconfig/bahost.pc" || fail "bahost.pc's prefix"

@@ -64,6 +64,7 @@ grep -q -a '10Foundation\|20FoundationEssentials' "$prefix/lib/libbackgroundasse
     && fail "libbackgroundassets carries Foundation"
 echo "libbackgroundassets.so.1: $(stat -c %s "$prefix/lib/libbackgroundassets.so.1") bytes, no Foundation"
 grep -qx "ExecStart=$prefix/bin/bahost daemon" "$prefix/lib/systemd/user/bahost.service" || fail "the unit does not start the installed bahost"
+[ -f "$prefix/lib/systemd/user/bahost.socket" ] || fail "no socket unit"
 grep -q "_bahost" "$prefix/share/bash-completion/completions/bahost" || fail "no bash completion"
 grep -q "#compdef bahost" "$prefix/share/zsh/site-functions/_bahost" || fail "no zsh completion"
 grep -q "^complete -c 'bahost'" "$prefix/share/fish/vendor_completions.d/bahost.fish" || fail "no fish completion"
@@ -154,6 +155,9 @@ HOME="$home" env -u XDG_CONFIG_HOME scripts/install.sh --user --skip-build > "$w
     cat "$work/install.log" >&2; fail "install --user"; }
 [ -x "$home/.local/bin/bahost" ] || fail "--user did not install into ~/.local"
 grep -qx "ExecStart=$home/.local/bin/bahost daemon" "$home/.config/systemd/user/bahost.service" || fail "--user: no unit"
+[ "$(readlink "$home/.config/systemd/user/sockets.target.wants/bahost.socket")" = "$home/.config/systemd/user/bahost.socket" ] \
+    || fail "--user: bahost.socket is not enabled"
+grep -qx 'ListenStream=%t/bahost/service.sock' "$home/.config/systemd/user/bahost.socket" || fail "--user: no socket unit"
 HOME="$home" scripts/uninstall.sh --user > /dev/null
 [ -z "$(ls -A "$home")" ] || fail "uninstall --user left: $(cd "$home" && find . | tr '\n' ' ')"
 echo "PASS: install, scaffolds (C, Swift, managed), run under the installed bahost, uninstall"

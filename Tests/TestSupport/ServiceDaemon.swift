@@ -18,10 +18,12 @@ public final class ServiceDaemon: @unchecked Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         // A runtime folder of its own: the apps' exclusive-control locks live there, and tests running at once install
         // the same app with daemons of their own.
-        // And no system bus but the test's own (`SystemBusLab`): the machine's NetworkManager must not decide a test.
+        // And no system or session bus but the test's own (`SystemBusLab`, `DesktopLab`): the machine's NetworkManager
+        // must not decide a test, nor a test's notifications reach the desktop of whoever runs it.
         self.environment = [
             "XDG_RUNTIME_DIR": folder.appendingPathComponent("run").path,
             "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(folder.appendingPathComponent("no-system-bus").path)",
+            "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(folder.appendingPathComponent("no-session-bus").path)",
         ].merging(environment) { $1 }
         socket = folder.appendingPathComponent("service.sock").path
         self.dataRoot = dataRoot ?? folder.appendingPathComponent("data")

@@ -19,7 +19,7 @@ public final class SystemBusLab: @unchecked Sendable {
     public let folder: URL
     /// The bus's address, for `DBUS_SYSTEM_BUS_ADDRESS`.
     public let address: String
-    private var processes: [pid_t] = []
+    private let processes = SpawnedProcesses()
 
     public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": address] }
 
@@ -31,14 +31,14 @@ public final class SystemBusLab: @unchecked Sendable {
         address = "unix:path=\(folder.appendingPathComponent("system_bus_socket").path)"
         try spawn("/usr/bin/dbus-daemon", ["--session", "--nofork", "--address=\(address)"], log: "dbus-daemon.log")
         guard wait({ FileManager.default.fileExists(atPath: self.folder.appendingPathComponent("system_bus_socket").path) })
-        else { throw LabError("dbus-daemon did not start: \(logs)") }
+        else { throw LabFailure("dbus-daemon did not start: \(logs)") }
         for template in ["networkmanager", "logind"] {
             try spawn("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", template], log: "\(template).log")
         }
         for name in ["org.freedesktop.NetworkManager", "org.freedesktop.login1"] {
             guard wait({ (try? self.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", [name]))?
                 .contains("true") == true })
-            else { throw LabError("\(name) did not appear on the test bus: \(logs)") }
+            else { throw LabFailure("\(name) did not appear on the test bus: \(logs)") }
         }
         try call(
             Self.networkManager, Self.networkManagerPath, "org.freedesktop.DBus.Mock.AddProperty",
@@ -48,18 +48,7 @@ public final class SystemBusLab: @unchecked Sendable {
     deinit { close() }
 
     /// Stops the stand-ins and the bus, and reaps them.
-    public func close() {
-        for pid in processes.reversed() {
-            kill(pid, SIGTERM)
-            var status: Int32 = 0
-            for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
-            if waitpid(pid, &status, WNOHANG) == 0 {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-            }
-        }
-        processes = []
-    }
+    public func close() { processes.stopAll() }
 
     static let networkManager = "org.freedesktop.NetworkManager"
     static let networkManagerPath = "/org/freedesktop/NetworkManager"
@@ -102,37 +91,10 @@ public final class SystemBusLab: @unchecked Sendable {
         }.joined(separator: "\n")
     }
 
-    /// posix_spawn, kill and waitpid: Foundation's Process left these unreaped after `terminate`, and its
-    /// `waitUntilExit` never returned.
     private func spawn(_ executable: String, _ arguments: [String], log: String) throws {
-        let path = folder.appendingPathComponent(log).path
-        var fileActions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&fileActions)
-        defer { posix_spawn_file_actions_destroy(&fileActions) }
-        posix_spawn_file_actions_addopen(&fileActions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&fileActions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&fileActions, 1, 2)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { strdup("\($0)=\($1)") } + [nil]
-        defer { variables.forEach { free($0) } }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, executable, &fileActions, nil, argv, variables) == 0 else {
-            throw LabError("cannot start \(executable)")
-        }
-        processes.append(pid)
+        try processes.spawn(
+            executable, arguments, environment: environment, log: folder.appendingPathComponent(log).path)
     }
 
-    private func wait(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<200 {
-            if condition() { return true }
-            usleep(25_000)
-        }
-        return false
-    }
-
-    public struct LabError: Error, CustomStringConvertible {
-        public let description: String
-        init(_ description: String) { self.description = description }
-    }
+    private func wait(_ condition: () -> Bool) -> Bool { SpawnedProcesses.wait(condition) }
 }

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "bahost_system_bus.h"
+#include "bahost_systemd.h"
 
 #include <errno.h>
 #include <fcntl.h>

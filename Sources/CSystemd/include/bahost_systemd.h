@@ -1,11 +1,13 @@
-/* bahost_system_bus.h: libsystemd's sd-bus, for the service's watch of the system bus (NetworkManager, logind), and
- * the few of its calls that Swift cannot make itself: the variadic ones (sd_bus_call_method, sd_bus_message_read).
- * Every rule lives in Sources/SystemBus; these only pass arguments through. */
-#ifndef BAHOST_SYSTEM_BUS_H
-#define BAHOST_SYSTEM_BUS_H
+/* bahost_systemd.h: libsystemd. sd-bus for the system bus (NetworkManager, logind: Sources/SystemBus) and the
+ * session bus (the desktop's notifications and launcher entries), with the few of its calls that Swift cannot make
+ * itself, the variadic ones, passed through below; sd-daemon for the service manager (socket activation, readiness:
+ * Sources/Service). Every rule lives in Swift; these only pass arguments through. */
+#ifndef BAHOST_SYSTEMD_H
+#define BAHOST_SYSTEMD_H
 
 #include <stdint.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
 
 /* Reads one boolean argument of `m` (a signal's "b"). Returns sd-bus's result: >= 0 on success. */
 int bahost_bus_read_bool(sd_bus_message *m, int *value);
