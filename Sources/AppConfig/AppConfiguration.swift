@@ -19,6 +19,10 @@ public struct AppConfiguration: Sendable, Hashable {
     /// `BAHasManagedAssetPacks`: the host downloads and updates the app's asset packs; `manifestURL` then names a
     /// download manifest (`bahost pack download-manifest create`).
     public var hasManagedAssetPacks: Bool
+    /// `BAHostShowsDownloadProgress` (a bahost key, off by default): the service shows on the desktop the progress of
+    /// what the app asked for in the foreground (`startForegroundDownload`, `ensureLocalAvailability`), as it does
+    /// for every launch's essential downloads.
+    public var showsDownloadProgress: Bool
     /// `BAHostExtension` (a bahost key): the extension's shared object, relative to the app's folder. When absent,
     /// `bahost install` takes the one `.so` in the folder.
     public var extensionPath: String?
@@ -123,6 +127,7 @@ public struct AppConfiguration: Sendable, Hashable {
         }
         extensionPath = plist.BAHostExtension
         hasManagedAssetPacks = plist.BAHasManagedAssetPacks ?? false
+        showsDownloadProgress = plist.BAHostShowsDownloadProgress ?? false
         if plist.BAUsesAppleHosting == true {
             throw fail(
                 "BAUsesAppleHosting needs Apple's servers; on bahost, host the packs yourself: set BAUsesAppleHosting to false and BAManifestURL to a download manifest (bahost pack download-manifest create)")
@@ -183,6 +188,7 @@ private struct InfoPlist: Decodable {
     var BAEssentialMaxInstallSize: Int64?
     var BAHostExtension: String?
     var BAHasManagedAssetPacks: Bool?
+    var BAHostShowsDownloadProgress: Bool?
     var BAUsesAppleHosting: Bool?
 
     struct Restrictions: Decodable {

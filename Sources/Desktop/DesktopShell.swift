@@ -49,9 +49,12 @@ public final class DesktopShell: Sendable {
         }
     }
 
-    /// Shows, or updates in place, `app`'s waiting notice and its progress on the app's icon. [any thread]
-    public func showWaiting(_ app: DesktopEntry, _ progress: LaunchNotice.Progress) {
-        let notice = LaunchNotice.waiting(app, progress)
+    /// Shows, or updates in place, `app`'s waiting notice (`summary` says for what) and its progress on the app's
+    /// icon. [any thread]
+    public func showWaiting(
+        _ app: DesktopEntry, _ progress: LaunchNotice.Progress, summary: String = "Downloading required content"
+    ) {
+        let notice = LaunchNotice.waiting(app, progress, summary: summary)
         bus.perform { [self] bus in
             let replacing = shown.withLock { $0[app.appIdentifier] } ?? 0
             if let id = notify(bus, app, notice, replacing: replacing) {

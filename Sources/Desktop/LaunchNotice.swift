@@ -47,15 +47,16 @@ public struct LaunchNotice: Sendable, Hashable {
         hasher.combine(percent)
     }
 
-    /// The notification while `app` waits.
-    public static func waiting(_ app: DesktopEntry, _ progress: Progress) -> LaunchNotice {
+    /// The notification while `app` waits; `summary` says for what.
+    public static func waiting(
+        _ app: DesktopEntry, _ progress: Progress, summary: String = "Downloading required content"
+    ) -> LaunchNotice {
         var body = "\(app.name): \(progress.percent) %"
         if progress.expected > 0 {
             body += " (\(Self.mebibytes(progress.received)) of \(Self.mebibytes(progress.expected)) MiB)"
         }
         if progress.left > 0 { body += ", \(progress.left) file\(progress.left == 1 ? "" : "s") left" }
-        return LaunchNotice(
-            summary: "Downloading required content", body: body, percent: progress.percent, actions: [], urgency: 1)
+        return LaunchNotice(summary: summary, body: body, percent: progress.percent, actions: [], urgency: 1)
     }
 
     /// The action key that schedules a failed download again. "default" is also the notification's own click (and

@@ -91,6 +91,12 @@ extension HostEngine {
         return (progress.received, progress.expected, progress.active)
     }
 
+    /// How far the app's foreground downloads have come (the desktop shows it for an app that opts in).
+    public func foregroundProgress(_ appIdentifier: String) throws -> (received: Int64, expected: Int64, left: Int) {
+        let progress = try store.foregroundProgress(for: appIdentifier)
+        return (progress.received, progress.expected, progress.active)
+    }
+
     /// Schedules again, as a non-essential download (Apple's advice for a failed essential one: essential downloads
     /// are only accepted at install and update), an essential download of the app that failed: the desktop's "Try
     /// again".

@@ -11,13 +11,15 @@ public struct InstalledApp: Sendable, Hashable {
     public var hasManagedAssetPacks: Bool
     /// Its initial restrictions were lifted by its first launch.
     public var launched: Bool
+    /// `BAHostShowsDownloadProgress`: the desktop shows the progress of its foreground downloads.
+    public var showsDownloadProgress: Bool = false
 }
 
 extension AppRecord {
     var installed: InstalledApp {
         InstalledApp(
             appIdentifier: appIdentifier, appGroupIdentifier: appGroupIdentifier,
-            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched)
+            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched, showsDownloadProgress: showsDownloadProgress)
     }
 
     /// An app as its Info.plist declares it, with its extension at `extensionPath`.
@@ -28,6 +30,7 @@ extension AppRecord {
             pluginPath: extensionPath, manifestURL: config.manifestURL.absoluteString,
             domainAllowList: restrictions.domainAllowList, downloadAllowance: restrictions.downloadAllowance,
             essentialDownloadAllowance: restrictions.essentialDownloadAllowance,
-            allowInsecureLoopback: allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks)
+            allowInsecureLoopback: allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks,
+            showsDownloadProgress: config.showsDownloadProgress)
     }
 }

@@ -202,6 +202,11 @@ extension QueueStore {
                 t.add(column: "networkAccess", .integer).notNull().defaults(to: 0)
             }
         }
+        migrator.registerMigration("v16: whether the desktop shows an app's foreground downloads") { db in
+            try db.alter(table: AppRecord.databaseTableName) { t in
+                t.add(column: "showsDownloadProgress", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 }

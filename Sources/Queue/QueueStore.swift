@@ -373,6 +373,18 @@ public final class QueueStore: Sendable {
         }
     }
 
+    /// The app's active foreground downloads (`startForegroundDownload`, `ensureLocalAvailability`): bytes received
+    /// of those expected, and how many.
+    public func foregroundProgress(for appIdentifier: String) throws -> (received: Int64, expected: Int64, active: Int) {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(MIN(bytesReceived, fileSize)), 0), COALESCE(SUM(fileSize), 0), COUNT(*)
+                FROM download WHERE appIdentifier = ? AND foreground = 1 AND state IN \(TransferState.activeList)
+                """, arguments: [appIdentifier])
+            return (row?[0] ?? 0, row?[1] ?? 0, row?[2] ?? 0)
+        }
+    }
+
     /// Every download of an app, in queue order.
     public func downloads(for appIdentifier: String) throws -> [QueuedDownload] {
         try database.read { try Self.fetch($0, where: "appIdentifier = ? ORDER BY sequence", [appIdentifier]) }

@@ -232,6 +232,8 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     public var allowInsecureLoopback: Bool
     /// `BAHasManagedAssetPacks`: `manifestURL` names a download manifest, and the host manages the app's packs.
     public var hasManagedAssetPacks: Bool
+    /// `BAHostShowsDownloadProgress`: the desktop shows the progress of its foreground downloads.
+    public var showsDownloadProgress: Bool
     /// `bahost debug url-override`: fetch the manifest from here instead (a local `bahost serve`), until cleared.
     /// An update of the app keeps it.
     public var manifestURLOverride: String?
@@ -242,7 +244,7 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     public init(
         appIdentifier: String, appGroupIdentifier: String, pluginPath: String, manifestURL: String,
         domainAllowList: [String], downloadAllowance: Int64, essentialDownloadAllowance: Int64,
-        allowInsecureLoopback: Bool, hasManagedAssetPacks: Bool = false
+        allowInsecureLoopback: Bool, hasManagedAssetPacks: Bool = false, showsDownloadProgress: Bool = false
     ) {
         self.appIdentifier = appIdentifier
         self.appGroupIdentifier = appGroupIdentifier
@@ -256,6 +258,7 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
         launched = false
         self.allowInsecureLoopback = allowInsecureLoopback
         self.hasManagedAssetPacks = hasManagedAssetPacks
+        self.showsDownloadProgress = showsDownloadProgress
         manifestURLOverride = nil
     }
 }

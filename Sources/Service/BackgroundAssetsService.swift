@@ -33,6 +33,8 @@ public final class BackgroundAssetsService: Sendable {
     let systemBus = Mutex<SystemBusWatch?>(nil)
     /// The desktop (the session bus), connected at the first launch that waits; `.some(nil)` once found absent.
     private let desktopShell = Mutex<DesktopShell??>(nil)
+    /// Apps whose foreground downloads the desktop shows now (`showForegroundProgress`).
+    let foregroundFollowers = Mutex<Set<String>>([])
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
@@ -192,6 +194,7 @@ public final class BackgroundAssetsService: Sendable {
             case .assetPackStatus(let id):
                 return .assetPackStatus(try await engine.packStatus(app, id: id))
             case .ensureAssetPack(let id, let requireLatest):
+                showForegroundProgress(app)
                 try await engine.ensurePack(app, id: id, requireLatest: requireLatest)
                 return .ok
             case .cancelAssetPackDownload(let id):
@@ -280,7 +283,10 @@ public final class BackgroundAssetsService: Sendable {
         case .schedule(let download):
             return ownGroup(download) ?? reply(services.schedule(download))
         case .startForeground(let download):
-            return ownGroup(download) ?? reply(services.startForeground(download))
+            if let refusal = ownGroup(download) { return refusal }
+            let result = services.startForeground(download)
+            if case .success = result, app.showsDownloadProgress { showForegroundProgress(appIdentifier) }
+            return reply(result)
         case .cancel(let download):
             return ownGroup(download) ?? reply(services.cancel(download))
         case .currentDownloads:

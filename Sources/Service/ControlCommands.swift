@@ -1,6 +1,5 @@
 import AppConfig
 import ExtensionRuntime
-import Desktop
 import Engine
 import Foundation
 import HostVocabulary
@@ -175,53 +174,6 @@ extension BackgroundAssetsService {
             failures.isEmpty, text,
             ["app": app, "launched": true,
              "essentialFailures": failures.map { ["identifier": $0.identifier, "error": $0.error?.description ?? ""] }])
-    }
-
-    /// Runs `wait` (the wait for `app`'s essential downloads) while the desktop shows its progress
-    /// (`DesktopShell`: a notification, the app's icon), at most four times a second and only when it moved; then
-    /// closes that, and tells each essential download that failed, with a "Try again" that schedules it again. Without
-    /// a session bus, only `wait`.
-    private func showingOnTheDesktop(
-        _ app: String, _ wait: () async throws -> [DownloadStatus]
-    ) async throws -> [DownloadStatus] {
-        guard let shell = desktop() else { return try await wait() }
-        let face = DesktopEntry.find(app)
-        let progress = Task { [engine] in
-            var last: LaunchNotice.Progress?
-            var shown = false
-            while !Task.isCancelled {
-                if let (received, expected, left) = try? engine.essentialProgress(app), left > 0 {
-                    let now = LaunchNotice.Progress(received: received, expected: expected, left: left)
-                    if now != last { shell.showWaiting(face, now) }
-                    last = now
-                    shown = true
-                }
-                try? await Task.sleep(for: .milliseconds(250))
-            }
-            return shown
-        }
-        let failures: [DownloadStatus]
-        do {
-            failures = try await wait()
-        } catch {
-            progress.cancel()
-            if await progress.value { shell.endWaiting(face) }
-            throw error
-        }
-        progress.cancel()
-        if await progress.value { shell.endWaiting(face) }
-        for failure in failures {
-            let error = failure.error ?? HostError.bahost("failed")
-            shell.showFailure(
-                face, asset: failure.identifier, domain: error.domain, code: error.code, message: error.message
-            ) { [engine, logger] in
-                switch engine.scheduleAgain(app, identifier: failure.identifier) {
-                case .success: logger.info("\(app): \(failure.identifier) scheduled again from the desktop")
-                case .failure(let error): logger.notice("\(app): \(failure.identifier) not scheduled again: \(error)")
-                }
-            }
-        }
-        return failures
     }
 
     private func uninstall(_ app: String) throws -> ServiceReply {

@@ -304,7 +304,7 @@ public final class TransferClient: Sendable {
         var restarts = 0
         while true {
             if let refusal = request.checkURL(url) { return (file, .failed(refusal)) }
-            if let use = request.networkUse, let hold = conditions.withLock({ $0.hold(use) }) {
+            if let use = request.networkUse, let hold = conditions.withLock({ $0.holdsAny ? $0.hold(use) : nil }) {
                 return (file, .failed(.held(hold)))
             }
             let offset = file.length

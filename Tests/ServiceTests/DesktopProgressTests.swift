@@ -80,6 +80,41 @@ struct DesktopProgressTests {
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 2000)
     }
 
+    /// An app that opted in (`BAHostShowsDownloadProgress`) has the progress of what it starts in the foreground
+    /// shown as a launch's is, closed when it is done; one that did not, nothing.
+    @Test func foregroundDownloadsAreShownForAnAppThatOptsIn() throws {
+        let lab = try DesktopLab()
+        defer { lab.close() }
+        let dir = "fg-desktop-\(UUID().uuidString.prefix(8))"
+        try nginx.serve(Data(count: 2_500_000), at: "slow/\(dir)/movie.pack")
+        try nginx.serve(Data(#"{"assets": []}"#.utf8), at: "\(dir)/manifest.json")
+        let movie = "movie=\(nginx.https("slow/\(dir)/movie.pack"))@2500000"
+        try lab.writeDesktopEntry("com.example.levels", name: "Levels of Test", icon: "applications-games")
+        // Returns the daemon, which a test keeps running while it looks at what the service shows.
+        func foregroundDownload(optingIn: Bool) throws -> ServiceDaemon {
+            let app = try TestApp(
+                manifestURL: nginx.https("\(dir)/manifest.json"), plugin: TestPlugins.swiftExample,
+                otherKeys: optingIn ? ["BAHostShowsDownloadProgress": true] : [:])
+            let daemon = try ServiceDaemon(environment: lab.environment)
+            #expect(try daemon.report(["install", app.folder.path]).status == 0)
+            let run = try LevelsApp.swift.run(
+                ["--delegate", "full", "--foreground", movie, "--wait-for", "1", "--timeout", "30"],
+                app: app.identifier, daemon: daemon)
+            #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+            return daemon
+        }
+        let quiet = try foregroundDownload(optingIn: false)
+        usleep(1_000_000)
+        #expect(!lab.monitored.contains("member=Notify"), "an app that did not opt in was shown")
+        _ = quiet.stop(SIGTERM)
+        let shown = try foregroundDownload(optingIn: true)
+        #expect(ServiceDaemon.waitUntil(5) { lab.monitored.contains("member=CloseNotification") })
+        _ = shown.stop(SIGTERM)
+        let notices = Self.calls("Notify", in: lab.monitored)
+        #expect(notices.contains { $0.contains("\"Downloading\"") && $0.contains("\"Levels of Test\"") }, "\(notices)")
+        #expect(notices.contains { $0.contains("string \"value\"") }, "\(notices)")
+    }
+
     /// Without a session bus the launch is what it was: nothing shown, nothing failed.
     @Test func withoutASessionBusALaunchOnlyTellsTheTerminal() throws {
         let dir = "nodesktop-\(UUID().uuidString.prefix(8))"

@@ -122,7 +122,8 @@ public struct TestApp: Sendable {
 
     public init(
         identifier: String = "com.example.levels", group: String = "group.com.example.levels", manifestURL: String,
-        plugin: String, allowance: Int64 = 100_000_000, managedAssetPacks: Bool = false
+        plugin: String, allowance: Int64 = 100_000_000, managedAssetPacks: Bool = false,
+        otherKeys: [String: Any] = [:]
     ) throws {
         self.identifier = identifier
         self.group = group
@@ -137,6 +138,7 @@ public struct TestApp: Sendable {
             "BAMaxInstallSize": allowance,
         ]
         if managedAssetPacks { values["BAHasManagedAssetPacks"] = true }
+        values.merge(otherKeys) { $1 }
         try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
             .write(to: folder.appendingPathComponent("Info.plist"))
         try FileManager.default.copyItem(atPath: plugin, toPath: folder.appendingPathComponent("extension.so").path)
