@@ -19,12 +19,22 @@ import backgroundassets as ba
 GROUP = "group.com.example.levels"
 
 
+# The delegate's thread and the main one both print: each line is written whole, under the lock (print writes the
+# text and its newline apart, and two threads' lines ran together).
+_output = threading.Lock()
+
+
 def say(arguments, name, text=True, **fields):
     if arguments.json:
-        print(json.dumps({"event": name, **fields}, sort_keys=True), flush=True)
+        line = json.dumps({"event": name, **fields}, sort_keys=True)
     elif text:
         shown = lambda v: str(v).lower() if isinstance(v, bool) else ",".join(v) if isinstance(v, list) else v  # noqa
-        print(name, " ".join(f"{k}={shown(v)}" for k, v in sorted(fields.items())), flush=True)
+        line = name + " " + " ".join(f"{k}={shown(v)}" for k, v in sorted(fields.items()))
+    else:
+        return
+    with _output:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def describe(error):
