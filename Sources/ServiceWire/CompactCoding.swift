@@ -378,15 +378,15 @@ struct CompactReader {
             headers.reserveCapacity(headerCount)
             for _ in 0..<headerCount { headers.append(try string()) }
         }
-        let access = try int()
-        guard access >= 0, access <= Int64(UInt32.max) else {
-            throw ServiceWireError.protocolViolation("compact frame: network access out of range")
+        // Only the bits this version knows: one it would drop could not be written again as it came.
+        guard let networkAccess = NetworkAccess(exactly: try int()) else {
+            throw ServiceWireError.protocolViolation("compact frame: unknown network access bits")
         }
         return DownloadInPlace(
             kind: kind, identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url,
             applicationGroupIdentifier: group, fileSize: fileSize, priority: priority, state: state,
             isEssential: isEssential, sha256: sha256, httpHeaders: headers,
-            networkAccess: NetworkAccess(rawValue: UInt32(access)))
+            networkAccess: networkAccess)
     }
 
     private mutating func error() throws -> HostError {

@@ -13,14 +13,18 @@ struct ProxyRoute: Sendable, Hashable {
 
 /// The proxies the host's transfers follow, read as Linux software reads them: the environment's variables when
 /// any is set (`https_proxy`, `http_proxy`, `all_proxy`, `no_proxy`, in both cases; lower case first, as curl),
-/// else the desktop's settings through libproxy (`DesktopProxies`: GNOME's or KDE's, a PAC file), asked per URL.
-/// Read once, when the host starts: a changed variable needs a restart, as for curl's long-running users.
+/// else, in a desktop session, the desktop's settings through libproxy (`DesktopProxies`: GNOME's or KDE's, a PAC
+/// file), asked per URL; else direct. Read once, when the host starts: a changed variable needs a restart, as for
+/// curl's long-running users.
 public struct ProxySettings: Sendable, Hashable {
     public enum Source: String, Sendable {
         /// The environment's variables.
         case environment
         /// The desktop's settings, through libproxy, per URL.
         case desktop
+        /// No variable and no desktop session: direct. libproxy, whose modules cost 7 MiB of memory when loaded
+        /// (docs/PERFORMANCE.md, "Issue 59", decision 6), has no settings to read outside a desktop session.
+        case direct
     }
 
     public let source: Source
@@ -48,17 +52,23 @@ public struct ProxySettings: Sendable, Hashable {
             }
         }
         let anySet = ProxyURL.environmentNames.contains { !(environment[$0] ?? "").isEmpty }
-        source = anySet ? .environment : .desktop
+        source = anySet ? .environment : Self.desktopSessionVariables.contains { !(environment[$0] ?? "").isEmpty }
+            ? .desktop : .direct
         self.proxies = proxies
         noProxy = value("no_proxy", "NO_PROXY")?.1
         self.problems = problems
     }
+
+    /// What a desktop session sets (GNOME, KDE and the others through `XDG_CURRENT_DESKTOP`, which they import into
+    /// the systemd user manager's environment).
+    static let desktopSessionVariables = ["XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "KDE_FULL_SESSION", "GNOME_DESKTOP_SESSION_ID"]
 
     /// The host process's environment.
     public static var fromProcess: ProxySettings { ProxySettings(environment: ProcessInfo.processInfo.environment) }
 
     /// The route for `url` when the environment decides it; nil when the desktop's settings must be asked.
     func environmentRoute(for url: String) -> ProxyRoute? {
+        if source == .direct { return .direct }
         guard source == .environment else { return nil }
         let scheme = url.prefix(while: { $0 != ":" }).lowercased()
         return ProxyRoute(proxy: proxies[scheme], noProxy: noProxy)
@@ -69,6 +79,8 @@ public struct ProxySettings: Sendable, Hashable {
         switch source {
         case .desktop:
             return "the desktop's settings (GNOME, KDE or a PAC file, through libproxy), per URL; none set means direct"
+        case .direct:
+            return "direct (no proxy variable is set, and no desktop session whose settings libproxy would read)"
         case .environment:
             var parts = ["https", "http"].map { scheme in "\(scheme) through \(proxies[scheme]?.redacted ?? "no proxy")" }
             if let noProxy { parts.append("not for \(noProxy.prefix(200))") }

@@ -60,6 +60,11 @@ public struct Download: Sendable, Hashable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        let access = try c.decodeIfPresent(Int64.self, forKey: .networkAccess) ?? 0
+        guard let networkAccess = NetworkAccess(exactly: access) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .networkAccess, in: c, debugDescription: "unknown network access bits")
+        }
         self.init(
             kind: try c.decode(Kind.self, forKey: .kind), identifier: try c.decode(String.self, forKey: .identifier),
             uniqueIdentifier: try c.decodeIfPresent(String.self, forKey: .uniqueIdentifier),
@@ -69,7 +74,7 @@ public struct Download: Sendable, Hashable, Codable {
             state: try c.decode(Int32.self, forKey: .state), isEssential: try c.decode(Bool.self, forKey: .isEssential),
             sha256: try c.decodeIfPresent(String.self, forKey: .sha256),
             httpHeaders: try c.decode([String].self, forKey: .httpHeaders),
-            networkAccess: NetworkAccess(rawValue: try c.decodeIfPresent(UInt32.self, forKey: .networkAccess) ?? 0))
+            networkAccess: networkAccess)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -99,6 +104,13 @@ public struct NetworkAccess: OptionSet, Sendable, Hashable {
     public static let avoidsExpensive = NetworkAccess(rawValue: BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE.rawValue)
     /// `allowsConstrainedNetworkAccess = false`: not while the user has marked the connection metered.
     public static let avoidsConstrained = NetworkAccess(rawValue: BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED.rawValue)
+    /// Exactly `value`'s bits, nil when it has one this version does not know (a frame of the service's protocol,
+    /// which is written by the same version).
+    public init?(exactly value: Int64) {
+        guard value >= 0, value & ~Int64(Self.known.rawValue) == 0 else { return nil }
+        rawValue = UInt32(value)
+    }
+
     /// The bits this version knows; others, from a newer caller, are dropped.
     static let known = NetworkAccess(
         uncheckedRawValue: BA_NETWORK_ACCESS_AVOIDS_EXPENSIVE.rawValue | BA_NETWORK_ACCESS_AVOIDS_CONSTRAINED.rawValue)

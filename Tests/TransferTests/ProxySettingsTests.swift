@@ -34,8 +34,11 @@ import Vocabulary
     }
 
     @Test func withNoVariableTheDesktopDecidesAndAnUnusableOneIsNamedWithoutItsValue() {
-        let none = ProxySettings(environment: ["no_proxy": "localhost"])
+        // In a desktop session: libproxy asks the desktop. Outside one (a server, CI): direct, libproxy never loaded.
+        let none = ProxySettings(environment: ["no_proxy": "localhost", "XDG_CURRENT_DESKTOP": "GNOME"])
         #expect(none.source == .desktop && none.environmentRoute(for: "https://a/") == nil)
+        let headless = ProxySettings(environment: ["no_proxy": "localhost"])
+        #expect(headless.source == .direct && headless.environmentRoute(for: "https://a/") == .direct)
         let broken = ProxySettings(environment: ["https_proxy": "ftp://player:hunter2@proxy"])
         #expect(broken.source == .environment)
         #expect(broken.problems == ["https_proxy is not used: its scheme ftp is not one of http, https, socks4, socks4a, socks5, socks5h"])
