@@ -18,19 +18,23 @@ private func described(_ download: UnsafePointer<ba_download_t>?, _ error: Unsaf
         return nil
     }
     guard let download else { return invalid("the download is NULL") }
-    guard Int(download.pointee.struct_size) >= downloadSize10 else {
+    // The size first, read alone: a 1.1 app's struct is 88 bytes, and only what it has is copied, into a zeroed value
+    // of this version's size (reading `pointee` whole would read past the caller's struct).
+    let size = Int(UnsafeRawPointer(download).load(as: UInt32.self))
+    guard size >= downloadSize10 else {
         return invalid(
-            "ba_download_t.struct_size is \(download.pointee.struct_size); this library needs \(downloadSize10) "
-                + "(set it to sizeof(ba_download_t))")
+            "ba_download_t.struct_size is \(size); this library needs \(downloadSize10) (set it to sizeof(ba_download_t))")
     }
-    guard download.pointee.identifier != nil else { return invalid("the download has no identifier") }
-    guard download.pointee.kind != Int32(BA_DOWNLOAD_KIND_URL.rawValue) || download.pointee.url != nil else {
+    var copy = ba_download_t()
+    memcpy(&copy, download, min(size, MemoryLayout<ba_download_t>.size))
+    guard copy.identifier != nil else { return invalid("the download has no identifier") }
+    guard copy.kind != Int32(BA_DOWNLOAD_KIND_URL.rawValue) || copy.url != nil else {
         return invalid("the download has no URL")
     }
-    guard download.pointee.http_header_count == 0 || download.pointee.http_headers != nil else {
-        return invalid("the download has \(download.pointee.http_header_count) headers and no array of them")
+    guard copy.http_header_count == 0 || copy.http_headers != nil else {
+        return invalid("the download has \(copy.http_header_count) headers and no array of them")
     }
-    return Download(download.pointee)
+    return Download(copy)
 }
 
 @_cdecl("ba_app_schedule_download")
