@@ -21,6 +21,8 @@
 #   dbus-daemon, libglib2.0-bin, python3-dbusmock
 #                    the system-bus tests (Tests/NetworkTests/SystemBusTests): a private bus, gdbus to drive it, and
 #                    python-dbusmock's NetworkManager and logind standing in for the machine's
+#   systemd          systemd-socket-activate, which stands in for systemd in the socket-activation test (nothing
+#                    of it is started)
 #   dunst, scrot, dbus-bin
 #                    the desktop test (Tests/ServiceTests/DesktopProgressTests): a real notification server on a
 #                    private session bus under Xvfb, a screenshot of it, dbus-monitor for what crossed the bus
@@ -30,7 +32,7 @@ set -euo pipefail
 
 packages=(libffi-dev libsqlite3-dev libarchive-dev libcurl4-openssl-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
     python3-setuptools libproxy-dev iproute2 ethtool curl tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit libsystemd-dev dbus-daemon libglib2.0-bin python3-dbusmock
-    dunst scrot dbus-bin love xvfb xauth)
+    systemd dunst scrot dbus-bin love xvfb xauth)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
