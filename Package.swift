@@ -113,11 +113,14 @@ let package = Package(
         .target(
             name: "Packs",
             dependencies: ["CArchive", "CHostSupport", "Vocabulary", .product(name: "Crypto", package: "swift-crypto")]),
+        // Pack authoring (`bahost pack`: package, evaluate, convert, the download manifest's creation): only the
+        // command line links it; the service reads and checks packs with Packs alone.
+        .target(name: "PackAuthoring", dependencies: ["CArchive", "Packs", "Vocabulary"]),
         // `bahost serve`: the packs' mock HTTPS server.
         .target(
             name: "PackServer",
             dependencies: [
-                "Packs", "Vocabulary", .product(name: "NIOCore", package: "swift-nio"),
+                "PackAuthoring", "Packs", "Vocabulary", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
@@ -167,7 +170,8 @@ let package = Package(
         .executableTarget(
             name: "bahost",
             dependencies: ["HostVocabulary", 
-                "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "Packs", "PackServer", "Service",
+                "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "PackAuthoring", "Packs", "PackServer",
+                "Service",
                 "ServiceWire", "SystemBus", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -209,53 +213,68 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "AppConfig", "CBAExtension", "ExtensionRuntime", "ExtensionWire", "Packs", "Policy", "ServiceWire",
+                "AppConfig", "CBAExtension", "ExtensionRuntime", "ExtensionWire", "PackAuthoring", "Packs", "Policy",
+                "ServiceWire",
                 "Transfer", "Vocabulary",
             ],
             path: "Fuzz/Targets"),
         .executableTarget(name: "FuzzEntry", dependencies: ["FuzzTargets"], path: "Fuzz/Entry"),
 
-        // Tests: one target per module, plus the CLI end to end. Those that run extensions depend on the runner so
+        // Tests: one target per module, then the end-to-end ones. Those that run extensions depend on the runner so
         // that it is built beside the test bundle (`swift build --build-tests` builds the example .so there too).
         .target(
             name: "TestSupport",
             dependencies: [
-                "Packs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "PackAuthoring", "Packs", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/TestSupport"),
+        // One unit-test target per module (ModuleTests tests Module), in the order of the modules above.
         .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "CBAExtension", "StoreKit"]),
+        // The C app library (libbackgroundassets) through its header, against a real daemon.
+        .testTarget(name: "BackgroundAssetsCTests", dependencies: ["ServiceWire", "TestSupport", "bahost", "ExtensionRunner"]),
+        .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        .testTarget(name: "HostVocabularyTests", dependencies: ["HostVocabulary", "Vocabulary"]),
+        .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary", "TestSupport"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),
-        .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),
         .testTarget(
             name: "PacksTests",
             dependencies: [
-                "Packs", "PackServer", "CArchive", "TestSupport", "Transfer",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "Packs", "PackAuthoring", "CArchive", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary"]),
-        .testTarget(
-            name: "EngineTests",
-            dependencies: ["HostVocabulary", 
-                "Engine", "Delivery", "ExtensionRuntime", "Queue", "Transfer", "Vocabulary", "TestSupport", "ExtensionRunner",
-            ]),
+        .testTarget(name: "PackAuthoringTests", dependencies: ["PackAuthoring", "Packs", "TestSupport"]),
+        .testTarget(name: "PackServerTests", dependencies: ["PackServer", "Packs", "TestSupport", "Transfer"]),
         .testTarget(name: "PolicyTests", dependencies: ["HostVocabulary", "Policy", "Vocabulary"]),
-        .testTarget(
-            name: "ExtensionRuntimeTests",
-            dependencies: [
-                "ExtensionRuntime", "BackgroundAssetsTesting", "Policy", "Vocabulary", "TestSupport", "ExtensionRunner",
-            ]),
         .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
+        .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),
         .testTarget(
             name: "TransferTests", dependencies: ["CCurl", "HostVocabulary", "Transfer", "Vocabulary", "TestSupport"]),
-        .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
-        // Real networks in namespaces (root): links that go down, routes that move, proxies.
-        .testTarget(name: "NetworkTests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(
-            name: "ServiceTests",
-            dependencies: ["HostVocabulary", 
-                "Service", "ServiceWire", "ExtensionRuntime", "Queue", "Packs", "Vocabulary", "TestSupport", "bahost",
-                "ExtensionRunner", "ExampleApp", "ManagedApp",
+            name: "ExtensionRuntimeTests",
+            dependencies: ["ExtensionRuntime", "Policy", "Vocabulary", "TestSupport", "ExtensionRunner"]),
+        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "ExtensionRuntime", "Queue", "Vocabulary"]),
+        .testTarget(
+            name: "EngineTests",
+            dependencies: [
+                "HostVocabulary", "Engine", "Delivery", "ExtensionRuntime", "Queue", "Transfer", "Vocabulary",
+                "TestSupport", "ExtensionRunner",
             ]),
+        .testTarget(
+            name: "ServiceTests", dependencies: ["HostVocabulary", "Service", "ServiceWire", "Vocabulary", "TestSupport"]),
+        .testTarget(
+            name: "BackgroundAssetsTestingTests",
+            dependencies: ["BackgroundAssetsTesting", "Vocabulary", "TestSupport", "ExtensionRunner"]),
+
+        // End to end, named for what they run: the command line, the daemon with real apps, real networks in
+        // namespaces (root: links that go down, routes that move, proxies), and the fuzz corpus replayed.
+        .testTarget(name: "BahostCLITests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: [
+                "ExtensionRuntime", "Packs", "PackAuthoring", "ServiceWire", "TestSupport", "bahost", "ExtensionRunner",
+                "ExampleApp", "ManagedApp",
+            ]),
+        .testTarget(name: "NetworkTests", dependencies: ["TestSupport", "bahost", "ExtensionRunner"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "TestSupport"]),
     ]
 )

@@ -1,6 +1,7 @@
 import AppConfig
 @testable import ExtensionRuntime
 import Foundation
+import PackAuthoring
 import Packs
 import Policy
 import ServiceWire
@@ -32,6 +33,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The URL and request headers of a download an extension or an app returns: admission (`DownloadValidation`,
     /// the allow list), the URL as it will be fetched, and the HTTP request made of both.
     case downloadRequest = "download-request"
+    /// A Steam depot build script (Valve's KeyValues text) that `bahost pack convert` reads (`KeyValues.parse`, then
+    /// the lookups the conversion makes).
+    case steamDepotScript = "steam-depot-script"
 
     /// Feeds `data` to the parser; true when it was accepted (parsed, or for an archive, extracted).
     @discardableResult
@@ -54,6 +58,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             return Self.readResponse(data)
         case .downloadRequest:
             return Self.admitRequest(data)
+        case .steamDepotScript:
+            guard let root = try? KeyValues.parse(String(decoding: data, as: UTF8.self)) else { return false }
+            let config = root.child("DepotBuildConfig")
+            _ = (config?.value("ContentRoot"), config?.children("FileMapping").map { $0.values("LocalPath") })
+            return true
         }
     }
 

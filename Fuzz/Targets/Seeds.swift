@@ -1,6 +1,7 @@
 import CBAExtension
 import ExtensionWire
 import Foundation
+import PackAuthoring
 import Packs
 import ServiceWire
 import Vocabulary
@@ -30,6 +31,32 @@ extension FuzzTarget {
                 ("to-encode", Data("https://assets.example.com/level 1/é.pack#part\nCookie: a=b".utf8)),
                 ("loopback", Data("http://127.0.0.1:8080/level.pack\nIf-None-Match: \"v1\"".utf8)),
                 ("idna", Data("https://bücher.example/a".utf8)),
+            ]
+        case .steamDepotScript:
+            return [
+                ("depot", Data(#"""
+                    "DepotBuildConfig"
+                    {
+                        "DepotID" "1001"
+                        "ContentRoot" "../content/"
+                        "FileMapping" { "LocalPath" "*" "DepotPath" "." "recursive" "1" }
+                        "FileExclusion" "*.pdb"
+                    }
+                    """#.utf8)),
+                ("windows", Data(#"""
+                    // A platform condition, bare tokens and Windows separators.
+                    "DepotBuildConfig"
+                    {
+                        "DepotID" "1002" [$WIN32]
+                        "ContentRoot" "..\content\"
+                        "FileMapping"
+                        {
+                            "LocalPath" "maps\*.bsp"
+                            "DepotPath" "maps\"
+                        }
+                        FileMapping { LocalPath readme.txt DepotPath docs }
+                    }
+                    """#.utf8)),
             ]
         case .httpResponse:
             return [

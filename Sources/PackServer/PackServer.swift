@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import PackAuthoring
 import Packs
 import Synchronization
 import Vocabulary

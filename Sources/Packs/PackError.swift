@@ -25,7 +25,7 @@ public enum PackError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `text` in quotes, as `String.printable` makes it, with its own quotes escaped.
-    static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         "\"" + text.printable(limit: 200).replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }

@@ -33,8 +33,8 @@ extension QueueStore {
         }
     }
 
-    /// Reads a `Snapshot` for `apps`; the parameters are `runnable`'s.
-    public func snapshot(
+    /// Reads a `Snapshot` for `apps`; the parameters are `runnable`'s. For tests: the engine reads it in `turn`.
+    @_spi(Testing) public func snapshot(
         now: Date, apps: Set<String>, excluding: Set<String> = [], saturatedHosts: Set<String> = [],
         backgroundLimit: Int? = nil, running: [String: Int] = [:], conditions: NetworkConditions = NetworkConditions()
     ) throws -> Snapshot {
@@ -51,7 +51,7 @@ extension QueueStore {
     /// ran). `choose` must only choose.
     ///
     /// With outcomes to record, the turn is one transaction of the writer: every next transfer waits for the turn,
-    /// and a read of its own cost a reader's connection and a transaction besides the write's (docs/PERFORMANCE.md);
+    /// and a read of its own cost a reader's connection and a transaction besides the write's (docs/performance/DECISIONS.md #8);
     /// the snapshot also sees the outcomes it recorded. With none, the snapshot is read on a reader and the writer
     /// is taken only for what `choose` picked (marking moving checks that each is still waiting): a turn with
     /// nothing to write must not wait behind another writer, such as a content request's commit of 100,000 rows.

@@ -40,8 +40,7 @@ public final class QueueStore: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         // Two readers and a small page cache per connection: the file's pages stay in the kernel's cache anyway, and
-        // with GRDB's defaults (five readers, more cache each) a daemon that answered a few fetches of a long queue
-        // held copies of them (docs/PERFORMANCE.md).
+        // GRDB's defaults (five readers, more cache each) held copies of them (docs/performance/DECISIONS.md #30).
         configuration.maximumReaderCount = 2
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -59,8 +58,8 @@ public final class QueueStore: Sendable {
     }
 
     /// A write transaction, as GRDB's `write` runs one, with its BEGIN and COMMIT prepared once per connection:
-    /// GRDB parses their SQL at every transaction, about 8 µs of the daemon's 130 in each `scheduleDownload`
-    /// (docs/PERFORMANCE.md). An error rolls the transaction back and is rethrown.
+    /// GRDB parses their SQL at every transaction, on the path of every `scheduleDownload` (docs/performance/
+    /// DECISIONS.md #36). An error rolls the transaction back and is rethrown.
     func write<T>(_ updates: (Database) throws -> T) throws -> T {
         try database.writeWithoutTransaction { db in
             try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
@@ -191,8 +190,8 @@ public final class QueueStore: Sendable {
         try write { try Self.saveState(download, db: $0) }
     }
 
-    /// Saves several downloads in one transaction.
-    public func save(_ downloads: [QueuedDownload]) throws {
+    /// Saves several downloads in one transaction. For tests, which set up many rows at once.
+    @_spi(Testing) public func save(_ downloads: [QueuedDownload]) throws {
         guard !downloads.isEmpty else { return }
         try write { db in
             for download in downloads { try Self.saveState(download, db: db) }
@@ -221,8 +220,8 @@ public final class QueueStore: Sendable {
     }
 
     /// Marks downloads as moving, in one transaction, and returns them so; one that is no longer waiting (cancelled,
-    /// or already moving) is left out.
-    public func startTransfers(_ downloads: [QueuedDownload]) throws -> [QueuedDownload] {
+    /// or already moving) is left out. For tests: the engine marks rows moving in its turn.
+    @_spi(Testing) public func startTransfers(_ downloads: [QueuedDownload]) throws -> [QueuedDownload] {
         try record([], start: downloads).started
     }
 
@@ -408,8 +407,9 @@ public final class QueueStore: Sendable {
         }
     }
 
-    /// Whether an app has anything left to do: active downloads or undelivered completions.
-    public func hasWork(for appIdentifier: String) throws -> Bool {
+    /// Whether an app has anything left to do: active downloads or undelivered completions. For tests: the engine
+    /// reads the same from its turn's snapshot (`Snapshot.hasWork`).
+    @_spi(Testing) public func hasWork(for appIdentifier: String) throws -> Bool {
         try hasActiveDownloads(for: appIdentifier) || pendingCompletionCount(for: appIdentifier) > 0
     }
 

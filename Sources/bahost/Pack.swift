@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PackAuthoring
 import Packs
 import Vocabulary
 

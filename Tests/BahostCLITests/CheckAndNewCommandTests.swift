@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// `bahost check` (the harness as a command) and `bahost new extension`, as a C extension's Makefile and a user run them.
-@Suite struct CheckAndNewCommandTests {
+@Suite(.ownThreads) struct CheckAndNewCommandTests {
     var manifest: String { TestPlugins.packageRoot.appendingPathComponent("Plugins/Examples/manifest.txt").path }
 
     @Test func checkPassesAnExtensionWithinItsBudgetAndNamesWhatItReturned() throws {

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// `bahost run` and `bahost resume` end to end: real nginx, real extension processes, real files landing.
-@Suite struct LifecycleTests {
+@Suite(.ownThreads) struct LifecycleTests {
     let nginx = Nginx.shared
 
     /// An app: its Info.plist and a data root of its own.

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// `bahost pack` as an author uses it: a template, a package, a download manifest, and its refusals.
-@Suite struct PackCommandTests {
+@Suite(.ownThreads) struct PackCommandTests {
     @Test func fromATemplateToADownloadManifest() throws {
         let root = TestPlugins.scratch.appendingPathComponent("pack-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// `bahost run` as a user or a script runs it: the real binary, its exit status, its output.
-@Suite struct RunCommandTests {
+@Suite(.ownThreads) struct RunCommandTests {
     func bahost(_ arguments: [String], environment: [String: String] = [:]) throws -> Bahost.Result {
         try Bahost.run(arguments, environment: environment)
     }

@@ -2,7 +2,7 @@ import Delivery
 @testable import Engine
 import ExtensionRuntime
 import Foundation
-@testable import Queue
+@_spi(Testing) @testable import Queue
 import HostVocabulary
 import Synchronization
 import Testing
@@ -12,7 +12,7 @@ import Vocabulary
 
 /// The engine's parts on their own, against a real queue, real transfers to a local server and real extension
 /// processes. Only the app side is a stand-in: the delegates an app process would answer through the service.
-@Suite(.serialized) struct EnginePartsTests {
+@Suite(.ownThreads, .serialized) struct EnginePartsTests {
     /// A data root, a queue with one app whose extension is `plugin`, and the context the parts share.
     func context(
         plugin: String = "/nonexistent.so", settings: HostEngine.Settings = HostEngine.Settings(),
@@ -561,92 +561,3 @@ final class Delegates: AppDelegateRouter {
     { nil }
 }
 
-/// Sizes in event lines, as `%.1f MiB` wrote them.
-@Suite struct EventLineTests {
-    @Test func sizesRoundAsPrintfDoes() {
-        for bytes: Int64 in [1, 65536, 262_144, 786_432, 1_048_576, 1_101_005, 1 << 30, 123_456_789_012, .max] {
-            #expect(LifecycleEvent.size(bytes) == String(format: "%.1f MiB", Double(bytes) / 1_048_576), "\(bytes)")
-        }
-        #expect(LifecycleEvent.size(0) == "size unknown")
-    }
-}
-
-/// How many completions a delivery window gets, from how the last one went.
-@Suite struct BatchPaceTests {
-    let limits = WindowLimits(budget: .seconds(8), grace: .seconds(1), memoryBytes: 64 << 20)
-
-    @Test func aFastWindowEarnsTheLargestBatch() {
-        var pace = BatchPace()
-        #expect(pace.size == BatchPace.first)
-        pace.record(.returned, elapsed: .milliseconds(10), completed: 32, limits: limits)
-        #expect(pace.size == BatchPace.maximum)
-    }
-
-    /// A quarter of the budget (2 s) at 100 ms a callback is 20 callbacks; at 5 s a callback, one.
-    @Test func aSlowWindowKeepsWhatAQuarterOfTheBudgetCovers() {
-        var pace = BatchPace()
-        pace.record(.returned, elapsed: .milliseconds(3200), completed: 32, limits: limits)
-        #expect(pace.size == 20)
-        pace.record(.returned, elapsed: .seconds(5), completed: 1, limits: limits)
-        #expect(pace.size == 1)
-    }
-
-    /// A window that ran out of time halves the batch, down to one; a crash says nothing about the pace.
-    @Test func aWindowOutOfTimeHalvesTheBatchAndACrashKeepsIt() {
-        var pace = BatchPace()
-        pace.record(.budgetExceeded(willTerminateReturned: true), elapsed: .seconds(9), completed: 3, limits: limits)
-        #expect(pace.size == 16)
-        pace.record(.crashed(signal: SIGSEGV), elapsed: .milliseconds(5), completed: 0, limits: limits)
-        #expect(pace.size == 16)
-        let outOfTime = StopReason.budgetExceeded(willTerminateReturned: false)
-        for _ in 0..<10 { pace.record(outOfTime, elapsed: .seconds(9), completed: 0, limits: limits) }
-        #expect(pace.size == 1)
-    }
-
-    /// The engine compares an app's pending completions with its batch, so the queue must count at least as far as
-    /// the largest batch: a count stopped short would never call a full batch due.
-    @Test func theQueueCountsPendingCompletionsAsFarAsTheLargestBatch() {
-        #expect(QueueStore.Snapshot.countLimit >= BatchPace.maximum)
-    }
-}
-
-/// The data root's layout: names made from identifiers that extension code chose.
-@Suite struct DataRootTests {
-    /// Every byte outside `A-Z a-z 0-9 -` is percent-encoded (UTF-8 bytes included), so a name never holds a `/`,
-    /// is never `..`, and two identifiers never share one.
-    @Test func fileNamesEncodeEveryOtherByte() {
-        #expect(DataRoot.fileName("BAURLDownload.group.x.1-a") == "BAURLDownload%2Egroup%2Ex%2E1-a")
-        #expect(DataRoot.fileName("../é/") == "%2E%2E%2F%C3%A9%2F")
-        #expect(DataRoot.fileName("a%2E") != DataRoot.fileName("a."))
-        let root = DataRoot("/data")
-        #expect(root.partialPath(for: "a/b") == "/data/transfers/a%2Fb.part")
-        #expect(root.deliveries(for: "group.x").path == "/data/containers/group.x/Library/Caches/BackgroundAssets")
-        #expect(root.finishedPath(for: "a/b", appGroupIdentifier: "group.x")
-            == root.deliveries(for: "group.x").appendingPathComponent("a%2Fb", isDirectory: false).path)
-        #expect(DataRoot("/data/").partialPath(for: "a") == "/data/transfers/a.part")
-    }
-
-    /// A name that would pass the file system's limit (255 bytes, with its suffix) is its first bytes and the
-    /// SHA-256 of the whole identifier, after a `~` no other name holds; names that fit are as before.
-    @Test func fileNamesOfLongIdentifiersFitAndStayDistinct() {
-        let long = String(repeating: ".a", count: 512)
-        let other = String(long.dropLast()) + "b"
-        let name = DataRoot.fileName(long)
-        #expect(name.utf8.count <= DataRoot.longestFileName && DataRoot.longestFileName + ".failed".utf8.count <= 255)
-        #expect(name.hasPrefix("%2Ea%2Ea") && name.contains("~"))
-        #expect(name == DataRoot.fileName(long))
-        #expect(name != DataRoot.fileName(other))
-        // Never an escape cut in two: the part before `~` decodes to the identifier's start. Here byte 160 falls
-        // inside an escape, which is left out whole.
-        let cut = "aa" + String(repeating: ".a", count: 511)
-        for identifier in [long, cut] {
-            let kept = String(DataRoot.fileName(identifier).split(separator: "~")[0])
-            #expect(kept.removingPercentEncoding.map { identifier.hasPrefix($0) } == true, "\(kept)")
-        }
-        #expect(DataRoot.fileName(cut).split(separator: "~")[0].utf8.count == 158)
-        // A name that fits is the one earlier releases made, and holds no `~` (encoded like every other byte).
-        let fits = String(repeating: "b", count: DataRoot.longestFileName)
-        #expect(DataRoot.fileName(fits) == fits)
-        #expect(DataRoot.fileName(fits + "~") != DataRoot.fileName(fits) && DataRoot.fileName("~") == "%7E")
-    }
-}

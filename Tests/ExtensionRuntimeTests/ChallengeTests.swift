@@ -7,7 +7,7 @@ import Vocabulary
 /// `did_receive_challenge` in a real window: the question reaches the extension with its protection space, the
 /// answer comes back with Apple's dispositions, and the window waits for an answer given after the entry point
 /// returned.
-@Suite struct ChallengeTests {
+@Suite(.ownThreads) struct ChallengeTests {
     let download = Download(
         identifier: "secret", url: "https://localhost/private/secret.pack", applicationGroupIdentifier: "group.com.example.levels",
         fileSize: 100)

@@ -6,7 +6,7 @@ import TestSupport
 import Vocabulary
 
 /// Each misbehaving extension in Plugins/C/misbehaving ends with its exact stop reason, and the host carries on.
-@Suite struct MisbehavingExtensionTests {
+@Suite(.ownThreads) struct MisbehavingExtensionTests {
     @Test func hangInEntryPointGetsWillTerminateThenIsKilled() throws {
         let outcome = try runContentRequest(try TestPlugins.c("misbehaving/hang_in_entry"), limits: shortLimits)
         #expect(outcome.stopReason == .budgetExceeded(willTerminateReturned: true))
@@ -202,7 +202,7 @@ import Vocabulary
 
     /// 400 MB of 200 KB log messages: the host keeps what the report keeps and frees the rest as it goes, so its own
     /// memory grows by a bounded amount (it held every dropped line until thousands piled up: about 800 MiB).
-    @Test func hugeLogMessagesDoNotTakeTheHostsMemory() throws {
+    @Test(.alone) func hugeLogMessagesDoNotTakeTheHostsMemory() throws {
         let (outcome, growth) = try peakGrowthOfThisProcess {
             try runContentRequest(
                 try TestPlugins.c("misbehaving/logs_huge_messages"),
@@ -220,7 +220,7 @@ import Vocabulary
 
     /// Lines of 16 KiB printed as fast as the extension can for a whole budget: the lines the host drops between
     /// the log's head and tail are freed as they go.
-    @Test func aFloodOfOutputDoesNotTakeTheHostsMemory() throws {
+    @Test(.alone) func aFloodOfOutputDoesNotTakeTheHostsMemory() throws {
         let (outcome, growth) = try peakGrowthOfThisProcess {
             try runContentRequest(
                 try TestPlugins.c("misbehaving/floods_the_host"), manifest: "lines",

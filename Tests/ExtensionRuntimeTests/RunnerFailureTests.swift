@@ -5,7 +5,7 @@ import TestSupport
 import Vocabulary
 
 /// The runner's own failures are the runner's, not the extension's, and lose nothing the extension returned.
-@Suite struct RunnerFailureTests {
+@Suite(.ownThreads) struct RunnerFailureTests {
     /// A stand-in for the runner that does what a failing runner does: the extension loaded, its content request
     /// returned one download, then the runner reported its own failure and exited with its failure status, leaving
     /// the host's events unread (the kernel then reports ECONNRESET to the host once, before the packets it sent).

@@ -6,7 +6,7 @@ import Vocabulary
 
 /// The window's sandbox: each restriction tried by a real extension that tries to break it (Plugins/C/misbehaving),
 /// with what the extension saw and what the window's report says.
-@Suite struct SandboxTests {
+@Suite(.ownThreads) struct SandboxTests {
     let support = SandboxSupport.probe()
 
     /// A data root with the extension's container and another app's, which holds a secret; outside the scratch

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import Vocabulary
 
-@Suite struct WellBehavedExtensionTests {
+@Suite(.ownThreads) struct WellBehavedExtensionTests {
     @Test func cExtensionReturnsItsDownloads() throws {
         let manifest = try TestPlugins.file(exampleManifest, name: "manifest")
         let outcome = try ExtensionWindow(pluginPath: try TestPlugins.c("example_extension")).run(

@@ -6,7 +6,7 @@ import TestSupport
 /// The fuzz targets' corpus, replayed in every test run: each target's seeds are what its parser accepts (so they
 /// reach deep), and every input kept in `Fuzz/Corpus` and every finding in `Fuzz/Findings` (a crash the fuzzer
 /// found, kept as a regression test once fixed) goes through its parser without a crash.
-@Suite struct FuzzRegressionTests {
+@Suite(.ownThreads) struct FuzzRegressionTests {
     @Test(arguments: FuzzTarget.allCases)
     func seedsAreAcceptedAndTheCorpusReplays(_ target: FuzzTarget) throws {
         #expect(!target.seeds.isEmpty)

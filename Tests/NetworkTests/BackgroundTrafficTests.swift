@@ -6,7 +6,7 @@ import TestSupport
 /// with a home router's queue, bahost's background transfer opens its receive window while it is alone, and closes
 /// it to the floor while the user's own download fills the queue. Rates and delays are the benchmark's
 /// (`Benchmarks/network.sh`); this asserts what bahost does about them.
-@Suite(.serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
+@Suite(.ownThreads, .serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
 struct BackgroundTrafficTests {
     @Test func aBackgroundDownloadClosesItsWindowWhileTheUsersDownloadFillsTheQueue() throws {
         let lab = try NetworkLab()

@@ -5,7 +5,7 @@ import TestSupport
 /// Offline is a state, not a failure (docs/DOWNLOADS.md, "Offline"): `bahost run` in a client namespace downloads
 /// from nginx in a server namespace while the tests take the link down and up, or move the route. Each asserts what
 /// happened to the download, never how long it took (the benchmark measures that).
-@Suite(.serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
+@Suite(.ownThreads, .serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
 struct OfflineTests {
     /// The link goes down in the middle of a download and stays down through more failed tries than the download
     /// has attempts; when it comes back the download resumes from the bytes it kept and finishes. No attempt was

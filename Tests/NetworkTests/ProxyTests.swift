@@ -4,7 +4,7 @@ import TestSupport
 
 /// Proxies as Linux software reads them (docs/DOWNLOADS.md, "Proxies"), on a proxy-only network: the client
 /// namespace reaches the server's only through tinyproxy (Debian's), as an office's or a school's network does.
-@Suite(.serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
+@Suite(.ownThreads, .serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
 struct ProxyTests {
     static let user = "player"
     static let password = "s3cret-level"

@@ -6,7 +6,7 @@ import TestSupport
 /// NetworkManager and logind (`SystemBusLab`), while `bahost run` downloads from the lab's server
 /// (docs/DOWNLOADS.md, "Metered networks" and "Sleep"). Each asserts what happened to the downloads: which went,
 /// which waited, from which byte each resumed, never how long it took.
-@Suite(
+@Suite(.ownThreads,
     .serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"),
     .enabled(if: SystemBusLab.unavailable == nil, "\(SystemBusLab.unavailable ?? "")"))
 struct SystemBusTests {

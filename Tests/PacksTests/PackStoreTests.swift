@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import TestSupport
+import PackAuthoring
 @testable import Packs
 
 /// Installing, updating and removing packs in an app group's namespace.
-@Suite struct PackStoreTests {
+@Suite(.ownThreads) struct PackStoreTests {
     let root = TestPlugins.scratch.appendingPathComponent("store-\(UUID().uuidString)")
 
     /// A version of the pack `level-1`: `sky` holds `text`.

@@ -79,17 +79,6 @@ import Vocabulary
         #expect("a\nb\u{1b}[31m".printable() == "a\\u{a}b\\u{1b}[31m")
     }
 
-    /// Printable ASCII passes as it is; everything else is escaped or cut, on either side of the limit.
-    @Test func printableTextEscapesAndCutsWhatAnotherPartyWrote() {
-        #expect("level-1 (64 KiB)".printable() == "level-1 (64 KiB)")
-        #expect("a\\b".printable() == "a\\\\b")
-        #expect("a\u{7f}b\u{85}c".printable() == "a\\u{7f}b\\u{85}c")
-        #expect("café ☕".printable() == "café ☕")
-        #expect("abcdef".printable(limit: 6) == "abcdef")
-        #expect("abcdefg".printable(limit: 6) == "abcdef… (1 more characters)")
-        #expect("ééééééé".printable(limit: 6) == "éééééé… (1 more characters)")
-    }
-
     @Test func repeatedIdentifiersAreRefusedWith100() {
         let (accepted, rejected) = DownloadValidation.validate(
             [download("a"), download("b"), download("a"), download("c", url: "http://x.example.com")], for: .install,
@@ -97,16 +86,6 @@ import Vocabulary
         #expect(accepted.map(\.identifier) == ["a", "b"])
         #expect(rejected.map(\.download.identifier) == ["a", "c"])
         #expect(rejected.map(\.error.code) == [100, 0])
-    }
-
-    /// The parse remembered for the last URL is reused only for the same bytes: a canonically equivalent text (é
-    /// composed or not), which Swift's `==` takes as equal, is parsed on its own.
-    @Test func aRememberedParseIsReusedOnlyForTheSameBytes() throws {
-        let decomposed = "https://a.example.com/e\u{301}", composed = "https://a.example.com/\u{e9}"
-        #expect(decomposed == composed)
-        let first = try #require(URLComponents.parsed(decomposed))
-        let second = try #require(URLComponents.parsed(composed))
-        #expect(first.percentEncodedPath == "/e%CC%81" && second.percentEncodedPath == "/%C3%A9")
     }
 
     @Test func loopbackNames() {

@@ -1,11 +1,11 @@
 import Foundation
-@testable import Queue
+@_spi(Testing) @testable import Queue
 import HostVocabulary
 import Testing
 import TestSupport
 import Vocabulary
 
-@Suite struct QueueStoreTests {
+@Suite(.ownThreads) struct QueueStoreTests {
     /// A queue with `apps` installed, each with the same settings.
     func store(apps: [String] = ["app"]) throws -> (QueueStore, String) {
         let path = TestPlugins.scratch.appendingPathComponent("\(UUID().uuidString)/queue.sqlite").path
@@ -521,7 +521,7 @@ import Vocabulary
     }
 }
 
-@Suite struct QueueTurnTests {
+@Suite(.ownThreads) struct QueueTurnTests {
     /// A download already due but held back by its host's cap does not count as a wake-up: the engine would turn
     /// without pause until the host frees (it did, at 100% of a core, while transfers to that host failed fast).
     @Test func aDueDownloadHeldBackByItsHostIsNoReasonToWake() throws {

@@ -6,7 +6,7 @@ import TestSupport
 
 /// The rules that turn declared-app folders into installs, updates and uninstalls, with no folder or service: each
 /// scan is a list of what was found, at a moment of a clock the test moves.
-@Suite struct DeclaredAppPlannerTests {
+@Suite(.ownThreads) struct DeclaredAppPlannerTests {
     let start = ContinuousClock.now
 
     func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int64(seconds * 1000)) }
@@ -123,7 +123,7 @@ import TestSupport
 }
 
 /// What a scan makes of the folders: where it looks, and why a folder is not an app.
-@Suite struct DeclaredAppFoldersTests {
+@Suite(.ownThreads) struct DeclaredAppFoldersTests {
     @Test func theXDGFoldersInOrderTheUsersFirst() {
         let standard = DeclaredAppFolders.standard(environment: ["HOME": "/home/u"])
         #expect(standard.roots == [

@@ -6,7 +6,7 @@ import TestSupport
 /// Apps that packages declare in a folder, against a real daemon following a folder of its own: installed, updated
 /// and uninstalled without a command, also for changes made while the daemon was down; folders that are not apps
 /// refused with the reason; `bahost install` and the folders agreeing.
-@Suite(.serialized) struct DeclaredAppsTests {
+@Suite(.ownThreads, .serialized) struct DeclaredAppsTests {
     let nginx = Nginx.shared
 
     /// An app folder as a package lays it out: Info.plist with a CFBundleVersion, and the Swift example extension.

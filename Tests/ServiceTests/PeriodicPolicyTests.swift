@@ -6,7 +6,7 @@ import TestSupport
 import Vocabulary
 
 /// The periodic policy's decisions, and the reading of the machine's signals, as pure functions.
-@Suite struct PeriodicPolicyTests {
+@Suite(.ownThreads) struct PeriodicPolicyTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let policy = PeriodicPolicy(interval: 3600, dailyRuntime: 60)
 

@@ -2,12 +2,13 @@ import Foundation
 import ServiceWire
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import Service
 
 /// The service's sends to one connection (`SessionOutbox`) over a real socket pair: in order whatever the socket
 /// took at once, never waiting for the peer, and bounded.
-@Suite struct SessionOutboxTests {
+@Suite(.ownThreads) struct SessionOutboxTests {
     /// A connected pair: the service's end and the client's.
     func pair() throws -> (service: FramedSocket, client: FramedSocket) {
         var fds: [Int32] = [0, 0]

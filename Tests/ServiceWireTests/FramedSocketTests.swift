@@ -1,9 +1,10 @@
 import Foundation
 import ServiceWire
 import Testing
+import TestSupport
 
 /// `FramedSocket` over a real socket pair: frames however the bytes arrive, polling or blocking.
-@Suite struct FramedSocketTests {
+@Suite(.ownThreads) struct FramedSocketTests {
     /// Two connected ends; the raw descriptor of the second lets a test write bytes that are not whole frames.
     private func pair() throws -> (FramedSocket, FramedSocket) {
         var fds: [Int32] = [0, 0]

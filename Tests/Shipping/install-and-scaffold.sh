@@ -59,7 +59,7 @@ grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' <<< "$symbols" || fail "ba_app_co
 grep -q 'BACKGROUNDASSETS_1.1.*ba_app_copy_current_downloads' <<< "$symbols" \
     || fail "ba_app_copy_current_downloads (added in 1.1) is not versioned BACKGROUNDASSETS_1.1"
 # Nothing of Foundation inside: with it (ICU's data) the library every app ships was 60 MB; without, about 7
-# (docs/PERFORMANCE.md, "The app library's size"). Stripped, the Swift runtime's type names still name each module.
+# (docs/performance/DECISIONS.md #46). Stripped, the Swift runtime's type names still name each module.
 grep -q -a '10Foundation\|20FoundationEssentials' "$prefix/lib/libbackgroundassets.so.1" \
     && fail "libbackgroundassets carries Foundation"
 echo "libbackgroundassets.so.1: $(stat -c %s "$prefix/lib/libbackgroundassets.so.1") bytes, no Foundation"

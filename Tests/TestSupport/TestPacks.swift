@@ -1,4 +1,5 @@
 import Foundation
+import PackAuthoring
 import Packs
 
 /// Asset packs the tests make.

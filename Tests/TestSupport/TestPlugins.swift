@@ -68,6 +68,13 @@ public enum TestPlugins {
         return url
     }()
 
+    /// A fresh, empty folder in the scratch folder, named `prefix-UUID`.
+    public static func freshFolder(_ prefix: String) -> URL {
+        let url = scratch.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
     /// A fresh file in the scratch folder holding `contents`.
     public static func file(_ contents: String, name: String = "file") throws -> String {
         let path = scratch.appendingPathComponent("\(UUID().uuidString)-\(name)").path

@@ -5,7 +5,7 @@ import TestSupport
 @testable import Transfer
 
 /// One transfer attempt at a time, against nginx and against the fault server.
-@Suite struct TransferClientTests {
+@Suite(.ownThreads) struct TransferClientTests {
     static let faults = try! FaultServer()
     /// A large body's size, to which the tests of one add a few megabytes.
     static let largeBody: Int64 = 8 << 20
@@ -447,7 +447,7 @@ import TestSupport
     }
 }
 
-@Suite struct RetryPolicyTests {
+@Suite(.ownThreads) struct RetryPolicyTests {
     let policy = RetryPolicy(baseDelay: .seconds(1), maximumDelay: .seconds(8), maximumRetryAfter: .seconds(60), maximumAttempts: 5)
     let transient = TransferError(.transient, code: 503, domain: "x", message: "")
 

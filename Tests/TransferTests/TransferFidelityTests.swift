@@ -7,7 +7,7 @@ import TestSupport
 
 /// What real apps rely on URLSession for: the headers that reach the server, the size a non-essential download only
 /// estimates, the progress a download of unknown size reports, and each transport failure's NSURLError code.
-@Suite struct TransferFidelityTests {
+@Suite(.ownThreads) struct TransferFidelityTests {
     static let faults = try! FaultServer()
 
     final class Progress: TransferObserver, Sendable {

@@ -1,10 +1,11 @@
 import Foundation
+import PackAuthoring
 import Packs
 import Testing
 import TestSupport
 
 /// A managed app (`BAHasManagedAssetPacks`) against a real daemon, its packs self-hosted on nginx.
-@Suite struct ManagedPacksTests {
+@Suite(.ownThreads) struct ManagedPacksTests {
     let nginx = Nginx.shared
     let dir = "managed-\(UUID().uuidString.prefix(8))"
     let work = TestPlugins.scratch.appendingPathComponent("managed-\(UUID().uuidString.prefix(8))")

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// What `bahost debug status` says of the network, and `bahost debug max-rate`, against a real daemon.
-@Suite struct NetworkStatusTests {
+@Suite(.ownThreads) struct NetworkStatusTests {
     @Test func theRateLimitAndTheProxiesInForceAreShownWithoutCredentialsAndTheLimitChangesAtRunTime() throws {
         let daemon = try ServiceDaemon(
             extra: ["--max-rate", "512K"],

@@ -7,7 +7,7 @@ import TestSupport
 /// (`Plugins/C/apps/app_api_misuse.c`, run as the launched app against a real daemon), and its two ways of taking
 /// callbacks. The behaviours Apple's API promises are tested through the C library by every `levels-app` test,
 /// which runs the C twin too.
-@Suite struct CAppAPITests {
+@Suite(.ownThreads) struct CAppAPITests {
     /// Each case the probe printed, by name.
     func cases() throws -> (ExampleAppService, [String: [String: Any]]) {
         let service = try ExampleAppService()

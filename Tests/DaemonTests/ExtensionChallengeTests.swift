@@ -4,7 +4,7 @@ import TestSupport
 
 /// A server's challenge reaches the extension when no app delegate answers it: a real daemon, nginx's `auth_basic`,
 /// and the extension in a window of its own (`did_receive_challenge`), with no app running.
-@Suite struct ExtensionChallengeTests {
+@Suite(.ownThreads) struct ExtensionChallengeTests {
     let nginx = Nginx.shared
 
     /// An app whose extension (`probes/answers_challenges`) returns one download behind Basic auth, and answers

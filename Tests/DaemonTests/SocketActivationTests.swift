@@ -5,8 +5,10 @@ import TestSupport
 /// Socket activation as systemd does it, with `systemd-socket-activate` (from the systemd package) standing in for
 /// systemd: it listens on the service's socket, and starts `bahost daemon` with it (`LISTEN_FDS`) at the first
 /// connection. The daemon takes that socket instead of binding its own, and the call that started it succeeds.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate"),
-                "systemd-socket-activate is missing (the systemd package)"))
+@Suite(
+    .ownThreads,
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate"),
+             "systemd-socket-activate is missing (the systemd package)"))
 struct SocketActivationTests {
     @Test func theFirstConnectionStartsTheServiceOnThePassedSocket() throws {
         let folder = TestPlugins.scratch.appendingPathComponent("activation-\(UUID().uuidString.prefix(8))")

@@ -4,7 +4,7 @@ import TestSupport
 
 /// Periodic content requests from a real daemon under its development clock and policy overrides, with the power
 /// supplies read from a sysfs-shaped folder of the test's.
-@Suite struct PeriodicSchedulingTests {
+@Suite(.ownThreads) struct PeriodicSchedulingTests {
     let nginx = Nginx.shared
 
     /// A fake `/sys` with a battery at `capacity` percent, discharging, and mains offline.

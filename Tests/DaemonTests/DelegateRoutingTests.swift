@@ -4,7 +4,7 @@ import TestSupport
 
 /// Completions reach the app's delegate when the app runs with one, and the extension otherwise: real daemon, real
 /// app processes (`levels-app`), real extension processes, real nginx.
-@Suite struct DelegateRoutingTests {
+@Suite(.ownThreads) struct DelegateRoutingTests {
     let nginx = Nginx.shared
 
     /// A daemon with the Swift example app installed: one essential and one other asset in its manifest.

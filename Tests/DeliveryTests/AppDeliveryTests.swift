@@ -1,5 +1,4 @@
-import Delivery
-@testable import Engine
+@testable import Delivery
 import Testing
 
 /// One app's delivery state as a value: when its completions are due, when claims are settled, how failures back

@@ -5,7 +5,7 @@ import TestSupport
 /// A completion reaches the app's delegate or the extension, once, never both, whichever process dies at whichever
 /// step (docs/DOWNLOADS.md, "Exactly once"): real daemons killed with SIGKILL, real app processes (`levels-app`) that answer
 /// late or die in their callback, real extension processes, real nginx.
-@Suite struct ExactlyOnceTests {
+@Suite(.ownThreads) struct ExactlyOnceTests {
     /// How many times the example extension took `identifier` ("kept ID at …" in the daemon's log).
     func keptByTheExtension(_ identifier: String, _ daemon: ServiceDaemon) -> Int {
         daemon.logText.components(separatedBy: "kept \(identifier) at").count - 1

@@ -4,7 +4,7 @@ import TestSupport
 
 /// An app's identity is proved by its launch, not declared (docs/SERVICE.md, "App identity"): real daemons and real app
 /// processes of the same user, some started by `bahost launch`, some only claiming the identifier.
-@Suite struct AppIdentityTests {
+@Suite(.ownThreads) struct AppIdentityTests {
     @Test(arguments: LevelsApp.all) func aProcessThatOnlyClaimsTheIdentifierIsRefusedWith55(levelsApp: LevelsApp) throws {
         let service = try ExampleAppService()
         _ = try service.daemon.bahost(["launch", service.app.identifier])

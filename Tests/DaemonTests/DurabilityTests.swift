@@ -4,7 +4,7 @@ import TestSupport
 
 /// The service stopped in the middle of a transfer, by SIGKILL or SIGTERM, loses nothing: the transfer resumes where
 /// it stopped when it starts again, and the app that waits for the completion gets it.
-@Suite struct DurabilityTests {
+@Suite(.ownThreads) struct DurabilityTests {
     let nginx = Nginx.shared
 
     /// A launched app and a slow download in flight, scheduled by a running app process waiting for it.

@@ -6,7 +6,7 @@ import TestSupport
 /// A client that stops reading its connection (hung, or hostile) costs the service nothing but that connection:
 /// the events and replies meant for it wait up to a bound, then the service closes it, and every other client and
 /// download goes on.
-@Suite struct UnreadClientTests {
+@Suite(.ownThreads) struct UnreadClientTests {
     let nginx = Nginx.shared
 
     /// A connection follows an install of 600 downloads (its progress lines) and never reads: the kernel's buffer

@@ -4,7 +4,7 @@ import TestSupport
 
 /// What an app process asks of the service: exclusive control with its extension, cancel and promote, and only
 /// ever its own downloads.
-@Suite struct AppRequestTests {
+@Suite(.ownThreads) struct AppRequestTests {
     let nginx = Nginx.shared
 
     /// A daemon with an app whose manifest is `manifest` and whose extension is `plugin`, launched.

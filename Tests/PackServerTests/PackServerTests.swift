@@ -8,7 +8,7 @@ import Transfer
 @testable import PackServer
 
 /// `bahost serve` against bahost's own HTTP client, over TLS with a CA the test makes.
-@Suite struct PackServerTests {
+@Suite(.ownThreads) struct PackServerTests {
     final class Observer: TransferObserver, Sendable {
         let offsets = Mutex<[Int64]>([])
         func began(validator: Validator, resumingAt offset: Int64) { offsets.withLock { $0.append(offset) } }

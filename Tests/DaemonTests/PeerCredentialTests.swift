@@ -5,7 +5,7 @@ import TestSupport
 
 /// The socket admits only the service's own user, checked with SO_PEERCRED: a daemon run as `nobody`, reached by
 /// root (whom file permissions do not stop), refuses the connection.
-@Suite struct PeerCredentialTests {
+@Suite(.ownThreads) struct PeerCredentialTests {
     @Test(.enabled(if: getuid() == 0, "needs root to run the daemon as another user"))
     func anotherUsersConnectionIsRefused() throws {
         let folder = TestPlugins.scratch.appendingPathComponent("peer-\(UUID().uuidString.prefix(8))")

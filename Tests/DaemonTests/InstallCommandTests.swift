@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// `bahost install`, `update` and `launch` against a real daemon: what they wait for and how they fail.
-@Suite struct InstallCommandTests {
+@Suite(.ownThreads) struct InstallCommandTests {
     let nginx = Nginx.shared
 
     @Test func launchReportsAnEssentialDownloadThatFailedAndUpdateRunsTheUpdateRequest() throws {

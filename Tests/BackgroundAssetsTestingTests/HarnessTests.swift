@@ -5,7 +5,7 @@ import TestSupport
 import Vocabulary
 
 /// The harness as an extension author uses it, on the Swift example.
-@Suite struct HarnessTests {
+@Suite(.ownThreads) struct HarnessTests {
     let harness = ExtensionHarness(
         plugin: ExtensionHarness.builtProduct("ExampleExtension"), budget: .seconds(10),
         appGroupIdentifier: "group.com.example.levels")

@@ -7,7 +7,7 @@ import TestSupport
 /// notification with the progress and the app's name from its `.desktop` entry, updated in place, and the same on the
 /// app's icon (the launcher entry's `Update`); closes it when the app starts; and tells of an essential download
 /// that failed with a "Try again" that, invoked through dunst, schedules it again.
-@Suite(.serialized, .enabled(if: DesktopLab.unavailable == nil, "\(DesktopLab.unavailable ?? "")"))
+@Suite(.ownThreads, .serialized, .enabled(if: DesktopLab.unavailable == nil, "\(DesktopLab.unavailable ?? "")"))
 struct DesktopProgressTests {
     let nginx = Nginx.shared
 
