@@ -8,7 +8,7 @@ import Vocabulary
 /// An app's side of the bahost service's protocol, once for every binding: requests over the service's Unix socket,
 /// and the events and callbacks the service sends. The Swift SDK's `BADownloadManager` and `AssetPackManager` put
 /// Apple's types on it; the C library (`ba/app.h`) calls it. It uses no Foundation, so that the app library does not
-/// carry Foundation's tens of megabytes (docs/PERFORMANCE.md, "The app library's size"). Errors are `HostError`s in
+/// carry Foundation (docs/performance/DECISIONS.md #46). Errors are `HostError`s in
 /// Apple's domains.
 ///
 /// The app's identity is the one given, else `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`); the
@@ -81,8 +81,8 @@ public final class AppClient: Sendable {
     }
 
     /// [any thread but a handler's] Closes the connection for good: callbacks still waiting are not answered (the
-    /// service offers them again), and nothing reconnects. When it returns, the reader thread has ended (or 2 s
-    /// passed).
+    /// service offers them again), and nothing reconnects. When it returns, the reader thread has ended: the shutdown
+    /// of the socket ends its read at once, and the handlers it calls return at once (they only hand over).
     public func disconnect() {
         let connection = state.withLock { state -> Connection? in
             state.closed = true
@@ -94,7 +94,7 @@ public final class AppClient: Sendable {
         releaseExclusiveControl()
         // The reader sees the end at once; waiting for it means no thread of this client still runs when the caller
         // goes on (a C app that exits right after ba_app_disconnect would otherwise tear the runtime down under it).
-        _ = connection?.readerFinished.wait(timeout: .seconds(2))
+        _ = connection?.readerFinished.wait()
     }
 
     // MARK: Calls
@@ -334,7 +334,7 @@ private final class Connection: @unchecked Sendable {  // safe: `hello` set befo
     private func read() {
         // No polling after a reply, unlike the service after a request: the next reply is a whole service call away
         // (a transaction, longer than the poll), so the poll only kept a core busy that the caller and the service
-        // needed (docs/PERFORMANCE.md).
+        // needed (docs/performance/DECISIONS.md #35).
         while let frame = try? socket.receive() {
             // A reply of downloads is read by its caller, where it is used (`DownloadsReply`).
             if let downloads = DownloadsReply(frame: frame) {

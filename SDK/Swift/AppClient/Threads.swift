@@ -2,7 +2,7 @@ import Glibc
 import Synchronization
 
 /// The app client's own threads and waits, on pthreads: without Foundation's `Thread` or Dispatch's semaphores, which
-/// the app library would otherwise carry (docs/PERFORMANCE.md, "The app library's size").
+/// the app library would otherwise carry (docs/performance/DECISIONS.md #46).
 public enum Threads {
     /// [any thread] Runs `body` on a new detached thread of its own.
     public static func start(_ body: @escaping @Sendable () -> Void) {
@@ -38,11 +38,7 @@ public final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `va
 
     public init() {
         pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
+        pthread_cond_init(condition, nil)
     }
 
     deinit {
@@ -69,21 +65,5 @@ public final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: `va
         defer { pthread_mutex_unlock(mutex) }
         while !given { pthread_cond_wait(condition, mutex) }
         return value!
-    }
-
-    /// [any thread] Waits for the value at most `timeout`; nil when it did not come.
-    public func wait(timeout: Duration) -> Value? {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = deadline.tv_nsec + Int(attoseconds / 1_000_000_000)
-        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while !given {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
-        }
-        return given ? value : nil
     }
 }

@@ -1,36 +1,94 @@
+import Engine
 import Foundation
+import Synchronization
 
 /// Tells the service that something changed in the declared-apps folders, with inotify: each root that exists and
 /// each app folder in it, and for a root not there yet (no package declared an app so far), its deepest folder
-/// that is, so that its creation is seen. The service reads it without blocking, every quarter of a second.
+/// that is, so that its creation is seen. A thread of the watcher's own waits on the inotify descriptor (`poll`,
+/// no timeout), reads what it reports and fires `changed`: the service waits on that, so nothing polls.
 ///
-/// Thread rule: one owner (the service's declared-apps task).
-final class DeclaredAppWatcher {
-    private var descriptor: Int32 = -1
+/// Thread rule: one owner (the service's declared-apps task) calls `arm` and `takeChange`; the watcher's thread only
+/// reads the descriptor and fires. It ends when the watcher does, and closes the descriptors then.
+final class DeclaredAppWatcher: Sendable {
+    /// What the thread reports, shared with it (the thread must not hold the watcher, whose end is its cue).
+    private final class Changes: Sendable {
+        let signal = Signal()
+        let seen = Atomic(false)
+    }
 
-    deinit { if descriptor >= 0 { close(descriptor) } }
+    private let changes = Changes()
+    private let inotify: Int32
+    /// A pipe whose write end `deinit` closes: the thread's cue to end.
+    private let stop: (read: Int32, write: Int32)
+    /// The watches `arm` added.
+    private let watches = Mutex<[Int32]>([])
 
-    /// Watches `roots` and `folders` afresh. A change after this call is seen by `drain`; what changed before it
-    /// is seen by the scan that follows it.
-    func arm(roots: [String], folders: [String]) {
-        if descriptor >= 0 { close(descriptor) }
-        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard descriptor >= 0 else { return }
-        let changes = UInt32(
-            IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF
-                | IN_MOVE_SELF)
-        for path in Set(roots.map(Self.deepestExisting) + folders) {
-            _ = inotify_add_watch(descriptor, path, changes)
+    /// Fired after each batch of changes the descriptor reported.
+    var changed: Signal { changes.signal }
+
+    init() {
+        inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 { ends = [-1, -1] }
+        for end in ends where end >= 0 { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        stop = (ends[0], ends[1])
+        guard inotify >= 0, ends[0] >= 0 else { return }
+        let (inotify, stop, changes) = (inotify, ends[0], changes)
+        let thread = Thread {
+            Self.follow(inotify: inotify, stop: stop) {
+                changes.seen.store(true, ordering: .releasing)
+                changes.signal.fire()
+            }
+        }
+        thread.name = "declared-apps-watcher"
+        thread.start()
+    }
+
+    deinit {
+        if inotify >= 0 && stop.read >= 0 {
+            close(stop.write)  // the thread sees the end of the pipe, ends, and closes the rest
+        } else {
+            for descriptor in [inotify, stop.read, stop.write] where descriptor >= 0 { close(descriptor) }
         }
     }
 
-    /// Reads every waiting event; true when there was any.
-    func drain() -> Bool {
-        guard descriptor >= 0 else { return false }
+    /// [owner] Watches `roots` and `folders` afresh. A change after this call is seen by `takeChange`; what changed
+    /// before it is seen by the scan that follows it.
+    func arm(roots: [String], folders: [String]) {
+        guard inotify >= 0 else { return }
+        let changes = UInt32(
+            IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF
+                | IN_MOVE_SELF)
+        watches.withLock { watches in
+            for watch in watches { inotify_rm_watch(inotify, watch) }
+            watches = Set(roots.map(Self.deepestExisting) + folders).map { inotify_add_watch(inotify, $0, changes) }
+                .filter { $0 >= 0 }
+        }
+    }
+
+    /// [owner] Whether anything changed since the last call.
+    func takeChange() -> Bool { changes.seen.exchange(false, ordering: .acquiringAndReleasing) }
+
+    /// [the watcher's thread] Waits on `inotify` until `stop` ends; reads each batch of events and reports it.
+    private static func follow(inotify: Int32, stop: Int32, report: () -> Void) {
+        defer {
+            close(inotify)
+            close(stop)
+        }
+        var descriptors = [
+            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0),
+        ]
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        var any = false
-        while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 { any = true }
-        return any
+        while true {
+            guard poll(&descriptors, 2, -1) >= 0 else {
+                if errno == EINTR { continue }
+                return
+            }
+            if descriptors[1].revents != 0 { return }
+            guard descriptors[0].revents != 0 else { continue }
+            while buffer.withUnsafeMutableBytes({ read(inotify, $0.baseAddress, $0.count) }) > 0 {}
+            report()
+        }
     }
 
     /// `path`, or its nearest ancestor that exists.

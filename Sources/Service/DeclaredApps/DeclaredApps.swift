@@ -58,8 +58,9 @@ extension BackgroundAssetsService {
                 watcher.arm(roots: folders.roots, folders: folders.scan().map(\.folder))
                 recheck = await reconcile(observed: folders.scan(), planner: &planner)
             }
-            try? await Task.sleep(for: .milliseconds(250))
-            due = watcher.drain()
+            // Until inotify reports a change, or a folder settling or an app gone is due again.
+            await watcher.changed.wait(for: recheck.map { max(.zero, $0 - .now) } ?? .seconds(3600))
+            due = watcher.takeChange()
         }
     }
 
