@@ -47,7 +47,16 @@ struct ContentRequestRunner {
         // from an extension that broke the protocol.
         var returned = outcome.completedEvents == 1
         if case .protocolViolation = outcome.stopReason { returned = false }
-        try admission.finish(returned: returned)
+        // The launch gate closes before the rows are committed: an essential download that ends at once is then
+        // recorded with the gate closed, and the turn that records it opens the gate after telling its end.
+        let gatesLaunch = request == .install || request == .update
+        if gatesLaunch { context.launchGate.close(appIdentifier) }
+        do {
+            try admission.finish(returned: returned)
+        } catch {
+            if gatesLaunch { try? context.announceLaunchIfReady(appIdentifier) }
+            throw error
+        }
         let staged = admission.staged
         if staged.queued.count > Self.eventPerDownloadLimit {
             context.observe(.queuedMany(
@@ -62,10 +71,8 @@ struct ContentRequestRunner {
         if staged.count > 0 { context.signal.fire() }
         // A large result leaves the heap with MiB freed but held (glibc keeps freed memory in its arenas).
         if staged.count > 1000 { HeapRelease.soon() }
-        if request == .install || request == .update {
-            context.launchGate.close(appIdentifier)
-            try context.announceLaunchIfReady(appIdentifier)
-        }
+        // With no essential download of its own, nothing else opens the gate for this request.
+        if gatesLaunch && staged.queued.essential == 0 { try context.announceLaunchIfReady(appIdentifier) }
         return outcome
     }
 }
@@ -74,7 +81,7 @@ struct ContentRequestRunner {
 /// for shape (`DownloadValidation`), for duplicates and against the domain allow list on the window's thread, then
 /// under the app's allowance (which counts as it admits) and into the stage on a serial queue of its own, so that
 /// one packet is checked while the one before is written (the window's thread alone was the request's bound:
-/// docs/PERFORMANCE.md). Queued all at once when the request returned, or dropped when it did not. The allow list is
+/// docs/performance/DECISIONS.md #32). Queued all at once when the request returned, or dropped when it did not. The allow list is
 /// checked, and the URL's host for the queue's row found, where the URL was just parsed for the shape's check: on
 /// the staging queue each URL was parsed again, and the staging queue became the request's bound.
 ///
