@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A file server on loopback that answers each request after a fixed delay: a distant server's round trip, which
-nginx on loopback does not have, for paired runs of the small files (docs/PERFORMANCE.md, "A freed slot filled
-without waiting for a turn"). HTTP/1.1 with keep-alive, GET only, files read once and kept in memory.
+nginx on loopback does not have, for paired runs of the small files (docs/performance/DECISIONS.md
+#12). HTTP/1.1 with keep-alive, GET only, files read once and kept in memory.
 
     Benchmarks/delay_server.py ROOT PORT DELAY_MS
 """

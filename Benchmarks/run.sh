@@ -60,7 +60,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # The full suite measures the programs as they are installed (scripts/build-release.sh, as scripts/install.sh and
 # the .deb build them): the Swift runtime linked statically, so that the two share one build. A program linked so
-# starts sooner and calls the runtime directly (docs/PERFORMANCE.md). The smoke pass keeps the debug build the tests
+# starts sooner and calls the runtime directly (docs/performance/DECISIONS.md #18). The smoke pass keeps the debug build the tests
 # use.
 build() {
     if [ "$configuration" = release ]; then

@@ -6,7 +6,7 @@
 # live beside the static runtime where a dynamic library's link does not look; it is built last, because a build
 # with other flags rebuilds what it shares. Every product is built with cross-module optimization, so that the
 # compiler inlines and specializes the packages' code (GRDB, swift-crypto) into bahost's own, which costs
-# many small files less CPU (docs/PERFORMANCE.md, "Cross-module optimization"). Prints a line for each product; on a
+# many small files less CPU (docs/performance/DECISIONS.md #19). Prints a line for each product; on a
 # failure, its errors and the log.
 #
 # Usage: scripts/build-release.sh PRODUCT...   (the products are in `swift build -c release --show-bin-path`)

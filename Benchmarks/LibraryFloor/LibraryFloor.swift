@@ -4,7 +4,7 @@
 // CCurl shim (each body written by the thread that reads it, as bahost's transfer thread does), GRDB, and
 // PARALLEL threads for the syncs. No queue turns, no extension, no policy: what separates this program from
 // durable_floor.c is Swift's and GRDB's cost, and what separates bahost from this program is bahost's own
-// (docs/PERFORMANCE.md).
+// (docs/performance/DECISIONS.md #21, #26).
 //
 //   bahost-library-floor URLS OUTDIR DATABASE [PARALLEL]     URLS: one URL a line; files are OUTDIR/1.bin, ...
 //

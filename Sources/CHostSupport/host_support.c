@@ -48,8 +48,8 @@ static int window_child(void *argument) {
      * cgroups, before any of the extension's code runs), wait. */
     if (read(start->go, &byte, 1) != 1) error = EIO;
     /* The child moves itself, a single thread, into the window's cgroups: a task that moves itself skips the
-     * kernel's threadgroup lock, whose write side waits for an RCU grace period (5 to 24 ms measured) when the
-     * parent moves the child. */
+     * kernel's threadgroup lock, whose write side waits for an RCU grace period when the parent moves the child
+     * (docs/performance/DECISIONS.md #41). */
     for (int i = 0; !error && i < start->cgroup_count; i++)
         if (write(start->cgroup_files[i], "0", 1) != 1) error = errno;
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);

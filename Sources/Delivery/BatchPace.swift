@@ -4,8 +4,8 @@ import Vocabulary
 /// How many completions an app's next delivery window gets, from how its windows went so far.
 ///
 /// A window's spawn costs far more than a fast extension's callbacks (moving a file). Batches as large as the pace
-/// allows wake the extension a few times for thousands of files instead of once per 32 (docs/PERFORMANCE.md has
-/// what the spawns cost). A slow extension keeps small batches, so that a window's budget covers its callbacks: the
+/// allows wake the extension a few times for thousands of files instead of once per 32 (docs/performance/
+/// DECISIONS.md #16). A slow extension keeps small batches, so that a window's budget covers its callbacks: the
 /// batch is what a quarter of the budget covers at the last window's pace (its spawn included), and half the last
 /// batch after a window that ran out of time.
 public struct BatchPace: Sendable {

@@ -28,7 +28,7 @@ final class Scheduler: Sendable {
 
     /// How many times the limit the reserve holds. Small files free slots faster than turns come (paced, and each
     /// waiting for a core): a reserve of the limit often ran dry, and the slots that freed then waited for a turn;
-    /// a deeper one lasts until the queue runs out (docs/PERFORMANCE.md, "One event loop, a deeper reserve").
+    /// a deeper one lasts until the queue runs out (docs/performance/DECISIONS.md #14).
     static let reserveDepth = 4
 
     /// Whether the reserve holds enough to fill the slots that free while the next turn waits (`paceNextTurn`): a
@@ -46,7 +46,7 @@ final class Scheduler: Sendable {
     ///
     /// Why a reserve: while many small files run, the engine is busy with turns almost all the time (each with its
     /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
-    /// server is not on the same machine (docs/PERFORMANCE.md, "A freed slot filled without waiting for a turn").
+    /// server is not on the same machine (docs/performance/DECISIONS.md #12).
     /// [engine loop]
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         context.turnWanted.store(false, ordering: .relaxed)
@@ -102,7 +102,7 @@ final class Scheduler: Sendable {
     /// lasts. While it does, the reserve starts the next transfers as slots free, and a turn is needed only to record
     /// what ended and deliver it; letting what ends gather until `turnPace` after `start` (the last turn's) makes one
     /// transaction and one delivery of several, where many small files had a turn for every one or two
-    /// (docs/PERFORMANCE.md, "Turns paced while the reserve lasts"). A reserve running low, or a wake that must not
+    /// (docs/performance/DECISIONS.md #13). A reserve running low, or a wake that must not
     /// wait (`EngineContext.wakeNow`), ends the wait. [engine loop]
     func paceNextTurn(since start: ContinuousClock.Instant) async {
         // A fire kept from before the last turn refilled the reserve ends a wait early: the reserve is looked at again.

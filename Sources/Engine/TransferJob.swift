@@ -299,7 +299,7 @@ private final class ProgressRecorder: TransferObserver {
             state.savedBytes = offset
             state.savedAt = .now
             // A stored validator must never describe other bytes than the file's, so a new one is durable before
-            // they are written. With none stored the write waits for the first progress report (100 ms in): bytes
+            // they are written. With none stored the write waits for the first progress report: bytes
             // without a validator are never resumed (the file starts over), which costs at most what arrived before
             // it, and a small file that arrives whole before then is spared a transaction.
             let storedAny = stored.etag != nil || stored.lastModified != nil

@@ -27,7 +27,7 @@ struct TransferOutcome: Sendable {
 ///
 /// Why not a transaction each: a transaction's cost is mostly its own (begin, commit, a page of the row and of each
 /// index on its state to the WAL), and with many small files the transfers' own transactions were a tenth of the
-/// host's CPU; the turn that a transfer's end wakes writes anyway (docs/PERFORMANCE.md). Nobody waits for it: the
+/// host's CPU; the turn that a transfer's end wakes writes anyway (DECISIONS.md #6). Nobody waits for it: the
 /// turn runs as soon as the transfer's end wakes the engine. What a kill between the transfer's end and the commit
 /// leaves is the row still marked moving, queued again at the next start (`recoverInterruptedTransfers`): a finished
 /// file is then fetched again and replaces the one already in the container, which no receiver was told of.

@@ -16,8 +16,8 @@ static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
  * the order it happened), the packet would pass BA_WIRE_BATCH_BYTES, or the first of them has waited
  * LOG_DELAY_NS (the control thread looks that often while an entry point or will_terminate is queued or runs; what
  * the extension's own threads log between them goes with the next packet, the window's end at the latest): a
- * packet a message cost the host a receive and a wake-up each, which for an extension logging each download it
- * returns was a good part of a large content request (docs/PERFORMANCE.md). A crash sends what waits from its
+ * packet a message cost the host a receive and a wake-up each, a large part of a content request from an extension
+ * that logs each download it returns (docs/performance/DECISIONS.md #32). A crash sends what waits from its
  * signal handler.
  * Under send_lock; `log_owner` besides while the packet changes or is sent, which the crash handler takes without
  * the lock. */

@@ -3,8 +3,8 @@ import Vocabulary
 
 extension UUID {
     /// A random (version 4) UUID from the system's generator (`getrandom(2)`). Foundation's `UUID()` on Linux opens,
-    /// reads and closes `/dev/urandom` each time, which was a fifth of an app's side of each `scheduleDownload`
-    /// (docs/PERFORMANCE.md).
+    /// reads and closes `/dev/urandom` each time, on the path of each `scheduleDownload` (docs/performance/
+    /// DECISIONS.md #36).
     public static func random() -> UUID {
         withUnsafeBytes(of: UUIDText.randomBytes()) { UUID(uuid: $0.load(as: uuid_t.self)) }
     }

@@ -53,8 +53,8 @@ extension QueueStore {
 
     /// Saves what delivery changes in completions, in one transaction: the delivery attempts, the claim, whether
     /// delivered (and since when), and the file path (cleared once delivered). Delivery changes nothing else of a
-    /// row, and naming only these columns leaves the run order's index alone: half the cost of `save`'s UPDATE of
-    /// every column (docs/PERFORMANCE.md). Throws `unknownDownload` for a row that is gone.
+    /// row, and naming only these columns leaves the run order's index alone (docs/performance/DECISIONS.md #7).
+    /// Throws `unknownDownload` for a row that is gone.
     public func saveDelivery(_ completions: [QueuedDownload]) throws {
         guard !completions.isEmpty else { return }
         try write { db in

@@ -179,7 +179,7 @@ extension QueueStore {
         migrator.registerMigration("v11: apps declared by packages", migrate: Self.createDeclaredApps)
         migrator.registerMigration("v12: an app's pending completions counted from the index alone") { db in
             // The engine counts an app's unclaimed completions at every turn; without `claim` in the index each one
-            // counted was a seek into the table (docs/PERFORMANCE.md).
+            // counted was a seek into the table (docs/performance/DECISIONS.md #6).
             try db.drop(index: "download_by_app_delivered_state")
             try db.create(
                 index: "download_by_app_delivered_state", on: "download",

@@ -15,7 +15,7 @@ struct BoxedRowValues: RowValueSink {
 /// Binds a row's values to a prepared statement as they come, then runs it.
 ///
 /// Why not `StatementArguments`: it boxes each value in an existential and copies the list twice before binding,
-/// which was most of a large content request's admission (docs/PERFORMANCE.md).
+/// which was most of a large content request's admission (docs/performance/DECISIONS.md #32).
 /// Each value is bound here by its own type's `bind(to:at:)`, GRDB's public binding, the one `StatementArguments`
 /// ends in, so the row stored is the same; the statement then runs through GRDB (`execute()`), which keeps the
 /// bindings made on its handle once `setUncheckedArguments` has told it the arguments are set.

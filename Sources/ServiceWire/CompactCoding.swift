@@ -50,13 +50,13 @@ enum CompactKind: UInt8 {
 
 /// Writes a compact frame; each field method returns the writer, so that a download reads as one chain. The frame is
 /// written into memory of its own, which becomes the `Frame` without a copy; a reply to a fetch is sized before it is
-/// written, so that a large reply is neither moved by growth nor copied (docs/PERFORMANCE.md). Hand-written rather
+/// written, so that a large reply is neither moved by growth nor copied (DECISIONS.md #38). Hand-written rather
 /// than an `[UInt8]`: an array cannot become a `Frame` without a copy. `malloc` rather than Swift's allocation, for
 /// `realloc`: a large buffer that grows is remapped by the kernel, not copied (`DownloadsReply.Builder` cannot size
 /// its buffer before it has read the queue's rows).
 ///
 /// Its fields are not checked for exclusive access at run time: a writer is written by one thread, one field method
-/// at a time, and the checks were a large part of the service's CPU in a long reply (docs/PERFORMANCE.md).
+/// at a time, and the checks were a large part of the service's CPU in a long reply (DECISIONS.md #38).
 final class CompactWriter {
     @exclusivity(unchecked) private var base: UnsafeMutableRawPointer
     @exclusivity(unchecked) private var capacity: Int
@@ -132,7 +132,7 @@ final class CompactWriter {
     }
 
     // The field methods are inlined into a frame's writing: called one by one, each returned the writer retained,
-    // and a long reply spent much of the service's CPU on those retains and releases (docs/PERFORMANCE.md).
+    // and a long reply spent much of the service's CPU on those retains and releases (DECISIONS.md #38).
     @inline(__always)
     private func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
@@ -224,7 +224,7 @@ final class CompactWriter {
 }
 
 /// Reads a compact frame, refusing any length that runs past its end. It reads the frame in place, while its bytes
-/// are lent: a reply to a fetch of 10,000 is about 2 MB, and a copy of it cost its page faults again.
+/// are lent: a long reply copied pays its page faults again (DECISIONS.md #39).
 struct CompactReader {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var offset = 1

@@ -2,8 +2,8 @@ import Vocabulary
 
 /// The service's reply to `currentDownloads`, kept as its compact frame and read where it is used: the language
 /// bindings (`ba/app.h`) copy its downloads straight from the frame into C memory, where making a `Download` of each
-/// first (its strings, its header array) and then unmaking it was most of an app's fetch of 10,000
-/// (docs/PERFORMANCE.md).
+/// first (its strings, its header array) and then unmaking it was most of an app's long fetch
+/// (docs/performance/DECISIONS.md #38).
 public struct DownloadsReply: Sendable {
     /// The request it answers.
     public let id: UInt64
@@ -68,7 +68,7 @@ public struct DownloadsReply: Sendable {
 extension DownloadsReply {
     /// Writes a reply from downloads read in place, given in any order with the key that puts each in order: the
     /// service writes its reply to `fetchCurrentDownloads` from its queue's rows as SQLite finds them, without a
-    /// `Download` of each (docs/PERFORMANCE.md). The frame is byte for byte what `ServiceProtocol.encode` makes of the
+    /// `Download` of each (DECISIONS.md #38). The frame is byte for byte what `ServiceProtocol.encode` makes of the
     /// same downloads as values, in key order.
     public final class Builder {
         /// The downloads as written, each at its `entries` range; the frame copies them in key order.

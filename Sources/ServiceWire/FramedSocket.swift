@@ -8,7 +8,7 @@ import Synchronization
 /// small, and its calls are synchronous, as Apple's API is. The service's end serves each connection on a thread of
 /// its own, which reads a request, commits it and writes the reply with no hand-off: the same service on swift-nio's
 /// async channels (peers checked through `SocketOptionProvider`) was measured slower, an event-loop wake-up and two
-/// task hops per round trip (the figures are in docs/PERFORMANCE.md).
+/// task hops per round trip (docs/performance/DECISIONS.md #34).
 ///
 /// Thread rule: `send` and `sendAvailable` from any thread (frames never interleave, though a frame that
 /// `sendAvailable` left unfinished must be finished before another is begun); `receive` from one reader thread at a
@@ -132,8 +132,8 @@ public final class FramedSocket: Sendable {
     }
 
     /// How long the service looks for an app's next request without sleeping, right after answering one. An app
-    /// that schedules in a loop then finds the service's reader awake, without the cross-CPU wake-up that otherwise
-    /// took about a quarter of each `scheduleDownload` (docs/PERFORMANCE.md). It costs at most this much CPU per
+    /// that schedules in a loop then finds the service's reader awake, without a cross-CPU wake-up for each
+    /// `scheduleDownload` (docs/performance/DECISIONS.md #35). It costs at most this much CPU per
     /// round trip, and nothing to a connection at rest. The app does not poll for replies: a reply is a whole
     /// service call away, longer than this.
     public static let roundTripPolling = Duration.microseconds(100)

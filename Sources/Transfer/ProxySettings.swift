@@ -22,8 +22,8 @@ public struct ProxySettings: Sendable, Hashable {
         case environment
         /// The desktop's settings, through libproxy, per URL.
         case desktop
-        /// No variable and no desktop session: direct. libproxy, whose modules cost 7 MiB of memory when loaded
-        /// (docs/PERFORMANCE.md, "Issue 59", decision 6), has no settings to read outside a desktop session.
+        /// No variable and no desktop session: direct. libproxy has no settings to read outside a desktop session,
+        /// and its modules cost memory when loaded (docs/performance/DECISIONS.md #48).
         case direct
     }
 

@@ -22,7 +22,7 @@ public struct TransferConfiguration: Sendable {
     public var transferThreads: Int
     /// The most a transfer of a large body (declared at `largeBody` or more) reads from its socket in one go
     /// (`CURLOPT_BUFFERSIZE`): fewer, larger writes. A smaller body keeps libcurl's 16 KiB: every running transfer
-    /// holds its buffer, and sixteen small ones at 128 KiB each were 2 MiB of the host's resident memory.
+    /// holds its buffer, which counts in the host's resident memory (docs/performance/DECISIONS.md #26).
     public var receiveBufferSize: Int = 128 << 10
     public var largeBody: Int64 = 1 << 20
     /// The proxies to follow (the host's environment, else the desktop's settings).
@@ -473,7 +473,7 @@ public final class TransferClient: Sendable {
 
     /// Refuses to start when the disk cannot hold what is left to receive (plus a margin for everything else). Asked
     /// of the open file, not of its folder's path: a path's walk, and the folder's name cut from it, cost every small
-    /// file more than the answer (docs/PERFORMANCE.md).
+    /// file more than the answer (docs/performance/DECISIONS.md #14).
     static func checkFreeSpace(for request: TransferRequest, file: PartialFile) -> TransferError? {
         guard let free = file.availableBytes() else { return nil }
         let needed = max(0, request.expectedSize - file.length) + (16 << 20)

@@ -162,7 +162,7 @@ extension Download {
     /// Calls `body` with a `ba_download_t` describing the download, valid only during the call.
     public func withABI<R>(_ body: (UnsafePointer<ba_download_t>) -> R) -> R {
         // Each string lends its own NUL-terminated bytes (a native string's, without a copy); only the headers, a
-        // list of pointers, are copied. A fetch of 10,000 from C spent a fifth of its time in strdup and free.
+        // list of pointers, are copied: a copy of every string was a large part of a fetch from C (DECISIONS.md #39).
         identifier.withCString { identifier in
             applicationGroupIdentifier.withCString { group in
                 Self.withOptionalCString(uniqueIdentifier) { unique in

@@ -2,7 +2,7 @@
 /// of it: its numbers, and its strings as the UTF-8 bytes they are stored as, valid only during the call it is given
 /// to. The service writes its reply to `fetchCurrentDownloads` from these, and the app's C library copies them from
 /// that reply, where making and dropping a `Download` of each, its strings and header array, was most of a long
-/// fetch on either side (docs/PERFORMANCE.md).
+/// fetch on either side (docs/performance/DECISIONS.md #38).
 public struct DownloadInPlace {
     public let kind: Download.Kind
     public let identifier: UnsafeBufferPointer<UInt8>

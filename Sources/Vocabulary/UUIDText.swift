@@ -17,8 +17,8 @@ public enum UUIDText {
     }
 
     /// Sixteen bytes as Foundation's `uuidString` writes them (upper-case hex, 8-4-4-4-12), written directly:
-    /// Foundation's on Linux formats with `snprintf`, which showed in the profile of a content request, each of whose
-    /// downloads is given one (docs/PERFORMANCE.md).
+    /// Foundation's on Linux formats with `snprintf`, and each download of a content request is given one
+    /// (docs/performance/DECISIONS.md #33).
     public static func upperHex(_ bytes: UnsafeRawBufferPointer) -> String {
         precondition(bytes.count == 16, "a UUID has 16 bytes")
         return String(unsafeUninitializedCapacity: 36) { text in

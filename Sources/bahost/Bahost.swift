@@ -2,8 +2,7 @@ import ArgumentParser
 import Vocabulary
 
 /// Every command names itself (`commandName`): ArgumentParser derives a missing name from the type's name through
-/// reflection, for every command in the tree at every start, a large part of `bahost`'s start-up
-/// (docs/PERFORMANCE.md).
+/// reflection, for every command in the tree at every start (docs/performance/DECISIONS.md #18).
 @main
 struct Bahost: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

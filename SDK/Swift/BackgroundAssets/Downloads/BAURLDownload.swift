@@ -4,8 +4,8 @@ import Vocabulary
 public final class BAURLDownload: BADownload, @unchecked Sendable {  // safe: as BADownload; its own are constants
     /// Where the download's request came from: the app's or extension's own `URLRequest`, or the host's description
     /// (the URL and header lines as they were scheduled), which becomes a `URLRequest` only when one is asked for.
-    /// `fetchCurrentDownloads` makes one object per queued download, and building a `URLRequest` for each was a third
-    /// of its cost (docs/PERFORMANCE.md).
+    /// `fetchCurrentDownloads` makes one object per queued download, and building a `URLRequest` for each was a large
+    /// part of its cost (docs/performance/DECISIONS.md #40).
     private enum Source {
         case request(URLRequest)
         case described(url: String, headerLines: [String], networkAccess: NetworkAccess)
