@@ -32,13 +32,13 @@ final class ChallengeAnswers: Sendable {
                     } catch {
                         context.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
                     }
-                    context.transferEnded.fire()
+                    context.events.post(.transferEnded)
                 } else {
                     context.credentials.forget(uniqueIdentifier)
                     context.outcomes.add(otherwise)
                 }
                 self.tasks.withLock { _ = $0.removeValue(forKey: uniqueIdentifier) }
-                context.signal.fire()
+                context.events.post(.queueChanged)
             }
         }
     }

@@ -124,7 +124,7 @@ final class CompletionRouter: Sendable {
                     let retryIn: Duration? = if case .retry(let delay) = ended { delay } else { nil }
                     self.context.observe(.deliveryFailed(appIdentifier: appIdentifier, failed, retryIn: retryIn))
                 }
-                self.context.signal.fire()
+                self.context.events.post(.queueChanged)
             }
         }
     }
@@ -137,7 +137,7 @@ final class CompletionRouter: Sendable {
             let packs = ManagedPacks(context: context)
             let discarded = try await WindowLauncher.onWindowThread { try packs.installFinished(appIdentifier) }
             // An essential pack counts for launch once installed.
-            context.transferEnded.fire()
+            context.events.post(.transferEnded)
             try context.announceLaunchIfReady(appIdentifier)
             try await WindowLauncher.onWindowThread { discarded.forEach { try? FileManager.default.removeItem(at: $0) } }
         }

@@ -68,7 +68,7 @@ struct ContentRequestRunner {
         try staged.forEachCommitted(.failed) { row in
             if let error = row.error { context.observe(.rejected(row.download, error)) }
         }
-        if staged.count > 0 { context.signal.fire() }
+        if staged.count > 0 { context.events.post(.queueChanged) }
         // A large result leaves the heap with MiB freed but held (glibc keeps freed memory in its arenas).
         if staged.count > 1000 { HeapRelease.soon() }
         // With no essential download of its own, nothing else opens the gate for this request.

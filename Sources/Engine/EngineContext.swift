@@ -21,14 +21,8 @@ final class EngineContext: Sendable {
     let blocking: TransferExecutor
     /// Running apps' delegates, which get completions and challenges before the extension (the service's apps).
     let delegates: AppDelegateRouter?
-    /// Wakes the engine's loop: something was queued, a transfer or a delivery ended, a deadline came.
-    let signal = Signal()
-    /// Set by `wakeNow` since the last turn began: the next is wanted at once, not after its pace.
-    let turnWanted = Atomic<Bool>(false)
-    /// Ends the wait for the next turn (`Scheduler.paceNextTurn`): fired by `wakeNow`, and when the reserve runs low.
-    let turnDue = Signal()
-    /// Fired whenever a transfer ends or is stopped: what `awaitEssentials` waits on.
-    let transferEnded = Signal()
+    /// What wakes the engine's loop, and what its drains wait for: one stream (`EngineEvents`).
+    let events = EngineEvents()
     let launchGate = LaunchGate()
     let running = RunningTransfers()
     /// Transfers' outcomes waiting for the engine's next turn to record them.
@@ -61,16 +55,14 @@ final class EngineContext: Sendable {
         if download.foreground {
             wakeNow()
         } else if running.couldStart(download, settings) {
-            signal.fire()
+            events.post(.queueChanged)
         }
     }
 
     /// Wakes the engine for what must not wait for the pace of its turns (`Scheduler.paceNextTurn`): a foreground
     /// download, a promotion, a delegate.
     func wakeNow() {
-        turnWanted.store(true, ordering: .relaxed)
-        signal.fire()
-        turnDue.fire()
+        events.post([.queueChanged, .turnNow])
     }
 
     /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file.
@@ -78,7 +70,7 @@ final class EngineContext: Sendable {
         running.cancel(uniqueIdentifier)
         credentials.forget(uniqueIdentifier)
         unlink(dataRoot.partialPath(for: uniqueIdentifier))
-        transferEnded.fire()
+        events.post(.transferEnded)
     }
 
     /// Announces `appMayLaunch` once every essential download of an app that waits for them has ended.

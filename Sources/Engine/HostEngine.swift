@@ -307,8 +307,9 @@ public final class HostEngine: Sendable {
                 // to record how it ended): queue it again rather than wait for it forever.
                 try store.recoverInterruptedTransfers()
             }
-            await context.signal.wait(for: completions.nextDeadline(within: scheduler.nextWake(snapshot)))
-            await scheduler.paceNextTurn(since: start)
+            let came = await context.events.next(
+                of: .wakingTheLoop, timeout: completions.nextDeadline(within: scheduler.nextWake(snapshot)))
+            if !came.contains(.turnNow) { await scheduler.paceNextTurn(since: start) }
         }
     }
 }

@@ -240,7 +240,7 @@ struct ManagedPacks {
             }
         }
         try context.store.recordRefused(refused, for: app.appIdentifier)
-        if queued > 0 { context.signal.fire() }
+        if queued > 0 { context.events.post(.queueChanged) }
         return queued
     }
 

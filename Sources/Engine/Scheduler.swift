@@ -49,7 +49,6 @@ final class Scheduler: Sendable {
     /// server is not on the same machine (docs/performance/DECISIONS.md #12).
     /// [engine loop]
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
-        context.turnWanted.store(false, ordering: .relaxed)
         let limits = context.settings.slotLimits
         var records: [String: (AppRecord, AppPolicy)] = [:]
         func record(_ id: String) throws -> (AppRecord, AppPolicy)? {
@@ -98,18 +97,18 @@ final class Scheduler: Sendable {
         }
     }
 
-    /// Returns when the engine's next turn is due, once something woke it (`Signal`): at once, unless the reserve
-    /// lasts. While it does, the reserve starts the next transfers as slots free, and a turn is needed only to record
-    /// what ended and deliver it; letting what ends gather until `turnPace` after `start` (the last turn's) makes one
-    /// transaction and one delivery of several, where many small files had a turn for every one or two
-    /// (docs/performance/DECISIONS.md #13). A reserve running low, or a wake that must not
-    /// wait (`EngineContext.wakeNow`), ends the wait. [engine loop]
+    /// Returns when the engine's next turn is due, once something woke it (`EngineEvents`): at once, unless the
+    /// reserve lasts. While it does, the reserve starts the next transfers as slots free, and a turn is needed only to
+    /// record what ended and deliver it; letting what ends gather until `turnPace` after `start` (the last turn's)
+    /// makes one transaction and one delivery of several, where many small files had a turn for every one or two
+    /// (docs/performance/DECISIONS.md #13). The reserve running low (`reserveLow`), or a wake that must not wait
+    /// (`turnNow`: `EngineContext.wakeNow`), ends the wait. [engine loop]
     func paceNextTurn(since start: ContinuousClock.Instant) async {
-        // A fire kept from before the last turn refilled the reserve ends a wait early: the reserve is looked at again.
-        while reserveLasts && !context.turnWanted.load(ordering: .relaxed) && !Task.isCancelled {
+        while reserveLasts && !Task.isCancelled {
             let elapsed = ContinuousClock.now - start
             guard elapsed < context.settings.turnPace else { return }
-            await context.turnDue.wait(for: context.settings.turnPace - elapsed)
+            let left = context.settings.turnPace - elapsed
+            if await context.events.next(of: [.turnNow, .reserveLow], timeout: left).contains(.turnNow) { return }
         }
     }
 
@@ -120,8 +119,7 @@ final class Scheduler: Sendable {
         if let next = running.takeReserved(context.settings) {
             start(next.download, app: next.app, policy: next.policy, added: true)
         }
-        context.signal.fire()
-        if !reserveLasts { context.turnDue.fire() }
+        context.events.post(reserveLasts ? .queueChanged : [.queueChanged, .reserveLow])
     }
 
     /// - Parameter added: whether `running` holds it already (`takeReserved` added it).
@@ -151,8 +149,7 @@ final class Scheduler: Sendable {
                     break
                 }
                 self.running.remove(uniqueIdentifier)
-                context.signal.fire()
-                if ending == nil { context.transferEnded.fire() }
+                context.events.post(ending == nil ? [.queueChanged, .transferEnded] : .queueChanged)
             }
         })
     }
@@ -190,7 +187,7 @@ final class Scheduler: Sendable {
         } catch {
             if !outcomes.isEmpty {
                 context.observe(.queueFailed("recording \(outcomes.count) transfers' outcomes: \(error)"))
-                context.transferEnded.fire()
+                context.events.post(.transferEnded)
             }
             throw error
         }

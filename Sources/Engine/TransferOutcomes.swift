@@ -71,6 +71,6 @@ final class TransferOutcomes: Sendable {
                 context.observe(.queueFailed("\(app): \(error)"))
             }
         }
-        context.transferEnded.fire()
+        context.events.post(.transferEnded)
     }
 }

@@ -8,7 +8,7 @@ import TestSupport
 /// (`Benchmarks/network.sh`); this asserts what bahost does about them.
 @Suite(.ownThreads, .serialized, .enabled(if: NetworkLab.unavailable == nil, "\(NetworkLab.unavailable ?? "")"))
 struct BackgroundTrafficTests {
-    @Test func aBackgroundDownloadClosesItsWindowWhileTheUsersDownloadFillsTheQueue() throws {
+    @Test(.alone) func aBackgroundDownloadClosesItsWindowWhileTheUsersDownloadFillsTheQueue() throws {
         let lab = try NetworkLab()
         defer { lab.close() }
         try lab.addBottleneck()

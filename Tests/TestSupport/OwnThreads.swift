@@ -82,7 +82,9 @@ public struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
 
 /// `@Test(.alone)`, in a suite with `.ownThreads`: the test runs while no other test on threads of its own does (the
 /// suites without `.ownThreads` are values and parsers, quick and small). For a test that measures the whole
-/// process (its resident memory), which the daemons and servers of other tests would add to.
+/// process (its resident memory), which the daemons and servers of other tests would add to, and for one that loads
+/// the machine for seconds (a download filling a link and the disk), whose load would stretch the bounded waits of
+/// the others.
 public struct AloneTrait: TestTrait {}
 
 extension Trait where Self == AloneTrait {

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The host's one waiting primitive: a task waits on a signal until it fires, a timeout passes, or the task is
+/// The service's waiting primitive: a task waits on a signal until it fires, a timeout passes, or the task is
 /// cancelled. A fire wakes every task waiting at that moment; when none is, it is kept for the next wait, so that a
 /// fire between a caller's check and its wait is never lost. A wait can end early, so waiters always look again at
 /// what they wait for.

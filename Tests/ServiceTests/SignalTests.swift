@@ -1,7 +1,7 @@
-import Engine
+import Service
 import Testing
 
-/// The host's one waiting primitive.
+/// The service's waiting primitive.
 @Suite struct SignalTests {
     @Test func aFireWithNobodyWaitingIsKeptForTheNextWait() async {
         let signal = Signal()
