@@ -189,7 +189,7 @@ extension QueueStore {
 
         // Each app's background candidates are read from the front of its part of the run order's index and chosen
         // here: the walk stops at the limit, so a turn costs what it starts, not the queue's length (a walk filtered
-        // and sorted inside SQLite read every queued row at every turn, 0.27 s of 2,000 small files). A candidate
+        // and sorted inside SQLite read every queued row at every turn: docs/performance/DECISIONS.md #5). A candidate
         // is judged on the cursor's one row, and only a chosen one becomes a `QueuedDownload` (a row fetched on its
         // own cost GRDB a table of the columns' names each time).
         func background(_ sql: String, _ arguments: StatementArguments, held: Bool) throws -> [QueuedDownload] {

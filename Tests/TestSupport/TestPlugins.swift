@@ -61,10 +61,12 @@ public enum TestPlugins {
         guard cc.terminationStatus == 0 else { throw CompileError(source: source) }
     }
 
-    /// A scratch folder of this test process, removed by the OS's tmp cleaning.
+    /// A scratch folder of this test process, removed when the process exits: a run leaves about a gigabyte there
+    /// (servers' files, data roots, packs), which runs one after another would pile up in /tmp.
     public static let scratch: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-tests-\(getpid())")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: TestPlugins.scratch) }
         return url
     }()
 
