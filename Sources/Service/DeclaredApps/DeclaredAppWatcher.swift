@@ -19,8 +19,8 @@ final class DeclaredAppWatcher: Sendable {
     private let inotify: Int32
     /// A pipe whose write end `deinit` closes: the thread's cue to end.
     private let stop: (read: Int32, write: Int32)
-    /// The watches `arm` added.
-    private let watches = Mutex<[Int32]>([])
+    /// The watches `arm` added, by path.
+    private let watches = Mutex<[String: Int32]>([:])
 
     /// Fired after each batch of changes the descriptor reported.
     var changed: Signal { changes.signal }
@@ -58,10 +58,17 @@ final class DeclaredAppWatcher: Sendable {
         let changes = UInt32(
             IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF
                 | IN_MOVE_SELF)
+        let wanted = Set(roots.map(Self.deepestExisting) + folders)
         watches.withLock { watches in
-            for watch in watches { inotify_rm_watch(inotify, watch) }
-            watches = Set(roots.map(Self.deepestExisting) + folders).map { inotify_add_watch(inotify, $0, changes) }
-                .filter { $0 >= 0 }
+            // Only what is no longer wanted is removed: a removal reports `IN_IGNORED`, which is no change.
+            for (path, watch) in watches where !wanted.contains(path) {
+                inotify_rm_watch(inotify, watch)
+                watches[path] = nil
+            }
+            for path in wanted {
+                let watch = inotify_add_watch(inotify, path, changes)
+                watches[path] = watch >= 0 ? watch : nil
+            }
         }
     }
 
@@ -85,9 +92,29 @@ final class DeclaredAppWatcher: Sendable {
             }
             if descriptors[1].revents != 0 { return }
             guard descriptors[0].revents != 0 else { continue }
-            while buffer.withUnsafeMutableBytes({ read(inotify, $0.baseAddress, $0.count) }) > 0 {}
-            report()
+            var changed = false
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+                guard count > 0 else { break }
+                changed = changed || Self.holdsAChange(buffer[..<count])
+            }
+            if changed { report() }
         }
+    }
+
+    /// Whether a batch of `inotify_event`s holds anything but `IN_IGNORED` (a watch `arm` removed, or one whose folder
+    /// went, which its `IN_DELETE_SELF` reported already).
+    static func holdsAChange(_ events: ArraySlice<UInt8>) -> Bool {
+        let header = MemoryLayout<inotify_event>.size
+        var offset = events.startIndex
+        while offset + header <= events.endIndex {
+            let (mask, length) = events[offset..<offset + header].withUnsafeBytes {
+                ($0.loadUnaligned(fromByteOffset: 4, as: UInt32.self), $0.loadUnaligned(fromByteOffset: 12, as: UInt32.self))
+            }
+            if mask & UInt32(IN_IGNORED) == 0 { return true }
+            offset += header + Int(length)
+        }
+        return false
     }
 
     /// `path`, or its nearest ancestor that exists.

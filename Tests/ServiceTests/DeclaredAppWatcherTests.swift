@@ -1,0 +1,41 @@
+import Foundation
+@testable import Service
+import Testing
+import TestSupport
+
+/// The declared-apps watcher on real inotify: a change in a watched folder is told, and re-arming is not a change
+/// (a watch removed reports `IN_IGNORED`: told as a change, the service reconciled without end).
+@Suite(.ownThreads) struct DeclaredAppWatcherTests {
+    @Test func aChangeIsToldAndReArmingIsNot() async throws {
+        let root = TestPlugins.freshFolder("watched")
+        let app = root.appendingPathComponent("com.example.levels")
+        try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
+        let watcher = DeclaredAppWatcher()
+        watcher.arm(roots: [root.path], folders: [app.path])
+        for _ in 0..<3 { watcher.arm(roots: [root.path], folders: [app.path]) }
+        watcher.arm(roots: [root.path], folders: [])
+        await watcher.changed.wait(for: .milliseconds(300))
+        #expect(!watcher.takeChange())
+
+        try Data("x".utf8).write(to: root.appendingPathComponent("com.example.other"))
+        let start = ContinuousClock.now
+        while !watcher.takeChange(), ContinuousClock.now - start < .seconds(10) {
+            await watcher.changed.wait(for: .milliseconds(100))
+        }
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test func aBatchOfOnlyIgnoredEventsHoldsNoChange() {
+        func event(_ mask: Int32, name: String = "") -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            let padded = name.isEmpty ? 0 : (name.utf8.count / 16 + 1) * 16
+            withUnsafeBytes(of: UInt32(bitPattern: mask)) { bytes.replaceSubrange(4..<8, with: $0) }
+            withUnsafeBytes(of: UInt32(padded)) { bytes.replaceSubrange(12..<16, with: $0) }
+            return bytes + Array(name.utf8) + [UInt8](repeating: 0, count: padded - name.utf8.count)
+        }
+        let ignored = event(Int32(IN_IGNORED))
+        #expect(!DeclaredAppWatcher.holdsAChange(ArraySlice(ignored + ignored)))
+        #expect(DeclaredAppWatcher.holdsAChange(ArraySlice(ignored + event(Int32(IN_CREATE), name: "Info.plist"))))
+        #expect(DeclaredAppWatcher.holdsAChange(ArraySlice(event(Int32(IN_DELETE_SELF)) + ignored)))
+    }
+}
