@@ -24,7 +24,7 @@
 #   systemd          systemd-socket-activate, which stands in for systemd in the socket-activation test (nothing
 #                    of it is started)
 #   dunst, scrot, dbus-bin
-#                    the desktop test (Tests/ServiceTests/DesktopProgressTests): a real notification server on a
+#                    the desktop test (Tests/DaemonTests/DesktopProgressTests): a real notification server on a
 #                    private session bus under Xvfb, a screenshot of it, dbus-monitor for what crossed the bus
 #   love, xvfb, xauth
 #                    the LÖVE game's test (Plugins/Love): the engine, headless under Xvfb
