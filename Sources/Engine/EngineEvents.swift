@@ -106,6 +106,18 @@ final class EngineEvents: Sendable {
         }
     }
 
+    /// [any task] Returns once `busy` says no more, looking again after each transfer's end, a cancel or an uninstall
+    /// (and at least every second); throws `CancellationError` when the task is cancelled. Each look is marked before
+    /// it is made, so an end posted between the look and the wait is not missed.
+    func waitForTransfers(while busy: () throws -> Bool) async throws {
+        while true {
+            let mark = mark()
+            guard try busy() else { return }
+            try Task.checkCancellation()
+            await wait(for: .transferEnded, after: mark, timeout: .seconds(1))
+        }
+    }
+
     /// Registers a waiter with `register` (which answers at once with a value, or files the continuation under the
     /// id), and ends it empty at the timeout or the task's cancellation, whichever comes first.
     private func wait<T: Sendable>(

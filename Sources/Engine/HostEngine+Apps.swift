@@ -73,13 +73,9 @@ extension HostEngine {
     /// Waits until none of the app's essential downloads is active (and each essential pack downloaded is installed),
     /// woken by each transfer's end; returns those of the latest install or update that failed.
     public func awaitEssentials(_ appIdentifier: String) async throws -> [DownloadStatus] {
-        while true {
-            // Marked before the look: a transfer's end, a cancel or an uninstall posted after it ends the wait.
-            let mark = context.events.mark()
-            guard try store.hasActiveDownloads(for: appIdentifier, essential: true)
+        try await context.events.waitForTransfers {
+            try store.hasActiveDownloads(for: appIdentifier, essential: true)
                 || store.hasPendingPackCompletions(for: appIdentifier, essential: true)
-            else { break }
-            await context.events.wait(for: .transferEnded, after: mark, timeout: .seconds(1))
         }
         let since = try store.schedule(appIdentifier)?.contentRequestSequence ?? 0
         return try store.failedEssentialDownloads(for: appIdentifier, after: since).map(\.status)

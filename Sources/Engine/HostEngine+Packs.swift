@@ -98,12 +98,9 @@ extension HostEngine {
                 _ = try packs.queue([packs.download(entry, app: app, essential: false)], for: app, foreground: true)
             }
         }
-        while true {
-            let mark = context.events.mark()
-            guard try isDownloading(appIdentifier, id)
+        try await context.events.waitForTransfers {
+            try isDownloading(appIdentifier, id)
                 || store.pendingCompletions(for: appIdentifier, assetPacks: true).contains(where: { $0.identifier == id })
-            else { break }
-            await context.events.wait(for: .transferEnded, after: mark, timeout: .seconds(1))
         }
         guard let now = packs.store(for: app).installed(id), !now.isOutdated(by: entry) else {
             let failed = try store.downloads(for: appIdentifier).last { $0.identifier == id && $0.state == .failed }

@@ -40,8 +40,8 @@ extension DataRoot {
     }
 
     private static func percentEncoded(_ text: String) -> String {
-        // Written into the string's storage in one piece, not a scalar at a time: it runs twice a transfer (#17 of
-        // docs/performance/DECISIONS.md).
+        // Written into the string's storage in one piece, not a scalar at a time: it runs twice a transfer
+        // (docs/performance/DECISIONS.md #17).
         let utf8 = text.utf8
         return String(unsafeUninitializedCapacity: utf8.count * 3) { name in
             var count = 0

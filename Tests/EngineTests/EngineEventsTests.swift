@@ -1,4 +1,5 @@
 @testable import Engine
+import Synchronization
 import Testing
 
 /// The engine's one stream of events: what the loop takes, what its drains wait for. No queue, no transfer.
@@ -84,5 +85,26 @@ import Testing
         #expect(await loop.value == [])
         await drain.value
         #expect(ContinuousClock.now - cancelled < .seconds(10))
+    }
+
+    @Test func waitingForTransfersLooksAgainAtEachEndAndStopsWhenCancelled() async throws {
+        let events = EngineEvents()
+        let left = Mutex(3)
+        let start = ContinuousClock.now
+        let ender = Task {
+            while left.withLock({ $0 }) > 0 {
+                try? await Task.sleep(for: .milliseconds(20))
+                left.withLock { $0 -= 1 }
+                events.post(.transferEnded)
+            }
+        }
+        try await events.waitForTransfers { left.withLock { $0 } > 0 }
+        #expect(left.withLock { $0 } == 0)
+        #expect(ContinuousClock.now - start < .seconds(2))
+        await ender.value
+
+        let waiter = Task { try await events.waitForTransfers { true } }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
     }
 }
