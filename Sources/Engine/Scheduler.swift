@@ -74,16 +74,20 @@ final class Scheduler: Sendable {
                 backgroundLimit: choice.backgroundLimit, running: slots.perApp, conditions: conditions
             ) { choice.choose($0) }
             reserve = choice.reserve
+            // The chosen are recorded running and the reserve put in place before any of their tasks exists: a
+            // transfer that ends at once then finds its successor in the reserve, not last turn's.
+            var chosen: [(QueuedDownload, AppRecord, AppPolicy)] = []
             for download in started {
-                guard let (app, policy) = try record(download.appIdentifier) else { continue }
-                start(download, app: app, policy: policy)
+                guard let (app, policy) = try record(download.appIdentifier),
+                    running.add(download.uniqueIdentifier, host: download.host, app: download.appIdentifier)
+                else { continue }
+                chosen.append((download, app, policy))
             }
-            if !choice.turnedAway || choice.slotsFull || started.isEmpty {
-                running.reserve(try reserve.compactMap { download in
-                    try record(download.appIdentifier).map { RunningTransfers.Reserved(download, app: $0, policy: $1) }
-                })
-                return snapshot
-            }
+            running.reserve(try reserve.compactMap { download in
+                try record(download.appIdentifier).map { RunningTransfers.Reserved(download, app: $0, policy: $1) }
+            })
+            for (download, app, policy) in chosen { start(download, app: app, policy: policy) }
+            if !choice.turnedAway || choice.slotsFull || started.isEmpty { return snapshot }
         }
     }
 
@@ -117,18 +121,16 @@ final class Scheduler: Sendable {
     func slotFreed(_ uniqueIdentifier: String) {
         guard running.releaseSlot(uniqueIdentifier, limit: context.settings.maximumConcurrentTransfers) else { return }
         if let next = running.takeReserved(context.settings) {
-            start(next.download, app: next.app, policy: next.policy, added: true)
+            start(next.download, app: next.app, policy: next.policy)
         }
         context.events.post(reserveLasts ? .queueChanged : [.queueChanged, .reserveLow])
     }
 
-    /// - Parameter added: whether `running` holds it already (`takeReserved` added it).
-    /// [engine loop, or the transfer thread for a freed slot]
-    private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy, added: Bool = false) {
+    /// Starts the task of a download `running` holds already (a turn or `takeReserved` added it, before its task
+    /// exists, so that the task's end always finds it; the task is made outside the lock, since making it may wake
+    /// the transfer thread). [engine loop, or the transfer thread for a freed slot]
+    private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy) {
         let uniqueIdentifier = download.uniqueIdentifier
-        // Recorded before its task exists, so that the task's end always finds it; the task is made outside the
-        // lock, since making it may wake the transfer thread.
-        if !added && !running.add(uniqueIdentifier, host: download.host, app: download.appIdentifier) { return }
         // A transfer runs on a transfer thread until its body ends: the one this runs on, when a freed slot starts
         // it (`slotFreed`), so that its request is made without a thread hop.
         running.attach(uniqueIdentifier, Task(executorPreference: context.client.transferExecutor) { [context] in
