@@ -10,7 +10,8 @@ import Vocabulary
 /// transfer thread as it arrives, once the task has judged the head and lent the file (`writeBody`).
 ///
 /// Sequence: `.head` first; the task judges it and either lends the file (`writeBody`) or refuses the body
-/// (`discard`); `.ended` comes last, once, after which `returnFile` gives the file back. What arrives before the task
+/// (`discard`); `.ended` comes last, once, after which `returnFile` gives the file back (a cancelled task takes it
+/// back without waiting: what arrives after is dropped, and the abort follows). What arrives before the task
 /// has judged the head is kept in memory (up to `heldBytesLimit`; past it the transfer pauses): a connection that
 /// breaks meanwhile still leaves those bytes to write and resume from.
 ///
@@ -100,6 +101,12 @@ final class HTTPExchange: @unchecked Sendable {
         /// Writes one part within the bounds; false (with `refusal` set) when it cannot.
         mutating func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
             guard refusal == nil else { return false }
+            // A cancelled task takes its file back (`returnFile`) before the transfer thread has aborted: what
+            // arrives after is not written.
+            guard file != nil else {
+                refusal = CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)
+                return false
+            }
             let after = file!.length + Int64(bytes.count)
             if bounds.expectedSize > 0 && after > bounds.expectedSize {
                 refusal = .permanent(
@@ -258,7 +265,8 @@ final class HTTPExchange: @unchecked Sendable {
         thread.post { [self] in thread.abort(self, CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)) }
     }
 
-    /// The file lent by `writeBody`, once `.ended` was reported.
+    /// The file lent by `writeBody`, once `.ended` was reported or the task was cancelled; nothing is written to it
+    /// after.
     func returnFile() -> PartialFile? {
         state.withLock { state in
             defer { state.file = nil }

@@ -63,10 +63,13 @@ public enum TestPlugins {
 
     /// A scratch folder of this test process, removed when the process exits: a run leaves about a gigabyte there
     /// (servers' files, data roots, packs), which runs one after another would pile up in /tmp.
+    /// `BAHOST_TEST_KEEP=1` keeps it, for a failure's daemon logs and data roots.
     public static let scratch: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("bahost-tests-\(getpid())")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        atexit { try? FileManager.default.removeItem(at: TestPlugins.scratch) }
+        if ProcessInfo.processInfo.environment["BAHOST_TEST_KEEP"] != "1" {
+            atexit { try? FileManager.default.removeItem(at: TestPlugins.scratch) }
+        }
         return url
     }()
 

@@ -18,6 +18,15 @@ import TestSupport
         func bodyEnded() { bodiesEnded.withLock { $0 += 1 } }
     }
 
+    /// A recorder whose progress takes a while, as the engine's does (it hops to record it): a cancel then finds the
+    /// task outside its wait for the exchange's next event.
+    final class SlowRecorder: TransferObserver, Sendable {
+        let began = Mutex(false)
+        func began(validator: Validator, resumingAt offset: Int64) { began.withLock { $0 = true } }
+        func progress(received: Int64, expected: Int64) async { try? await Task.sleep(for: .milliseconds(5)) }
+        func bodyEnded() {}
+    }
+
     func data(_ count: Int, seed: UInt8 = 7) -> Data {
         Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) })
     }
@@ -137,6 +146,45 @@ import TestSupport
             #expect(error.code == -999 && error.kind == .transient, "\(error)")
             let kept = contents(path)
             #expect(kept.count > 0 && kept.count < body.count && kept == body.prefix(kept.count))
+        }
+    }
+
+    /// A cancel while the body pours in: the task takes its file back while the transfer thread is still writing
+    /// (the abort it posted comes after). What arrives then is dropped, never written to a file no longer lent (this
+    /// crashed the daemon: a nil file), and what was written is the body's prefix.
+    @Test func aCancelWhileTheBodyPoursInKeepsAPrefix() async throws {
+        let body = data(48 << 20, seed: 3)
+        let name = "plain/pouring-\(UUID().uuidString)"
+        try Nginx.shared.serve(body, at: name)
+        try await withClient { client in
+            for round in 0..<6 {
+                // Several at once on the one transfer thread: it spends long stretches in their callbacks before it
+                // takes the aborts the cancels post.
+                let paths = (0..<6).map { _ in partial() }
+                let recorders = paths.map { _ in SlowRecorder() }
+                let transfers = zip(paths, recorders).map { path, recorder in
+                    Task {
+                        await client.perform(
+                            request(Nginx.shared.http(name), size: body.count, path: path), observer: recorder)
+                    }
+                }
+                // The file is lent just after `began`: the cancels come while the bodies are written.
+                let deadline = ContinuousClock.now + .seconds(10)
+                while recorders.contains(where: { !$0.began.withLock { $0 } }) && ContinuousClock.now < deadline {
+                    await Task.yield()
+                }
+                try await Task.sleep(for: .milliseconds(round % 3))
+                for transfer in transfers { transfer.cancel() }
+                for (path, transfer) in zip(paths, transfers) {
+                    let result = await transfer.value
+                    let kept = contents(path)
+                    #expect(kept == body.prefix(kept.count), "round \(round): the kept bytes are not the body's prefix")
+                    if case .failure(let error) = result {
+                        #expect(error.code == -999, "round \(round): \(error)")
+                    }
+                    unlink(path)
+                }
+            }
         }
     }
 
