@@ -128,8 +128,11 @@ extension QueueStore {
         }
     }
 
-    /// How far into an app's run order a turn looks for background downloads it may start.
-    static let scanLimit = 4096
+    /// How far into an app's run order a turn looks for background downloads it may start. Past the few running
+    /// and reserved at the front, a long walk only passes over downloads for hosts whose slots are full (or that the
+    /// network's conditions hold): each row passed over is a seek into the table for its host, so the walk is kept
+    /// short and the hosts behind a long front wait for it to move (docs/performance/DECISIONS.md #51).
+    static let scanLimit = 512
 
     /// The run order's questions, written once: the engine asks them at every turn, and a text made anew is also
     /// hashed anew to find its cached statement.

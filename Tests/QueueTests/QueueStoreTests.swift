@@ -302,7 +302,8 @@ import Vocabulary
     }
 
     /// The turn's walk of the run order: downloads already starting and other apps' are passed over, and a front
-    /// of 4,096 all for a host at its cap ends the walk rather than read the whole queue.
+    /// of `scanLimit` all for a host at its cap ends the walk rather than read the whole queue; within it, what is
+    /// behind that host's downloads is found.
     @Test func runnablePassesOverWhatItMayNotStartWithinItsWalk() throws {
         let (store, _) = try store()
         _ = try store.enqueue((1...4).map { download("d\($0)") }, for: "app") { _, _ in nil }
@@ -316,9 +317,14 @@ import Vocabulary
             identifier: "far", url: "https://b.example.com/x", applicationGroupIdentifier: "g", fileSize: 0,
             priority: 0, isEssential: false)
         _ = try long.enqueue(
-            (1...4096).map { download("front\($0)", priority: 60) } + [far], for: "app") { _, _ in nil }
+            (1...QueueStore.scanLimit).map { download("front\($0)", priority: 60) } + [far], for: "app") { _, _ in nil }
         #expect(try long.runnable(now: Date(), saturatedHosts: ["a.example.com"]).isEmpty)
         #expect(try long.runnable(now: Date(), backgroundLimit: 1).map(\.identifier) == ["front1"])
+
+        let (near, _) = try self.store()
+        _ = try near.enqueue(
+            (1..<QueueStore.scanLimit).map { download("front\($0)", priority: 60) } + [far], for: "app") { _, _ in nil }
+        #expect(try near.runnable(now: Date(), saturatedHosts: ["a.example.com"]).map(\.identifier) == ["far"])
     }
 
     /// What fetchCurrentDownloads returns, read straight from the columns: the same downloads, fields and public
