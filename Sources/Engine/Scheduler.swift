@@ -11,7 +11,10 @@ import Transfer
 /// `TransferJob` on the transfer thread, then on the blocking pool from its body's end. It asks the
 /// queue only for as many downloads as it can start and reserve (`turn`), so a turn costs the same whatever the
 /// queue's length. A turn (`QueueStore.turn`) records the outcomes of the transfers that ended since the last one
-/// (`TransferOutcomes`), reads the queue and marks the chosen moving, in one transaction when there are outcomes.
+/// (`TransferOutcomes`), reads the queue and marks moving what its `TurnChoice` (a value: the limits, the slots
+/// taken, the reserve's room) picks, in one transaction when there are outcomes. What happens to the slots then (the
+/// turn's choice, a body's end, a task's end, a cancel) is an event for the `TransferSlots` state machine, whose
+/// actions (start, cancel, wake) this carries out (`perform`).
 final class Scheduler: Sendable {
     private let context: EngineContext
     /// What happens to a completion the moment a transfer records one.
@@ -31,18 +34,12 @@ final class Scheduler: Sendable {
     /// a deeper one lasts until the queue runs out (docs/performance/DECISIONS.md #14).
     static let reserveDepth = 4
 
-    /// Whether the reserve holds enough to fill the slots that free while the next turn waits (`paceNextTurn`): a
-    /// quarter of the limit at least.
-    private var reserveLasts: Bool {
-        running.reservedCount >= max(1, context.settings.maximumConcurrentTransfers / 4)
-    }
-
     /// Records the outcomes that came since the last turn and starts what may start for `apps`; returns the queue as
     /// it was read (after what this recorded, before what it started). What it chooses beyond the free slots, up to
     /// `reserveDepth` times the limit, is reserved: started the moment a transfer's body ends (`slotFreed`), which
     /// the next turn then records. The last turn's reserve serves until this one's replaces it, so a reserved
     /// download waits for at most one turn's choice; one that both start (the reserve and the turn) runs once
-    /// (`RunningTransfers.add`).
+    /// (`TransferSlots.handle`).
     ///
     /// Why a reserve: while many small files run, the engine is busy with turns almost all the time (each with its
     /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
@@ -71,22 +68,19 @@ final class Scheduler: Sendable {
                 // Candidates turned away because their host filled up during this pass, with the reserve full:
                 // another pass, with that host left out, may find others for the slots still free.
                 saturatedHosts: offline.union(choice.reserveFull ? slots.saturatedHosts(limits) : []),
-                backgroundLimit: choice.backgroundLimit, running: slots.perApp, conditions: conditions
-            ) { choice.choose($0) }
+                running: slots.perApp, conditions: conditions, choice: &choice)
             reserve = choice.reserve
-            // The chosen are recorded running and the reserve put in place before any of their tasks exists: a
-            // transfer that ends at once then finds its successor in the reserve, not last turn's.
-            var chosen: [(QueuedDownload, AppRecord, AppPolicy)] = []
-            for download in started {
-                guard let (app, policy) = try record(download.appIdentifier),
-                    running.add(download.uniqueIdentifier, host: download.host, app: download.appIdentifier)
-                else { continue }
-                chosen.append((download, app, policy))
+            // The slots record the chosen running and put the reserve in place before any of their tasks exists: a
+            // transfer that ends at once then finds its successor in this turn's reserve, not the last one's.
+            var chosen: [String: (AppRecord, AppPolicy)] = [:]
+            for download in started + reserve {
+                if let found = try record(download.appIdentifier) { chosen[download.uniqueIdentifier] = found }
             }
-            running.reserve(try reserve.compactMap { download in
-                try record(download.appIdentifier).map { RunningTransfers.Reserved(download, app: $0, policy: $1) }
-            })
-            for (download, app, policy) in chosen { start(download, app: app, policy: policy) }
+            perform(running.handle(
+                .turnChose(
+                    started: started.filter { chosen[$0.uniqueIdentifier] != nil },
+                    reserve: reserve.filter { chosen[$0.uniqueIdentifier] != nil }),
+                limits, records: chosen))
             if !choice.turnedAway || choice.slotsFull || started.isEmpty { return snapshot }
         }
     }
@@ -108,7 +102,7 @@ final class Scheduler: Sendable {
     /// (docs/performance/DECISIONS.md #13). The reserve running low (`reserveLow`), or a wake that must not wait
     /// (`turnNow`: `EngineContext.wakeNow`), ends the wait. [engine loop]
     func paceNextTurn(since start: ContinuousClock.Instant) async {
-        while reserveLasts && !Task.isCancelled {
+        while running.reserveLasts(context.settings.slotLimits) && !Task.isCancelled {
             let elapsed = ContinuousClock.now - start
             guard elapsed < context.settings.turnPace else { return }
             let left = context.settings.turnPace - elapsed
@@ -119,17 +113,25 @@ final class Scheduler: Sendable {
     /// A transfer's body ended: its slot goes to the next reserved download, if one fits, and the engine looks
     /// again. [transfer thread] It only starts a task.
     func slotFreed(_ uniqueIdentifier: String) {
-        guard running.releaseSlot(uniqueIdentifier, limit: context.settings.maximumConcurrentTransfers) else { return }
-        if let next = running.takeReserved(context.settings) {
-            start(next.download, app: next.app, policy: next.policy)
-        }
-        context.events.post(reserveLasts ? .queueChanged : [.queueChanged, .reserveLow])
+        perform(running.handle(.bodyEnded(uniqueIdentifier), context.settings.slotLimits))
     }
 
-    /// Starts the task of a download `running` holds already (a turn or `takeReserved` added it, before its task
-    /// exists, so that the task's end always finds it; the task is made outside the lock, since making it may wake
-    /// the transfer thread). [engine loop, or the transfer thread for a freed slot]
-    private func start(_ download: QueuedDownload, app: AppRecord, policy: AppPolicy) {
+    /// Does what the slots decided. [the caller's thread, outside the slots' lock]
+    private func perform(_ work: [RunningTransfers.Work]) {
+        for item in work {
+            switch item {
+            case .start(let chosen): start(chosen)
+            case .cancel(let task): task.cancel()
+            case .wake(let reserveLow): context.events.post(reserveLow ? [.queueChanged, .reserveLow] : .queueChanged)
+            }
+        }
+    }
+
+    /// Starts the task of a download the slots recorded running (a turn's choice, or the reserve at a freed slot),
+    /// before its task exists, so that the task's end always finds it; the task is made outside the lock, since making
+    /// it may wake the transfer thread. [engine loop, or the transfer thread for a freed slot]
+    private func start(_ chosen: RunningTransfers.Chosen) {
+        let (download, app, policy) = (chosen.download, chosen.app, chosen.policy)
         let uniqueIdentifier = download.uniqueIdentifier
         // A transfer runs on a transfer thread until its body ends: the one this runs on, when a freed slot starts
         // it (`slotFreed`), so that its request is made without a thread hop.
@@ -156,19 +158,20 @@ final class Scheduler: Sendable {
         })
     }
 
-    /// Takes the outcomes waiting, writes them, reads the queue and marks what `choose` picks moving
+    /// Takes the outcomes waiting, writes them, reads the queue and marks what `choice` picks moving
     /// (`QueueStore.turn`); then tells the outcomes. Returns the snapshot and the downloads marked moving. A failure
     /// is the queue's: the outcomes' rows stay marked moving, and are queued again once nothing runs (`HostEngine`'s
     /// loop).
     private func writeTurn(
-        apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int,
-        running: [String: Int], conditions: NetworkConditions, choose: ([QueuedDownload]) -> [QueuedDownload]
+        apps: Set<String>, excluding: Set<String>, saturatedHosts: Set<String>, running: [String: Int],
+        conditions: NetworkConditions, choice: inout TurnChoice
     ) throws -> (QueueStore.Snapshot, [QueuedDownload]) {
-        try recordingOutcomes { rows, startedEarly in
+        var deciding = choice
+        defer { choice = deciding }
+        return try recordingOutcomes { rows, startedEarly in
             let (snapshot, started, gone) = try context.store.turn(
                 recording: rows, startedEarly: startedEarly, now: Date(), apps: apps, excluding: excluding,
-                saturatedHosts: saturatedHosts, backgroundLimit: backgroundLimit, running: running,
-                conditions: conditions, choose: choose)
+                saturatedHosts: saturatedHosts, running: running, conditions: conditions, choice: &deciding)
             return ((snapshot, started), gone)
         }
     }

@@ -1,8 +1,10 @@
 import Queue
 
-/// The engine's transfer slots as a value: which downloads run, which hold a slot, which were started from the
-/// reserve without their row saying so yet, and the reserve itself. No I/O, no clock, no lock: `RunningTransfers`
-/// holds one under its lock and carries out what its methods return; the tests drive it directly.
+/// The engine's transfer slots as a state machine: which downloads run, which hold a slot, which were started from
+/// the reserve without their row saying so yet, and the reserve itself. Events come in (`handle`: a turn's choice, a
+/// body's end, a task's end, a cancel) and actions go out (start a transfer, cancel a task, wake the engine). No
+/// I/O, no clock, no lock: `RunningTransfers` holds one under its lock and carries out the actions; the tests drive
+/// it directly.
 ///
 /// A download's state, explicit:
 /// - `reserved`: chosen by the last turn beyond the free slots, not started, its row still queued;
@@ -14,12 +16,53 @@ import Queue
 /// The limits count transfers on the network, so one whose body has ended gives its slot away (`bodyEnded`), unless
 /// as many as the limit are finishing already.
 struct TransferSlots: Sendable {
-    struct Limits: Sendable, Hashable {
-        /// Transfers holding a slot at once, over all apps (foreground ones are not held back by it).
-        var total: Int
-        /// Transfers holding a slot at once to one host.
-        var perHost: Int
+    typealias Limits = SlotLimits
+
+    /// What happens to the slots.
+    enum Event: Sendable {
+        /// A turn marked `started` moving and chose `reserve` beyond the free slots (replacing the last turn's).
+        case turnChose(started: [QueuedDownload], reserve: [QueuedDownload])
+        /// A transfer's body ended: its slot may go to the next reserved download.
+        case bodyEnded(String)
+        /// A transfer's task ended: the download no longer runs.
+        case taskEnded(String)
+        /// A download was cancelled: reserved, it is dropped; running, its task is stopped.
+        case cancelled(String)
     }
+
+    /// What the slots' owner does after an event.
+    enum Action: Sendable, Equatable {
+        /// Start the transfer of a download now recorded running.
+        case start(QueuedDownload)
+        /// Cancel a running download's task.
+        case cancelTask(String)
+        /// Tell the engine's loop that a slot changed hands; `reserveLow` when the reserve no longer lasts until the
+        /// next turn (`reserveLasts`), which then comes at once rather than at its pace.
+        case wake(reserveLow: Bool)
+    }
+
+    /// Takes an event and returns what to do, in order.
+    mutating func handle(_ event: Event, _ limits: Limits) -> [Action] {
+        switch event {
+        case .turnChose(let started, let reserve):
+            let starting = started.filter { add($0.uniqueIdentifier, host: $0.host, app: $0.appIdentifier) }
+            self.reserve(reserve)
+            return starting.map { .start($0) }
+        case .bodyEnded(let uniqueIdentifier):
+            guard bodyEnded(uniqueIdentifier, limit: limits.total) else { return [] }
+            let next = takeReserved(limits).map { [Action.start($0)] } ?? []
+            return next + [.wake(reserveLow: !reserveLasts(limits))]
+        case .taskEnded(let uniqueIdentifier):
+            remove(uniqueIdentifier)
+            return []
+        case .cancelled(let uniqueIdentifier):
+            return cancel(uniqueIdentifier) ? [.cancelTask(uniqueIdentifier)] : []
+        }
+    }
+
+    /// Whether the reserve holds enough to fill the slots that free while the next turn waits
+    /// (`Scheduler.paceNextTurn`): a quarter of the limit at least.
+    func reserveLasts(_ limits: Limits) -> Bool { reserved.count >= max(1, limits.total / 4) }
 
     enum Phase: Sendable, Hashable {
         case running
@@ -145,45 +188,9 @@ struct TransferSlots: Sendable {
     }
 }
 
-/// One turn's choice among the downloads the queue says may run, as a value: foreground ones all start; background
-/// ones start while a slot, and a slot for their host, is free; what is left goes to the reserve up to its limit;
-/// what is left then was turned away (another pass of the turn may find others for the slots still free).
-struct TurnChoice: Sendable {
-    let limits: TransferSlots.Limits
-    let reserveLimit: Int
-    /// Slots taken, per host too, counting what this choice started.
-    private(set) var count: Int
-    private(set) var hosts: [String: Int]
-    private(set) var reserve: [QueuedDownload]
-    private(set) var turnedAway = false
-
+extension TurnChoice {
+    /// A choice starting from the slots as they are now.
     init(slots: TransferSlots, limits: TransferSlots.Limits, reserve: [QueuedDownload], reserveLimit: Int) {
-        self.limits = limits
-        self.reserveLimit = reserveLimit
-        count = slots.slotsTaken
-        hosts = slots.perHost
-        self.reserve = reserve
-    }
-
-    /// The most background downloads this choice could take: the free slots and the reserve's room.
-    var backgroundLimit: Int { limits.total - count + (reserveLimit - reserve.count) }
-    var reserveFull: Bool { reserve.count >= reserveLimit }
-    var slotsFull: Bool { count >= limits.total }
-
-    /// Chooses among `runnable`, in its order; returns what to start now.
-    mutating func choose(_ runnable: [QueuedDownload]) -> [QueuedDownload] {
-        var chosen: [QueuedDownload] = []
-        for download in runnable {
-            if download.foreground || (count < limits.total && hosts[download.host, default: 0] < limits.perHost) {
-                count += 1
-                hosts[download.host, default: 0] += 1
-                chosen.append(download)
-            } else if reserve.count < reserveLimit {
-                reserve.append(download)
-            } else {
-                turnedAway = true
-            }
-        }
-        return chosen
+        self.init(limits: limits, taken: slots.slotsTaken, perHost: slots.perHost, reserve: reserve, reserveLimit: reserveLimit)
     }
 }

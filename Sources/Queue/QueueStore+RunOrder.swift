@@ -46,20 +46,37 @@ extension QueueStore {
     }
 
     /// An engine's turn: records transfers' outcomes (as `record`), reads a `Snapshot` of what is left (the other
-    /// parameters are `runnable`'s), and marks moving what `choose` picks of its `runnable`. Returns the snapshot,
-    /// the downloads marked moving, and the unique identifiers of the outcomes whose row is gone (cancelled while it
-    /// ran). `choose` must only choose.
+    /// parameters are `runnable`'s, and at most `choice.backgroundLimit` background downloads are read), and marks
+    /// moving what `choice` picks of its `runnable`, leaving in `choice` what it reserved and whether it turned some
+    /// away. Returns the snapshot, the downloads marked moving, and the unique identifiers of the outcomes whose row is
+    /// gone (cancelled while it ran).
     ///
     /// With outcomes to record, the turn is one transaction of the writer: every next transfer waits for the turn,
     /// and a read of its own cost a reader's connection and a transaction besides the write's (docs/performance/DECISIONS.md #8);
     /// the snapshot also sees the outcomes it recorded. With none, the snapshot is read on a reader and the writer
-    /// is taken only for what `choose` picked (marking moving checks that each is still waiting): a turn with
+    /// is taken only for what the choice picked (marking moving checks that each is still waiting): a turn with
     /// nothing to write must not wait behind another writer, such as a content request's commit of 100,000 rows.
     ///
     /// `startedEarly` are transfers the engine started since its last turn without a turn marking them moving (from
     /// its reserve, the moment a slot freed): they are marked before the outcomes are saved, so that an outcome of
     /// theirs recorded in the same turn stands; one whose outcome is among them is saved once, by its outcome.
     public func turn(
+        recording outcomes: [QueuedDownload], startedEarly: [QueuedDownload] = [], now: Date, apps: Set<String>,
+        excluding: Set<String>, saturatedHosts: Set<String>, running: [String: Int] = [:],
+        conditions: NetworkConditions = NetworkConditions(), choice: inout TurnChoice
+    ) throws -> (snapshot: Snapshot, started: [QueuedDownload], gone: Set<String>) {
+        var deciding = choice
+        defer { choice = deciding }
+        return try turn(
+            recording: outcomes, startedEarly: startedEarly, now: now, apps: apps, excluding: excluding,
+            saturatedHosts: saturatedHosts, backgroundLimit: choice.backgroundLimit, running: running,
+            conditions: conditions
+        ) { deciding.choose($0) }
+    }
+
+    /// The turn with its choice as a function of the runnable downloads: for tests, which also act between the read
+    /// and the marks (a cancel). `choose` must only choose.
+    @_spi(Testing) public func turn(
         recording outcomes: [QueuedDownload], startedEarly: [QueuedDownload] = [], now: Date, apps: Set<String>,
         excluding: Set<String>, saturatedHosts: Set<String>, backgroundLimit: Int?, running: [String: Int] = [:],
         conditions: NetworkConditions = NetworkConditions(), choose: ([QueuedDownload]) -> [QueuedDownload]

@@ -113,17 +113,17 @@ import Vocabulary
         running.add("a", host: "127.0.0.1", app: "app")
         running.attach("a", Task {})
         #expect(!running.couldStart(queued("b"), settings))
-        #expect(running.releaseSlot("a", limit: settings.maximumConcurrentTransfers))
+        #expect(!running.handle(.bodyEnded("a"), settings.slotLimits).isEmpty)
         #expect(running.couldStart(queued("b"), settings))
         #expect(running.current().0 == ["a"] && running.current().perHost.isEmpty && running.current().perApp.isEmpty)
         running.add("b", host: "127.0.0.1", app: "app")
         running.attach("b", Task {})
         // One finishes already: the second keeps its slot through its sync.
-        #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
+        #expect(running.handle(.bodyEnded("b"), settings.slotLimits).isEmpty)
         #expect(!running.couldStart(queued("c"), settings))
         running.remove("a")
-        #expect(running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
-        #expect(!running.releaseSlot("b", limit: settings.maximumConcurrentTransfers))
+        #expect(!running.handle(.bodyEnded("b"), settings.slotLimits).isEmpty)
+        #expect(running.handle(.bodyEnded("b"), settings.slotLimits).isEmpty)
         #expect(running.couldStart(queued("c"), settings) && !running.isEmpty)
     }
 
@@ -191,10 +191,10 @@ import Vocabulary
             appIdentifier: "app", appGroupIdentifier: "group.com.example.levels", pluginPath: "/nonexistent.so",
             manifestURL: "http://127.0.0.1/manifest", domainAllowList: [], downloadAllowance: 1 << 40,
             essentialDownloadAllowance: 1 << 40, allowInsecureLoopback: true)
-        func reserved(_ identifier: String, _ host: String) -> RunningTransfers.Reserved {
+        func reserved(_ identifier: String, _ host: String) -> RunningTransfers.Chosen {
             let queued = QueuedDownload(
                 appIdentifier: "app", sequence: 0, download: download(identifier, "http://\(host)/\(identifier)"))
-            return RunningTransfers.Reserved(queued, app: app, policy: app.policy)
+            return RunningTransfers.Chosen(queued, app: app, policy: app.policy)
         }
         let a = reserved("a", "one.example"), b = reserved("b", "one.example"), c = reserved("c", "two.example")
         #expect(running.add(a.download.uniqueIdentifier, host: "one.example", app: "app"))

@@ -105,4 +105,43 @@ import Vocabulary
         let started = quiet.choose([queued("a", "one.example")])
         #expect(started.count == 1 && !quiet.turnedAway && quiet.reserve.isEmpty)
     }
+
+    /// The state machine's events and actions: a turn's choice starts what it records running (once) and puts its
+    /// reserve in place; a body's end gives its slot to the next reserved download that fits and wakes the engine,
+    /// saying when the reserve runs low; a task's end frees what its body's end did not.
+    @Test func eventsInActionsOut() {
+        var slots = TransferSlots()
+        let limits = TransferSlots.Limits(total: 2, perHost: 2)
+        let a = queued("a", "one.example"), b = queued("b", "one.example")
+        let c = queued("c", "one.example"), d = queued("d", "one.example")
+        #expect(slots.handle(.turnChose(started: [a, b], reserve: [c, d]), limits) == [.start(a), .start(b)])
+        #expect(slots.handle(.turnChose(started: [a], reserve: [c, d]), limits).isEmpty, "a runs already")
+        #expect(slots.reserved.map(\.identifier) == ["c", "d"])
+
+        var startedC = c
+        startedC.state = .downloading
+        startedC.attempts += 1
+        #expect(slots.handle(.bodyEnded(a.uniqueIdentifier), limits) == [.start(startedC), .wake(reserveLow: false)])
+        #expect(slots.handle(.bodyEnded(a.uniqueIdentifier), limits).isEmpty, "a slot is freed once")
+        // Two finish (a and b): c's body end keeps its slot until a's task ends.
+        var startedD = d
+        startedD.state = .downloading
+        startedD.attempts += 1
+        #expect(slots.handle(.bodyEnded(b.uniqueIdentifier), limits) == [.start(startedD), .wake(reserveLow: true)])
+        #expect(slots.handle(.bodyEnded(c.uniqueIdentifier), limits).isEmpty)
+        #expect(slots.handle(.taskEnded(a.uniqueIdentifier), limits).isEmpty)
+        #expect(slots.handle(.bodyEnded(c.uniqueIdentifier), limits) == [.wake(reserveLow: true)], "nothing left in reserve")
+        #expect(slots.takeStartedEarly().map(\.identifier).sorted() == ["c", "d"])
+    }
+
+    /// A cancel stops a running download's task, drops a reserved one, and does nothing to one it does not know.
+    @Test func aCancelStopsARunningTaskAndDropsAReservedOne() {
+        var slots = TransferSlots()
+        let a = queued("a", "one.example"), b = queued("b", "two.example")
+        _ = slots.handle(.turnChose(started: [a], reserve: [b]), limits)
+        #expect(slots.handle(.cancelled(a.uniqueIdentifier), limits) == [.cancelTask(a.uniqueIdentifier)])
+        #expect(slots.handle(.cancelled(b.uniqueIdentifier), limits).isEmpty && slots.reserved.isEmpty)
+        #expect(slots.handle(.cancelled("unknown"), limits).isEmpty)
+        #expect(slots.handle(.taskEnded(a.uniqueIdentifier), limits).isEmpty && slots.entries.isEmpty)
+    }
 }
