@@ -119,6 +119,29 @@ import Vocabulary
         #expect(rows["d3"]?.state == .downloading && rows["d3"]?.attempts == 1)
     }
 
+    /// The engine hands its turn a `TurnChoice` as data: the store reads no more background downloads than the free
+    /// slots and the reserve's room, starts (marks moving) what fits the limits, and leaves in the choice what it
+    /// reserved; the rest stays queued.
+    @Test func aTurnAppliesTheChoiceItIsGiven() throws {
+        let (store, _) = try store()
+        let hosts = ["d1": "a", "d2": "a", "d3": "b", "d4": "c"]
+        _ = try store.enqueue(hosts.keys.sorted().map { id in
+            Download(
+                identifier: id, url: "https://\(hosts[id]!).example.com/\(id)", applicationGroupIdentifier: "g",
+                fileSize: 10)
+        }, for: "app") { _, _ in nil }
+        var choice = TurnChoice(
+            limits: SlotLimits(total: 2, perHost: 1), taken: 0, perHost: [:], reserve: [], reserveLimit: 1)
+        #expect(choice.backgroundLimit == 3)
+        let (_, started, gone) = try store.turn(
+            recording: [], now: Date(), apps: ["app"], excluding: [], saturatedHosts: [], choice: &choice)
+        #expect(started.map(\.identifier) == ["d1", "d3"] && started.allSatisfy { $0.state == .downloading })
+        #expect(choice.reserve.map(\.identifier) == ["d2"] && !choice.turnedAway && choice.slotsFull, "d4 was not read")
+        #expect(gone.isEmpty)
+        let rows = Dictionary(uniqueKeysWithValues: try store.downloads(for: "app").map { ($0.identifier, $0.state) })
+        #expect(rows == ["d1": .downloading, "d2": .queued, "d3": .downloading, "d4": .queued])
+    }
+
     /// A turn with outcomes is one transaction: they are recorded first, the queue is then read as they left it (a
     /// finished row is a pending completion, no longer moving), and only what `choose` picks of the runnable is marked
     /// moving; an outcome whose row was cancelled is reported gone.
