@@ -150,8 +150,8 @@ import TestSupport
     }
 
     /// A cancel while the body pours in: the task takes its file back while the transfer thread is still writing
-    /// (the abort it posted comes after). What arrives then is dropped, never written to a file no longer lent (this
-    /// crashed the daemon: a nil file), and what was written is the body's prefix.
+    /// (the abort it posted comes after). What arrives then is dropped, never written to a file no longer lent, and
+    /// what was written is the body's prefix.
     @Test func aCancelWhileTheBodyPoursInKeepsAPrefix() async throws {
         let body = data(48 << 20, seed: 3)
         let name = "plain/pouring-\(UUID().uuidString)"
