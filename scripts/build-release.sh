@@ -7,10 +7,10 @@
 # with other flags rebuilds what it shares. Every product is built with cross-module optimization, so that the
 # compiler inlines and specializes the packages' code (GRDB, swift-crypto) into bahost's own, which costs
 # many small files less CPU (docs/performance/DECISIONS.md #19). Every product is linked by the toolchain's lld with
-# its relative relocations packed (DT_RELR: the loader reads 23 KiB of them, not 2.8 MiB) and, for executables,
-# no symbol exported (nothing loads them: a dynamic symbol table of 38,000 symbols that every library's lookups
-# searched): 5.7 MiB less resident memory (docs/performance/DECISIONS.md #52). Without lld beside `swift`, the
-# default linker, as before. Prints a line for each product; on a failure, its errors and the log.
+# its relative relocations packed (DT_RELR: the loader reads a bitmap, not an entry a pointer) and, for executables,
+# no symbol exported (nothing loads one from them, and every library's lookups searched their table): both are
+# memory the programs keep resident (docs/performance/DECISIONS.md #52). Without lld beside `swift`, the default
+# linker. Prints a line for each product; on a failure, its errors and the log.
 #
 # Usage: scripts/build-release.sh PRODUCT...   (the products are in `swift build -c release --show-bin-path`)
 set -euo pipefail
