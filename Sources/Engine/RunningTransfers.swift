@@ -55,13 +55,11 @@ final class RunningTransfers: Sendable {
 
     /// Hands `event` to the slots and returns their actions as work. A turn's choice (`turnChose`) comes with the
     /// app and policy of every download it names, and only with downloads that have them.
-    func handle(
-        _ event: TransferSlots.Event, _ limits: TransferSlots.Limits, records: [String: (AppRecord, AppPolicy)] = [:]
-    ) -> [Work] {
+    func handle(_ event: TransferSlots.Event, records: [String: (AppRecord, AppPolicy)] = [:]) -> [Work] {
         state.withLock { state in
             if case .turnChose = event { state.records = records }
             if case .taskEnded(let uniqueIdentifier) = event { state.tasks[uniqueIdentifier] = nil }
-            return state.slots.handle(event, limits).compactMap { action -> Work? in
+            return state.slots.handle(event).compactMap { action -> Work? in
                 switch action {
                 case .start(let download):
                     // Every download a turn chose comes with its record (`Scheduler.turn` leaves out those without).
@@ -87,13 +85,13 @@ final class RunningTransfers: Sendable {
 
     /// A transfer's task ended (`TransferSlots.Event.taskEnded`).
     func remove(_ uniqueIdentifier: String) {
-        _ = handle(.taskEnded(uniqueIdentifier), TransferSlots.Limits(total: 0, perHost: 0))
+        _ = handle(.taskEnded(uniqueIdentifier))
     }
 
     /// Stops a download (`TransferSlots.Event.cancelled`): a reserved one is dropped, a running one's task cancelled
     /// (at once, or when it is attached).
     func cancel(_ uniqueIdentifier: String) {
-        for case .cancel(let task) in handle(.cancelled(uniqueIdentifier), TransferSlots.Limits(total: 0, perHost: 0)) {
+        for case .cancel(let task) in handle(.cancelled(uniqueIdentifier)) {
             task.cancel()
         }
     }
@@ -104,8 +102,7 @@ final class RunningTransfers: Sendable {
     func reserve(_ downloads: [Chosen]) {
         let records = Dictionary(
             downloads.map { ($0.download.uniqueIdentifier, ($0.app, $0.policy)) }, uniquingKeysWith: { $1 })
-        _ = handle(.turnChose(started: [], reserve: downloads.map(\.download)), TransferSlots.Limits(total: 0, perHost: 0),
-            records: records)
+        _ = handle(.turnChose(started: [], reserve: downloads.map(\.download)), records: records)
     }
 
     /// Takes the first reserved download that fits the free slots and records it as running, as a body's end does

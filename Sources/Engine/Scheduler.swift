@@ -80,7 +80,7 @@ final class Scheduler: Sendable {
                 .turnChose(
                     started: started.filter { chosen[$0.uniqueIdentifier] != nil },
                     reserve: reserve.filter { chosen[$0.uniqueIdentifier] != nil }),
-                limits, records: chosen))
+                records: chosen))
             if !choice.turnedAway || choice.slotsFull || started.isEmpty { return snapshot }
         }
     }
@@ -113,7 +113,7 @@ final class Scheduler: Sendable {
     /// A transfer's body ended: its slot goes to the next reserved download, if one fits, and the engine looks
     /// again. [transfer thread] It only starts a task.
     func slotFreed(_ uniqueIdentifier: String) {
-        perform(running.handle(.bodyEnded(uniqueIdentifier), context.settings.slotLimits))
+        perform(running.handle(.bodyEnded(uniqueIdentifier, limits: context.settings.slotLimits)))
     }
 
     /// Does what the slots decided. [the caller's thread, outside the slots' lock]

@@ -22,8 +22,8 @@ struct TransferSlots: Sendable {
     enum Event: Sendable {
         /// A turn marked `started` moving and chose `reserve` beyond the free slots (replacing the last turn's).
         case turnChose(started: [QueuedDownload], reserve: [QueuedDownload])
-        /// A transfer's body ended: its slot may go to the next reserved download.
-        case bodyEnded(String)
+        /// A transfer's body ended: its slot may go to the next reserved download that fits `limits`.
+        case bodyEnded(String, limits: Limits)
         /// A transfer's task ended: the download no longer runs.
         case taskEnded(String)
         /// A download was cancelled: reserved, it is dropped; running, its task is stopped.
@@ -42,13 +42,13 @@ struct TransferSlots: Sendable {
     }
 
     /// Takes an event and returns what to do, in order.
-    mutating func handle(_ event: Event, _ limits: Limits) -> [Action] {
+    mutating func handle(_ event: Event) -> [Action] {
         switch event {
         case .turnChose(let started, let reserve):
             let starting = started.filter { add($0.uniqueIdentifier, host: $0.host, app: $0.appIdentifier) }
             self.reserve(reserve)
             return starting.map { .start($0) }
-        case .bodyEnded(let uniqueIdentifier):
+        case .bodyEnded(let uniqueIdentifier, let limits):
             guard bodyEnded(uniqueIdentifier, limit: limits.total) else { return [] }
             let next = takeReserved(limits).map { [Action.start($0)] } ?? []
             return next + [.wake(reserveLow: !reserveLasts(limits))]

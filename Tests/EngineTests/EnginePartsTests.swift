@@ -113,17 +113,17 @@ import Vocabulary
         running.add("a", host: "127.0.0.1", app: "app")
         running.attach("a", Task {})
         #expect(!running.couldStart(queued("b"), settings))
-        #expect(!running.handle(.bodyEnded("a"), settings.slotLimits).isEmpty)
+        #expect(!running.handle(.bodyEnded("a", limits: settings.slotLimits)).isEmpty)
         #expect(running.couldStart(queued("b"), settings))
         #expect(running.current().0 == ["a"] && running.current().perHost.isEmpty && running.current().perApp.isEmpty)
         running.add("b", host: "127.0.0.1", app: "app")
         running.attach("b", Task {})
         // One finishes already: the second keeps its slot through its sync.
-        #expect(running.handle(.bodyEnded("b"), settings.slotLimits).isEmpty)
+        #expect(running.handle(.bodyEnded("b", limits: settings.slotLimits)).isEmpty)
         #expect(!running.couldStart(queued("c"), settings))
         running.remove("a")
-        #expect(!running.handle(.bodyEnded("b"), settings.slotLimits).isEmpty)
-        #expect(running.handle(.bodyEnded("b"), settings.slotLimits).isEmpty)
+        #expect(!running.handle(.bodyEnded("b", limits: settings.slotLimits)).isEmpty)
+        #expect(running.handle(.bodyEnded("b", limits: settings.slotLimits)).isEmpty)
         #expect(running.couldStart(queued("c"), settings) && !running.isEmpty)
     }
 

@@ -114,23 +114,27 @@ import Vocabulary
         let limits = TransferSlots.Limits(total: 2, perHost: 2)
         let a = queued("a", "one.example"), b = queued("b", "one.example")
         let c = queued("c", "one.example"), d = queued("d", "one.example")
-        #expect(slots.handle(.turnChose(started: [a, b], reserve: [c, d]), limits) == [.start(a), .start(b)])
-        #expect(slots.handle(.turnChose(started: [a], reserve: [c, d]), limits).isEmpty, "a runs already")
+        #expect(slots.handle(.turnChose(started: [a, b], reserve: [c, d])) == [.start(a), .start(b)])
+        #expect(slots.handle(.turnChose(started: [a], reserve: [c, d])).isEmpty, "a runs already")
         #expect(slots.reserved.map(\.identifier) == ["c", "d"])
 
         var startedC = c
         startedC.state = .downloading
         startedC.attempts += 1
-        #expect(slots.handle(.bodyEnded(a.uniqueIdentifier), limits) == [.start(startedC), .wake(reserveLow: false)])
-        #expect(slots.handle(.bodyEnded(a.uniqueIdentifier), limits).isEmpty, "a slot is freed once")
+        #expect(
+            slots.handle(.bodyEnded(a.uniqueIdentifier, limits: limits)) == [.start(startedC), .wake(reserveLow: false)])
+        #expect(slots.handle(.bodyEnded(a.uniqueIdentifier, limits: limits)).isEmpty, "a slot is freed once")
         // Two finish (a and b): c's body end keeps its slot until a's task ends.
         var startedD = d
         startedD.state = .downloading
         startedD.attempts += 1
-        #expect(slots.handle(.bodyEnded(b.uniqueIdentifier), limits) == [.start(startedD), .wake(reserveLow: true)])
-        #expect(slots.handle(.bodyEnded(c.uniqueIdentifier), limits).isEmpty)
-        #expect(slots.handle(.taskEnded(a.uniqueIdentifier), limits).isEmpty)
-        #expect(slots.handle(.bodyEnded(c.uniqueIdentifier), limits) == [.wake(reserveLow: true)], "nothing left in reserve")
+        #expect(
+            slots.handle(.bodyEnded(b.uniqueIdentifier, limits: limits)) == [.start(startedD), .wake(reserveLow: true)])
+        #expect(slots.handle(.bodyEnded(c.uniqueIdentifier, limits: limits)).isEmpty)
+        #expect(slots.handle(.taskEnded(a.uniqueIdentifier)).isEmpty)
+        #expect(
+            slots.handle(.bodyEnded(c.uniqueIdentifier, limits: limits)) == [.wake(reserveLow: true)],
+            "nothing left in reserve")
         #expect(slots.takeStartedEarly().map(\.identifier).sorted() == ["c", "d"])
     }
 
@@ -138,10 +142,10 @@ import Vocabulary
     @Test func aCancelStopsARunningTaskAndDropsAReservedOne() {
         var slots = TransferSlots()
         let a = queued("a", "one.example"), b = queued("b", "two.example")
-        _ = slots.handle(.turnChose(started: [a], reserve: [b]), limits)
-        #expect(slots.handle(.cancelled(a.uniqueIdentifier), limits) == [.cancelTask(a.uniqueIdentifier)])
-        #expect(slots.handle(.cancelled(b.uniqueIdentifier), limits).isEmpty && slots.reserved.isEmpty)
-        #expect(slots.handle(.cancelled("unknown"), limits).isEmpty)
-        #expect(slots.handle(.taskEnded(a.uniqueIdentifier), limits).isEmpty && slots.entries.isEmpty)
+        _ = slots.handle(.turnChose(started: [a], reserve: [b]))
+        #expect(slots.handle(.cancelled(a.uniqueIdentifier)) == [.cancelTask(a.uniqueIdentifier)])
+        #expect(slots.handle(.cancelled(b.uniqueIdentifier)).isEmpty && slots.reserved.isEmpty)
+        #expect(slots.handle(.cancelled("unknown")).isEmpty)
+        #expect(slots.handle(.taskEnded(a.uniqueIdentifier)).isEmpty && slots.entries.isEmpty)
     }
 }
