@@ -21,8 +21,10 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
         var bus: OpaquePointer?
         guard sd_bus_open_user(&bus) >= 0, let bus else { return nil }
         let connection = SessionBus(bus: bus)
-        let thread = Thread { connection.run() }
-        thread.name = "bahost session bus"
+        let thread = Thread {
+            Thread.current.name = "bahost-user-bus"  // from the thread: a name set before `start` misses the OS's
+            connection.run()
+        }
         thread.start()
         return connection
     }

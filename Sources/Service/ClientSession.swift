@@ -118,6 +118,7 @@ final class ClientSession: Sendable {
         ended: @escaping @Sendable (ClientSession) -> Void
     ) {
         Thread.detachNewThread {
+            Thread.current.name = "bahost-client"
             // Right after answering, the next request is most likely on its way (an app scheduling in a loop).
             var polling = Duration.zero
             while let frame = try? self.socket.receive(polling: polling) {

@@ -51,8 +51,10 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
             watch.closeBus()
             return .failure(error)
         }
-        let thread = Thread { watch.run() }
-        thread.name = "bahost system bus"
+        let thread = Thread {
+            Thread.current.name = "bahost-sys-bus"  // from the thread: a name set before `start` misses the OS's
+            watch.run()
+        }
         thread.start()
         return .success(watch)
     }

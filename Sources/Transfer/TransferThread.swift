@@ -9,7 +9,7 @@ import Vocabulary
 /// `curl_multi_poll`, lets libcurl read what arrived (`curl_multi_perform`), which hands each response's head and
 /// body to its `HTTPExchange` on this thread, and enforces the read timeouts. Nothing on it waits for anything but
 /// the network: a body's bytes are copied into the page cache as they arrive, and what waits for the disk (the sync,
-/// a truncation, hashing a resume's bytes) runs on the blocking pool (`TransferExecutor`).
+/// a truncation, hashing a resume's bytes) runs on the blocking pool (`BlockingPool`).
 ///
 /// It is also a `TaskExecutor`: a transfer's task runs here until its body ends (`TransferClient.perform`), so
 /// that a response's head, the task's verdict on it and the body's first bytes pass without a thread wake-up.
@@ -79,11 +79,11 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         // HTTP/2 streams to the same server share its connection (libcurl's default, said here since it is relied on).
         _ = bahost_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         let thread = Thread { [self] in
+            Thread.current.name = "bahost-transfer"  // from the thread: a name set before `start` misses the OS's
             threadID = pthread_self()
             run()
         }
         thread.stackSize = 1 << 20
-        thread.name = "bahost-transfer"
         thread.start()
     }
 

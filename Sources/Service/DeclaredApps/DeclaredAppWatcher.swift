@@ -34,12 +34,12 @@ final class DeclaredAppWatcher: Sendable {
         guard inotify >= 0, ends[0] >= 0 else { return }
         let (inotify, stop, changes) = (inotify, ends[0], changes)
         let thread = Thread {
+            Thread.current.name = "bahost-apps-dir"  // from the thread: a name set before `start` misses the OS's
             Self.follow(inotify: inotify, stop: stop) {
                 changes.seen.store(true, ordering: .releasing)
                 changes.signal.fire()
             }
         }
-        thread.name = "declared-apps-watcher"
         thread.start()
     }
 
