@@ -135,11 +135,11 @@ final class CompletionRouter: Sendable {
         state.withLock { $0.apps[appIdentifier]?.deliveryStarted() }
         if app.hasManagedAssetPacks {
             let packs = ManagedPacks(context: context)
-            let discarded = try await WindowLauncher.onWindowThread { try packs.installFinished(appIdentifier) }
+            let discarded = try await context.blocking.run { try packs.installFinished(appIdentifier) }
             // An essential pack counts for launch once installed.
             context.events.post(.transferEnded)
             try context.announceLaunchIfReady(appIdentifier)
-            try await WindowLauncher.onWindowThread { discarded.forEach { try? FileManager.default.removeItem(at: $0) } }
+            try await context.blocking.run { discarded.forEach { try? FileManager.default.removeItem(at: $0) } }
         }
         let deliveries = context.dataRoot.deliveries(for: app.appGroupIdentifier)
         let settlement = try ClaimSettlement.settle(store, appIdentifier: appIdentifier, deliveries: deliveries)

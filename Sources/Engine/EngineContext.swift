@@ -16,9 +16,10 @@ final class EngineContext: Sendable {
     let observe: LifecycleObserver
     let client: TransferClient
     /// The blocking pool: where what waits for the disk or the queue's writer runs, for the transfers (from a body's
-    /// end to its outcome) and the manifest fetch. Two threads per concurrent transfer, one more for manifests.
+    /// end to its outcome) and the manifest fetch, two threads per concurrent transfer and one more for manifests;
+    /// and, on threads beyond those, what blocks for long: windows, pack installs, archives unpacked as they arrive.
     /// Stopped by `HostEngine.shutdown`, last.
-    let blocking: TransferExecutor
+    let blocking: BlockingPool
     /// Running apps' delegates, which get completions and challenges before the extension (the service's apps).
     let delegates: AppDelegateRouter?
     /// What wakes the engine's loop, and what its drains wait for: one stream (`EngineEvents`).
@@ -45,7 +46,7 @@ final class EngineContext: Sendable {
         self.observe = observe
         self.client = client
         self.delegates = delegates
-        blocking = TransferExecutor(threads: 2 * settings.maximumConcurrentTransfers + 1)
+        blocking = BlockingPool(threads: 2 * settings.maximumConcurrentTransfers + 1)
     }
 
     /// Wakes the engine for a newly queued download, unless it could not start now anyway (every transfer slot, or

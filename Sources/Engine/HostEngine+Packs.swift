@@ -91,7 +91,7 @@ extension HostEngine {
                     _ = try packs.queue(downloads, for: app, foreground: true)
                 } else {
                     let store = packs.store(for: app)
-                    _ = try await WindowLauncher.onWindowThread { try store.installUpdate(entry: entry, changed: [:]) }
+                    _ = try await context.blocking.run { try store.installUpdate(entry: entry, changed: [:]) }
                     return
                 }
             } else {

@@ -86,9 +86,9 @@ struct ManagedPacks {
             if let downloads = update(entry, from: current, app: app) {
                 wanted += downloads
             } else {
-                // Nothing to fetch: the new version only drops files. Checking the kept ones reads them: off the pool.
+                // Nothing to fetch: the new version only drops files. Checking the kept ones reads them: long work.
                 let packs = store(for: app)
-                _ = try await WindowLauncher.onWindowThread { try packs.installUpdate(entry: entry, changed: [:]) }
+                _ = try await context.blocking.run { try packs.installUpdate(entry: entry, changed: [:]) }
                 context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
             }
         }
@@ -207,7 +207,8 @@ struct ManagedPacks {
     /// Starts unpacking the archive of `entry` while `row` downloads it (its body has begun).
     func startStreamedUnpack(for row: QueuedDownload, entry: DownloadManifest.Entry, app: AppRecord) {
         let partial = context.dataRoot.partialPath(for: row.uniqueIdentifier)
-        guard let unpack = try? StreamedUnpack(partialPath: partial, entry: entry, store: store(for: app)) else { return }
+        guard let unpack = try? StreamedUnpack(
+            partialPath: partial, entry: entry, store: store(for: app), on: context.blocking) else { return }
         context.streamedUnpacks.start(row.uniqueIdentifier, unpack)
     }
 

@@ -2,22 +2,24 @@ import Foundation
 import Packs
 import Queue
 import Synchronization
+import Transfer
 
-/// A managed pack's archive unpacked into the pack's staging area while it downloads, on a thread of its own, so
-/// that installing it once it is whole only syncs and swaps. The transfer of the archive starts it and says how it
-/// ended (`finish`, `abandon`); the pack's installation takes what it unpacked (`staged`) only when it read exactly
-/// the archive the transfer verified, and otherwise unpacks the archive file as before. A kill leaves its folder in
-/// the staging area, which the next start removes.
+/// A managed pack's archive unpacked into the pack's staging area while it downloads, as long work of the blocking
+/// pool (it holds a thread for as long as the download lasts), so that installing it once it is whole only syncs
+/// and swaps. The transfer of the archive starts it and says how it ended (`finish`, `abandon`); the pack's
+/// installation takes what it unpacked (`staged`) only when it read exactly the archive the transfer verified, and
+/// otherwise unpacks the archive file as before. A kill leaves its folder in the staging area, which the next start
+/// removes.
 final class StreamedUnpack: Sendable {
     private let archive: GrowingArchive
     private let result = Mutex<Result<URL, PackError>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts unpacking the archive being written at `partialPath` into `store`'s staging area.
-    init(partialPath: String, entry: DownloadManifest.Entry, store: PackStore) throws(PackError) {
+    /// Starts unpacking the archive being written at `partialPath` into `store`'s staging area, on `pool`.
+    init(partialPath: String, entry: DownloadManifest.Entry, store: PackStore, on pool: BlockingPool) throws(PackError) {
         let archive = try GrowingArchive(path: partialPath)
         self.archive = archive
-        Thread.detachNewThread {
+        pool.execute {
             let unpacked = Result { () throws(PackError) -> URL in
                 let folder = try store.unpack(archive, entry: entry)
                 // What follows the archive's last entry (its end blocks, the end of the compressed frame) is read

@@ -26,7 +26,7 @@ import TestSupport
         _ request: TransferRequest, observer: TransferObserver = Progress(), connectTimeout: Duration = .seconds(10)
     ) async throws -> Result<Int64, TransferError> {
         let client = try TransferClient(TransferConfiguration(connectTimeout: connectTimeout))
-        let blocking = TransferExecutor(threads: 2)
+        let blocking = BlockingPool(threads: 2)
         let result = await client.perform(request, observer: observer, blocking: blocking) { $0 }
         await blocking.shutdown()
         try await client.shutdown()
