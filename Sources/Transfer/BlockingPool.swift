@@ -16,21 +16,18 @@ import Foundation
 /// Any thread takes any work; only the count is kept. Owner: `EngineContext` (made by `HostEngine.init`);
 /// `HostEngine.shutdown` stops it, last.
 public final class BlockingPool: TaskExecutor, @unchecked Sendable {
-    private enum Work {
-        case job(UnownedJob)
-        case long(@Sendable () -> Void)
-    }
-
     private let condition = NSCondition()
-    /// Under `condition`, as is everything below.
-    private var queue: [Work] = []
+    /// Under `condition`, as is everything below. Long work is taken first: it has a thread owed, and a window's
+    /// start must not wait behind the jobs.
+    private var longWork: [@Sendable () -> Void] = []
+    private var jobs: [UnownedJob] = []
     private var idle = 0
     private var running = 0
     /// Long work submitted and not yet ended: each is owed a thread beyond `threads`.
     private var long = 0
     /// Long work running now.
     private var busyLong = 0
-    /// `shutdown` was called: threads end once the queue is empty.
+    /// `shutdown` was called: threads end once nothing waits.
     private var stopping = false
     /// `shutdown` returned: what comes later runs elsewhere.
     private var ended = false
@@ -58,7 +55,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
             condition.unlock()
             return globalConcurrentExecutor.enqueue(job)
         }
-        queue.append(.job(job))
+        jobs.append(job)
         if idle > 0 { condition.signal() }
         condition.unlock()
     }
@@ -76,7 +73,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
             }.start()
         }
         long += 1
-        queue.append(.long(work))
+        longWork.append(work)
         if running < threads + long {
             startThread()
         } else if idle > 0 {
@@ -125,7 +122,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
     /// Under `condition`: once stopping, when no job is left to run or running, the pool has ended; returns the
     /// `shutdown` calls to resume.
     private func endIfStopped() -> [CheckedContinuation<Void, Never>] {
-        guard stopping, !ended, running == busyLong, queue.isEmpty else { return [] }
+        guard stopping, !ended, running == busyLong, jobs.isEmpty, longWork.isEmpty else { return [] }
         ended = true
         defer { stopped = [] }
         return stopped
@@ -139,28 +136,26 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
         let executor = asUnownedTaskExecutor()
         condition.lock()
         while true {
-            if !queue.isEmpty {
-                let next = queue.removeFirst()
-                switch next {
-                case .job(let job):
-                    condition.unlock()
-                    job.runSynchronously(on: executor)
-                    condition.lock()
-                case .long(let body):
-                    busyLong += 1
-                    condition.unlock()
-                    body()
-                    condition.lock()
-                    busyLong -= 1
-                    long -= 1
-                }
+            if !longWork.isEmpty {
+                let body = longWork.removeFirst()
+                busyLong += 1
+                condition.unlock()
+                body()
+                condition.lock()
+                busyLong -= 1
+                long -= 1
+            } else if !jobs.isEmpty {
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job.runSynchronously(on: executor)
+                condition.lock()
             } else if stopping {
                 break
             } else if running > threads + long {
                 idle += 1
                 let woken = condition.wait(until: Date.now.addingTimeInterval(linger.timeInterval))
                 idle -= 1
-                if !woken, queue.isEmpty, running > threads + long { break }
+                if !woken, jobs.isEmpty, longWork.isEmpty, running > threads + long { break }
             } else {
                 idle += 1
                 condition.wait()
