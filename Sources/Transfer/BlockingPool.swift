@@ -1,4 +1,5 @@
 import Foundation
+import Vocabulary
 
 /// The blocking pool: the named threads where whatever blocks runs, so that nothing blocks Swift's cooperative pool
 /// (one thread per core: a few waits there stall every other task).
@@ -13,8 +14,8 @@ import Foundation
 ///   those `threads`: an idle one, else a new one. Long work thus never takes a thread the transfers wait for. A
 ///   thread more than is owed ends once it has idled for `linger`.
 ///
-/// Any thread takes any work; only the count is kept. Owner: `EngineContext` (made by `HostEngine.init`);
-/// `HostEngine.shutdown` stops it, last.
+/// Any thread takes any work, long work first; only the count is kept. Owner: `EngineContext` (made by
+/// `HostEngine.init`); `HostEngine.shutdown` stops it, last.
 public final class BlockingPool: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     /// Under `condition`, as is everything below. Long work is taken first: it has a thread owed, and a window's
@@ -36,8 +37,8 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
     private let linger: Duration
     private let name: String
 
-    /// Starts `threads` threads (at least one) named `name` (at most 15 bytes, the OS's bound); a thread beyond those that long work is owed ends once it
-    /// has idled for `linger`.
+    /// Starts `threads` threads (at least one) named `name` (at most 15 bytes, the OS's bound); a thread beyond those
+    /// that long work is owed ends once it has idled for `linger`.
     public init(threads: Int, name: String = "bahost-blocking", linger: Duration = .seconds(10)) {
         self.threads = max(1, threads)
         self.linger = linger
@@ -131,7 +132,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
     /// [a pool thread] Takes work until the pool stops with nothing left, or until it has idled `linger` while more
     /// threads run than the jobs and the long work are owed.
     private func work() {
-        // Set from the thread itself: a name given before `start` does not reach the OS's thread on Linux.
+        // From the thread: a name set before `start` misses the OS's.
         Thread.current.name = name
         let executor = asUnownedTaskExecutor()
         condition.lock()
@@ -153,7 +154,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
                 break
             } else if running > threads + long {
                 idle += 1
-                let woken = condition.wait(until: Date.now.addingTimeInterval(linger.timeInterval))
+                let woken = condition.wait(until: Date.now.addingTimeInterval(linger.inSeconds))
                 idle -= 1
                 if !woken, jobs.isEmpty, longWork.isEmpty, running > threads + long { break }
             } else {
@@ -166,13 +167,5 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
         let resumed = endIfStopped()
         condition.unlock()
         for continuation in resumed { continuation.resume() }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    fileprivate var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }
