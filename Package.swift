@@ -138,9 +138,9 @@ let package = Package(
         // libsystemd: sd-bus (the system and session buses), sd-daemon (socket activation, readiness).
         .target(name: "CSystemd", linkerSettings: [.linkedLibrary("systemd")]),
         // The system bus: NetworkManager's connectivity and metered state, logind's sleep.
-        .target(name: "SystemBus", dependencies: ["CSystemd", "HostVocabulary", "Vocabulary"]),
+        .target(name: "SystemBus", dependencies: ["CHostSupport", "CSystemd", "HostVocabulary", "Vocabulary"]),
         // The desktop, on the session bus: notifications and the dock's launcher entries.
-        .target(name: "Desktop", dependencies: ["CSystemd"]),
+        .target(name: "Desktop", dependencies: ["CHostSupport", "CSystemd"]),
         // One attempt at one transfer, on libcurl's multi interface: one transfer thread owns every socket.
         .target(
             name: "Transfer",

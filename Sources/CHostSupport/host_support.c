@@ -163,6 +163,12 @@ int bahost_user_namespaces(void) {
     return 0;
 }
 
+void bahost_name_thread(const char *name) {
+    char kept[16];
+    snprintf(kept, sizeof kept, "%s", name);
+    pthread_setname_np(pthread_self(), kept);
+}
+
 int bahost_landlock_abi(void) {
 #ifdef SYS_landlock_create_ruleset
     return (int)syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);

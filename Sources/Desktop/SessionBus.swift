@@ -1,3 +1,4 @@
+import CHostSupport
 import CSystemd
 import Foundation
 import Glibc
@@ -22,7 +23,7 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
         guard sd_bus_open_user(&bus) >= 0, let bus else { return nil }
         let connection = SessionBus(bus: bus)
         let thread = Thread {
-            Thread.current.name = "bahost-user-bus"  // from the thread: a name set before `start` misses the OS's
+            bahost_name_thread("bahost-user-bus")
             connection.run()
         }
         thread.start()

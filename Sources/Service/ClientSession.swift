@@ -1,3 +1,4 @@
+import CHostSupport
 import Engine
 import Foundation
 import ServiceWire
@@ -118,7 +119,7 @@ final class ClientSession: Sendable {
         ended: @escaping @Sendable (ClientSession) -> Void
     ) {
         Thread.detachNewThread {
-            Thread.current.name = "bahost-client"
+            bahost_name_thread("bahost-client")
             // Right after answering, the next request is most likely on its way (an app scheduling in a loop).
             var polling = Duration.zero
             while let frame = try? self.socket.receive(polling: polling) {

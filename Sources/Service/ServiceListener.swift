@@ -63,7 +63,7 @@ final class ServiceListener: Sendable {
     /// Accepts connections on a thread of its own until `stop`; `accept` gets each one whose peer is this user.
     func start(_ handle: @escaping @Sendable (FramedSocket, _ pid: Int32) -> Void) {
         Thread.detachNewThread { [self, descriptor] in
-            Thread.current.name = "bahost-accept"
+            bahost_name_thread("bahost-accept")
             while true {
                 // Runners are spawned with only their own descriptors, so the moment before FD_CLOEXEC leaks nothing.
                 let fd = Glibc.accept(descriptor, nil, nil)

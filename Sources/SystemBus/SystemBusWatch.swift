@@ -1,3 +1,4 @@
+import CHostSupport
 import CSystemd
 import Foundation
 import Glibc
@@ -52,7 +53,7 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
             return .failure(error)
         }
         let thread = Thread {
-            Thread.current.name = "bahost-sys-bus"  // from the thread: a name set before `start` misses the OS's
+            bahost_name_thread("bahost-sys-bus")
             watch.run()
         }
         thread.start()

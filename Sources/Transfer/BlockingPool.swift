@@ -1,3 +1,4 @@
+import CHostSupport
 import Foundation
 import Vocabulary
 
@@ -69,7 +70,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
             condition.unlock()
             let name = name
             return Thread {
-                Thread.current.name = name
+                bahost_name_thread(name)
                 work()
             }.start()
         }
@@ -132,8 +133,7 @@ public final class BlockingPool: TaskExecutor, @unchecked Sendable {
     /// [a pool thread] Takes work until the pool stops with nothing left, or until it has idled `linger` while more
     /// threads run than the jobs and the long work are owed.
     private func work() {
-        // From the thread: a name set before `start` misses the OS's.
-        Thread.current.name = name
+        bahost_name_thread(name)
         let executor = asUnownedTaskExecutor()
         condition.lock()
         while true {

@@ -79,7 +79,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         // HTTP/2 streams to the same server share its connection (libcurl's default, said here since it is relied on).
         _ = bahost_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         let thread = Thread { [self] in
-            Thread.current.name = "bahost-transfer"  // from the thread: a name set before `start` misses the OS's
+            bahost_name_thread("bahost-transfer")
             threadID = pthread_self()
             run()
         }

@@ -25,6 +25,10 @@ int bahost_same_pid_namespace(pid_t pid);
 /* 0 when this machine lets us create the user and PID namespaces of an isolated window, else the errno. */
 int bahost_user_namespaces(void);
 
+/* Names the calling thread for the kernel (what ps -L, top -H and a debugger show; at most 15 bytes are kept).
+ * Foundation's Thread.name reaches the kernel only when set after `start` recorded the thread, a race. */
+void bahost_name_thread(const char *name);
+
 /* The Landlock ABI version the kernel offers, or -1 with errno set when it has none (ENOSYS, EOPNOTSUPP). */
 int bahost_landlock_abi(void);
 

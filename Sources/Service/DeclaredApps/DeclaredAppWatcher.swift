@@ -1,3 +1,4 @@
+import CHostSupport
 import Foundation
 import Synchronization
 
@@ -34,7 +35,7 @@ final class DeclaredAppWatcher: Sendable {
         guard inotify >= 0, ends[0] >= 0 else { return }
         let (inotify, stop, changes) = (inotify, ends[0], changes)
         let thread = Thread {
-            Thread.current.name = "bahost-apps-dir"  // from the thread: a name set before `start` misses the OS's
+            bahost_name_thread("bahost-apps-dir")
             Self.follow(inotify: inotify, stop: stop) {
                 changes.seen.store(true, ordering: .releasing)
                 changes.signal.fire()
