@@ -35,16 +35,6 @@ import Vocabulary
         Download(identifier: identifier, url: url, applicationGroupIdentifier: "group.com.example.levels", fileSize: 0)
     }
 
-    /// Waits until `condition` holds, for up to `seconds`.
-    func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try condition()
-    }
-
     // MARK: The scheduler
 
     /// No more transfers than the global limit, no more to one host than its limit, and a turn with no free slot

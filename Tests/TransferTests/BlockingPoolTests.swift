@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @_spi(Testing) import Transfer
 
 /// The blocking pool with real threads: long work (a window, an unpack) holds a thread of its own beyond the jobs',
-/// spare threads end, and a stop waits for everything submitted.
+/// spare threads end, and a stop waits for every job but not for long work.
 @Suite struct BlockingPoolTests {
     /// A gate that work on the pool's threads blocks on until the test opens it.
     final class Gate: Sendable {
@@ -22,15 +23,6 @@ import Testing
         func open() { opened.signal() }
     }
 
-    /// Polls `condition` every 10 ms for up to 5 s.
-    func eventually(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
-
     /// The calling thread's name (not callable from async code directly).
     static func threadName() -> String? { Thread.current.name }
 
@@ -45,6 +37,7 @@ import Testing
         // A job still finds the pool's own thread free.
         let name = await withTaskExecutorPreference(pool) { Self.threadName() }
         #expect(name == "pool-test")
+        // And a third piece of long work gets a thread too, while the two wait.
         let viaRun = try await pool.run { Self.threadName() }
         #expect(viaRun == "pool-test")
         gate.open()
