@@ -4,8 +4,12 @@
 #ifndef BAHOST_CURL_H
 #define BAHOST_CURL_H
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 
 static inline CURLcode bahost_curl_set_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -48,6 +52,37 @@ typedef int (*bahost_curl_sockopt_callback)(void *context, curl_socket_t socket,
 /* Has `callback` told of each socket the handle opens (CURLINFO_ACTIVESOCKET names one only once its transfer ended). */
 static inline CURLcode bahost_curl_set_sockopt_callback(CURL *handle, bahost_curl_sockopt_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, callback);
+}
+
+/* The last connection a handle began to open: its socket and the peer's numeric address. libcurl names the peer
+ * (CURLINFO_PRIMARY_IP) only once the connection is made; the path of one still connecting is judged from these. */
+typedef struct {
+    int socket;
+    char peer[INET6_ADDRSTRLEN];
+} bahost_curl_connect_attempt;
+
+/* CURLOPT_OPENSOCKETFUNCTION: opens the socket as libcurl would (close-on-exec besides) and records it in the
+ * handle's `bahost_curl_connect_attempt` (CURLOPT_OPENSOCKETDATA). */
+static inline curl_socket_t bahost_curl_open_socket(
+    void *context, curlsocktype purpose, struct curl_sockaddr *address) {
+    curl_socket_t fd = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+    bahost_curl_connect_attempt *attempt = (bahost_curl_connect_attempt *)context;
+    if (fd == CURL_SOCKET_BAD || attempt == NULL || purpose != CURLSOCKTYPE_IPCXN) return fd;
+    attempt->socket = fd;
+    attempt->peer[0] = 0;
+    const void *bytes = NULL;
+    if (address->family == AF_INET) bytes = &((const struct sockaddr_in *)&address->addr)->sin_addr;
+    if (address->family == AF_INET6) bytes = &((const struct sockaddr_in6 *)&address->addr)->sin6_addr;
+    if (bytes == NULL || inet_ntop(address->family, bytes, attempt->peer, sizeof attempt->peer) == NULL) {
+        attempt->peer[0] = 0;
+    }
+    return fd;
+}
+
+/* Has the handle's connections opened by bahost_curl_open_socket, recorded in `attempt`. */
+static inline CURLcode bahost_curl_record_connects(CURL *handle, bahost_curl_connect_attempt *attempt) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, bahost_curl_open_socket);
+    return code == CURLE_OK ? curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, (void *)attempt) : code;
 }
 
 /* A string libcurl keeps for the handle (an address), or "" when it has none. */

@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
@@ -79,6 +81,44 @@ int bahost_route_source(const char *peer, char *local, size_t capacity) {
     }
     close(fd);
     return result;
+}
+
+int bahost_address_link_up(const char *address) {
+    struct ifaddrs *list = NULL;
+    if (getifaddrs(&list) != 0) return -1;
+    int result = -1;
+    char text[INET6_ADDRSTRLEN];
+    for (struct ifaddrs *entry = list; entry != NULL && result < 0; entry = entry->ifa_next) {
+        if (entry->ifa_addr == NULL) continue;
+        const void *bytes;
+        if (entry->ifa_addr->sa_family == AF_INET) {
+            bytes = &((struct sockaddr_in *)entry->ifa_addr)->sin_addr;
+        } else if (entry->ifa_addr->sa_family == AF_INET6) {
+            bytes = &((struct sockaddr_in6 *)entry->ifa_addr)->sin6_addr;
+        } else {
+            continue;
+        }
+        if (inet_ntop(entry->ifa_addr->sa_family, bytes, text, sizeof text) == NULL) continue;
+        if (strcmp(text, address) != 0) continue;
+        result = (entry->ifa_flags & IFF_UP) && (entry->ifa_flags & IFF_RUNNING) ? 1 : 0;
+    }
+    freeifaddrs(list);
+    return result;
+}
+
+int bahost_socket_local_address(int fd, char *local, size_t capacity) {
+    struct sockaddr_storage source = {0};
+    socklen_t length = sizeof source;
+    if (getsockname(fd, (struct sockaddr *)&source, &length) != 0) return errno;
+    const void *bytes;
+    if (source.ss_family == AF_INET) {
+        bytes = &((struct sockaddr_in *)&source)->sin_addr;
+    } else if (source.ss_family == AF_INET6) {
+        bytes = &((struct sockaddr_in6 *)&source)->sin6_addr;
+    } else {
+        return EAFNOSUPPORT;
+    }
+    return inet_ntop(source.ss_family, bytes, local, (socklen_t)capacity) == NULL ? errno : 0;
 }
 
 int64_t bahost_tcp_receive_rtt(int fd, uint32_t *segment) {

@@ -60,9 +60,12 @@ public struct NetworkWaits: Sendable {
     }
 
     /// The kernel reported a change to the network: every host is probed at once, and every download waiting for the
-    /// network is due.
+    /// network is due. A probe that fails after it starts the delays over (0.25 s first): the path may be coming back.
     mutating func networkChanged(now: Date) {
-        for host in hosts.keys { hosts[host]?.nextProbe = now }
+        for host in hosts.keys {
+            hosts[host]?.nextProbe = now
+            hosts[host]?.failedProbes = 0
+        }
         toWake = .all
     }
 

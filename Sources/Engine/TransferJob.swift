@@ -109,7 +109,9 @@ struct TransferJob {
             var current = queued
             current.etag = validator?.etag ?? current.etag
             current.lastModified = validator?.lastModified ?? current.lastModified
-            if case .failure(let error) = result, error.offline || error.isCancellation || error.held != nil {
+            if case .failure(let error) = result,
+                error.offline || error.isCancellation || error.held != nil || error.restarts
+            {
                 // The server was not reached (or the host stopped the attempt): what the network waits know stands.
             } else {
                 context.networkWaits.reached(queued.host)
@@ -180,7 +182,7 @@ struct TransferJob {
     }
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) -> TransferOutcome {
-        if error.held != nil { return holdForNetwork(&queued, error: error) }
+        if error.held != nil || error.restarts { return holdForNetwork(&queued, error: error) }
         // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
         let waits = !(queued.foreground && error.kind == .network)
         if waits && error.offline {
@@ -235,6 +237,8 @@ struct TransferJob {
     /// Stopped for what the machine says of its network (`NetworkConditions`): the download waits, due at once and
     /// consuming no attempt, and each turn passes it over until the conditions let it go. The resource timeout does
     /// not count this wait: the network is there, and the person chose (a metered connection) or the machine slept.
+    /// Stopped for a path that changed (`TransferError.restarts`): the same, and the next turn starts it on the new
+    /// path.
     private func holdForNetwork(_ queued: inout QueuedDownload, error: TransferError) -> TransferOutcome {
         let now = Date()
         queued.attempts = max(0, queued.attempts - 1)

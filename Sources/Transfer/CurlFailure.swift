@@ -3,6 +3,30 @@ import Glibc
 import HostVocabulary
 import Vocabulary
 
+/// How far a request's connection got before it failed: what a timeout means depends on it.
+enum ConnectionProgress: Sendable, Equatable {
+    /// No TCP connection was made; what the routes say of the way to the server.
+    case connecting(PathToServer)
+    /// The server accepted the TCP connection (the path works); the TLS handshake had not finished.
+    case handshaking
+    /// The connection is made, TLS included.
+    case connected
+}
+
+/// What the kernel's routes say of the way to a server after a connection to it was never answered.
+enum PathToServer: Sendable, Equatable {
+    /// The same as when the server was last reached (or it never was): the silence is the server's, or the path's
+    /// beyond this machine's sight.
+    case unchanged
+    /// No route leads there now.
+    case gone
+    /// The kernel now sends from another address than the one that last reached the server (a link gone, a VPN or
+    /// a second interface's route moved to the default route).
+    case changed
+    /// The server's address was not known yet (its name was still being resolved).
+    case unknown
+}
+
 /// What libcurl's result for a request means to the engine: the `NSURLErrorDomain` code URLSession reports for the
 /// same failure (so that an extension's checks work unchanged), and whether to retry (`transient`), wait for the
 /// network (`network`) or give up (`permanent`). Pure, so that every code is tested without a server
@@ -29,16 +53,17 @@ enum CurlFailure {
     /// The failure for `code`.
     /// - Parameters:
     ///   - osErrno: the system's error behind it (`CURLINFO_OS_ERRNO`), 0 when none.
-    ///   - connected: whether the connection was made (a timeout before it is the network's, after it the server's).
+    ///   - connection: how far the connection got (a timeout before it is made may be the network's; once the server
+    ///     has accepted it, the server's).
     ///   - detail: libcurl's own words (its error buffer), already made printable; added to the message.
     ///   - routeOut: whether the machine has a route beyond its own networks (a name that cannot be resolved without
     ///     one is the network's absence, with one the name's or its server's).
     ///   - proxy: the proxy the request went through, if any; `connectStatus` its answer to `CONNECT` (0: none).
     static func of(
-        _ code: CURLcode, osErrno: Int32 = 0, connected: Bool = true, detail: String = "", routeOut: Bool = true,
-        proxy: ProxyURL? = nil, connectStatus: Int = 0
+        _ code: CURLcode, osErrno: Int32 = 0, connection: ConnectionProgress = .connected, detail: String = "",
+        routeOut: Bool = true, proxy: ProxyURL? = nil, connectStatus: Int = 0
     ) -> TransferError {
-        let failure = direct(code, osErrno: osErrno, connected: connected, detail: detail, routeOut: routeOut)
+        let failure = direct(code, osErrno: osErrno, connection: connection, detail: detail, routeOut: routeOut)
         guard let proxy else { return failure }
         return throughProxy(failure, code, proxy: proxy, connectStatus: connectStatus, detail: detail)
     }
@@ -78,7 +103,7 @@ enum CurlFailure {
 
     /// The failure of a request, whichever way it went.
     private static func direct(
-        _ code: CURLcode, osErrno: Int32, connected: Bool, detail: String, routeOut: Bool
+        _ code: CURLcode, osErrno: Int32, connection: ConnectionProgress, detail: String, routeOut: Bool
     ) -> TransferError {
         func url(_ kind: TransferError.Kind, _ code: Int64, _ message: String, offline: Bool = false) -> TransferError {
             TransferError(
@@ -101,11 +126,24 @@ enum CurlFailure {
             // A refusal is the server's answer (the network works); no route to the host is the network's absence.
             return url(.network, cannotConnectToHost, "cannot connect to the server", offline: osErrno == EHOSTUNREACH)
         case CURLE_OPERATION_TIMEDOUT:
-            // A connection never answered: a network that lost its way out looks the same as a server that drops
-            // every packet, and the first is the laptop's common case.
-            return connected
-                ? url(.transient, timedOut, "the server stopped sending")
-                : url(.network, timedOut, "the connection timed out", offline: true)
+            // An established TCP connection proves the path: what times out after it is the server's. Before it, the
+            // network is absent only when the routes say so (docs/DOWNLOADS.md, "Offline").
+            switch connection {
+            case .connected:
+                return url(.transient, timedOut, "the server stopped sending")
+            case .handshaking:
+                return url(
+                    .transient, timedOut, "the server accepted the connection but did not complete the TLS handshake")
+            case .connecting(.gone):
+                return url(
+                    .network, timedOut, "the connection timed out: no route leads to the server now", offline: true)
+            case .connecting(.changed):
+                return url(
+                    .network, timedOut,
+                    "the connection timed out on another path than the one that last reached the server", offline: true)
+            case .connecting(.unchanged), .connecting(.unknown):
+                return url(.network, timedOut, "the server did not answer the connection", offline: !routeOut)
+            }
         case CURLE_TOO_MANY_REDIRECTS:
             return url(.permanent, TransferError.tooManyRedirects, "too many redirects")
         case CURLE_WEIRD_SERVER_REPLY, CURLE_RANGE_ERROR, CURLE_HTTP_RETURNED_ERROR:

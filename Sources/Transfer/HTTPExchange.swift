@@ -141,6 +141,9 @@ final class HTTPExchange: @unchecked Sendable {
     let easy: UnsafeMutableRawPointer
     private let headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// The last connection libcurl began to open for the exchange (written by libcurl's callback): what the path of
+    /// one still connecting is judged by. [transfer thread]
+    private let connectAttempt = UnsafeMutablePointer<bahost_curl_connect_attempt>.allocate(capacity: 1)
 
     /// Makes the exchange and starts it on `thread`.
     init(_ request: Request, on thread: TransferThread, bodyEnded: @escaping @Sendable () -> Void) throws(TransferError) {
@@ -158,6 +161,8 @@ final class HTTPExchange: @unchecked Sendable {
         for line in request.headerLines { list = curl_slist_append(list, line) }
         headerList = list
         errorBuffer.initialize(to: 0)
+        connectAttempt.initialize(to: bahost_curl_connect_attempt())
+        connectAttempt.pointee.socket = -1
         let configured = configure(request)
         guard configured == CURLE_OK else {
             throw CurlFailure.of(configured, detail: String(cString: curl_easy_strerror(configured)))
@@ -180,6 +185,7 @@ final class HTTPExchange: @unchecked Sendable {
         thread.recycle(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
+        connectAttempt.deallocate()
     }
 
     private func configure(_ request: Request) -> CURLcode {
@@ -197,8 +203,10 @@ final class HTTPExchange: @unchecked Sendable {
         set(bahost_curl_set_long(easy, CURLOPT_NOSIGNAL, 1))
         set(bahost_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.inNanoseconds / 1_000_000)))
         set(bahost_curl_set_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
-        // A stream of an HTTP/2 connection being made waits for it rather than opening another.
-        set(bahost_curl_set_long(easy, CURLOPT_PIPEWAIT, 1))
+        set(bahost_curl_record_connects(easy, connectAttempt))
+        // A stream of an HTTP/2 connection being made waits for it rather than opening another. Only https
+        // negotiates HTTP/2: a plain-http request waiting so would wait on a server that never answers another.
+        if request.url.lowercased().hasPrefix("https:") { set(bahost_curl_set_long(easy, CURLOPT_PIPEWAIT, 1)) }
         if request.largeBody { set(bahost_curl_set_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize)) }
         if let ca = configuration.additionalCAFile {
             // The file besides the system's store: libcurl with OpenSSL reads both a file and a folder.
@@ -306,8 +314,69 @@ final class HTTPExchange: @unchecked Sendable {
     /// How the download uses the network, for the machine's conditions to judge.
     let networkUse: NetworkUse?
 
-    /// Whether the connection is made (before it, the connect timeout is libcurl's business).
-    var isConnected: Bool { bahost_curl_info_offset(easy, CURLINFO_CONNECT_TIME_T) > 0 }
+    /// Whether the server (or the proxy) accepted the TCP connection: libcurl names the connection's local end only
+    /// then, and its connect time only once TLS is done too.
+    var isConnected: Bool { !localAddress.isEmpty || isEstablished }
+
+    /// Whether the connection is made, TLS included: before it, the connect timeout is libcurl's business.
+    var isEstablished: Bool { bahost_curl_info_offset(easy, CURLINFO_CONNECT_TIME_T) > 0 }
+
+    /// The connection's two ends, "" before it is made.
+    var peerAddress: String { String(cString: bahost_curl_info_string(easy, CURLINFO_PRIMARY_IP)) }
+    var localAddress: String { String(cString: bahost_curl_info_string(easy, CURLINFO_LOCAL_IP)) }
+
+    /// How far the connection got, and for one never made, what the routes say of the way to its peer now.
+    func connectionProgress(lastReachedFrom: (String) -> String?) -> ConnectionProgress {
+        if isEstablished { return .connected }
+        if !localAddress.isEmpty { return .handshaking }
+        let peer = attemptedPeer
+        guard !peer.isEmpty else { return .connecting(.unknown) }
+        guard let source = NetworkPath.usableSource(toward: peer) else { return .connecting(.gone) }
+        if let last = lastReachedFrom(peer), last != source { return .connecting(.changed) }
+        return .connecting(.unchanged)
+    }
+
+    /// The numeric address of the peer libcurl last began to connect to, "" before it did.
+    private var attemptedPeer: String {
+        withUnsafeBytes(of: connectAttempt.pointee.peer) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
+    /// How long a connected server may have been silent when the network changes before its connection is taken
+    /// for one the change broke.
+    static let stalledAtChange = Duration.seconds(2)
+    /// How long a connection may have waited for the server's answer when the network changes before it is started
+    /// again: longer than a round trip on any network a download goes over.
+    static let unansweredConnectAtChange = Duration.seconds(1)
+
+    /// Why the exchange must start again on the network as it now is, after the kernel reported a change: it was
+    /// still connecting from an address the kernel would no longer send from (or to a peer no route leads to now),
+    /// or unanswered for `unansweredConnectAtChange`, or its connected server has been silent for `stalledAtChange`.
+    /// Nil to let it go on: a connect begun on the old path is never waited out. [transfer thread]
+    func restartAfterChange(now: ContinuousClock.Instant) -> TransferError? {
+        if !isConnected {
+            let socket = connectAttempt.pointee.socket
+            let peer = attemptedPeer
+            guard socket >= 0, !peer.isEmpty else { return nil }
+            guard let source = NetworkPath.usableSource(toward: peer) else {
+                return TransferError(
+                    .network, code: CurlFailure.notConnectedToInternet, domain: TransferError.urlDomain,
+                    message: "the network went away while connecting: no route to the server", offline: true)
+            }
+            var local = [CChar](repeating: 0, count: 64)
+            let bound = bahost_socket_local_address(socket, &local, local.count) == 0 ? String(cString: local) : ""
+            if bound != source {
+                return .restart("the path to the server changed while connecting: started again on the new path")
+            }
+            // The same route, but a connect unanswered this long may have left while its link had no carrier.
+            guard let since = silentSince, now - since >= Self.unansweredConnectAtChange else { return nil }
+            return .restart(
+                "the network changed while the connection waited \((now - since).tenths) s for an answer: "
+                    + "started again")
+        }
+        guard let since = silentSince, now - since >= Self.stalledAtChange else { return nil }
+        return .restart(
+            "the network changed while the server was silent for \((now - since).tenths) s: started again")
+    }
 
     /// Why the exchange's connection can no longer carry it, once the network changed: the kernel has no route to
     /// its peer (the server, or the proxy), or would send from another address (the default route moved, Wi-Fi to
@@ -315,15 +384,15 @@ final class HTTPExchange: @unchecked Sendable {
     func pathLost() -> TransferError? {
         let peer = String(cString: bahost_curl_info_string(easy, CURLINFO_PRIMARY_IP))
         guard !peer.isEmpty else { return nil }
-        let local = String(cString: bahost_curl_info_string(easy, CURLINFO_LOCAL_IP))
-        let source = NetworkPath.source(toward: peer)
+        let local = localAddress
+        let source = NetworkPath.usableSource(toward: peer)
         guard source == nil || (!local.isEmpty && source != local) else { return nil }
-        return TransferError(
-            .network, code: CurlFailure.networkConnectionLost, domain: TransferError.urlDomain,
-            message: source == nil
-                ? "the network went away: no route to the server"
-                : "the network changed: the server is now reached from another address",
-            offline: true)
+        guard source != nil else {
+            return TransferError(
+                .network, code: CurlFailure.networkConnectionLost, domain: TransferError.urlDomain,
+                message: "the network went away: no route to the server", offline: true)
+        }
+        return .restart("the network changed: the server is now reached from another address")
     }
 
     /// libcurl ended the request with `code`.
@@ -331,13 +400,14 @@ final class HTTPExchange: @unchecked Sendable {
         var failure: TransferError?
         if code != CURLE_OK {
             let osErrno = Int32(bahost_curl_info_long(easy, CURLINFO_OS_ERRNO))
-            let connected = isConnected
+            let connection = connectionProgress(lastReachedFrom: thread.lastReachedFrom)
             let unresolved = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY
+                || connection == .connecting(.unknown)
             let detail = CurlFailure.printable(errorBuffer)
             let connectStatus = bahost_curl_info_long(easy, CURLINFO_HTTP_CONNECTCODE)
             failure = state.withLock { $0.refusal }
                 ?? CurlFailure.of(
-                    code, osErrno: osErrno, connected: connected, detail: proxy?.scrubbed(detail) ?? detail,
+                    code, osErrno: osErrno, connection: connection, detail: proxy?.scrubbed(detail) ?? detail,
                     routeOut: !unresolved || NetworkPath.hasRouteOut, proxy: proxy, connectStatus: connectStatus)
         }
         let (lent, headDone) = state.withLock { state in

@@ -13,6 +13,13 @@ enum NetworkPath {
         return String(cString: local)
     }
 
+    /// The local address the kernel would send from to reach `peer`, when the link it leaves by is up and has its
+    /// carrier; nil when no route leads there or its link is down (its routes stay, but lead nowhere).
+    static func usableSource(toward peer: String) -> String? {
+        guard let local = source(toward: peer) else { return nil }
+        return bahost_address_link_up(local) == 0 ? nil : local
+    }
+
     /// Whether a route leads beyond the machine's own networks: to an address of the documentation ranges (RFC 5737,
     /// RFC 3849), which only a default route (or one as wide) reaches.
     static var hasRouteOut: Bool {

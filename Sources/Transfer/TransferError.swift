@@ -28,6 +28,9 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The host stopped the transfer, or did not start it, for what the machine says of its network (a metered
     /// connection, no connectivity, sleep): the download waits for that to change, consuming no attempt.
     public var held: NetworkConditions.Hold?
+    /// The host stopped the attempt because the path to its server changed (it was connecting, or stalled, on the
+    /// old one): the download goes again at once on the new path, consuming no attempt, foreground ones too.
+    public var restarts = false
 
     public init(
         _ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil, offline: Bool = false
@@ -68,6 +71,14 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
         var error = TransferError(
             .network, code: CurlFailure.notConnectedToInternet, domain: urlDomain, message: "paused: \(hold)")
         error.held = hold
+        return error
+    }
+
+    /// An attempt stopped for a change of the path to its server, to start again at once on the new one.
+    public static func restart(_ message: String) -> TransferError {
+        var error = TransferError(
+            .network, code: CurlFailure.networkConnectionLost, domain: urlDomain, message: message)
+        error.restarts = true
         return error
     }
 

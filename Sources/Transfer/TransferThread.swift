@@ -63,6 +63,10 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     let receivedBytes = Atomic<Int64>(0)
     let recentRate = Atomic<Int64>(0)
     private var rateSampledAt = ContinuousClock.now
+    /// The local address each peer (a server or a proxy, by numeric address) was last connected from: a connection
+    /// never answered from another address met a changed path, not a silent server. [transfer thread]
+    private var reachedFrom: [String: String] = [:]
+    private static let reachedFromKept = 1024
 
     /// Starts the thread.
     /// - Parameters:
@@ -134,6 +138,17 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         return posted
     }
 
+    /// The local address `peer` was last connected from, if it ever was. [transfer thread]
+    func lastReachedFrom(_ peer: String) -> String? { reachedFrom[peer] }
+
+    /// Remembers where an ending exchange's connection was made from, if it was made. [transfer thread]
+    private func noteReached(_ exchange: HTTPExchange) {
+        let local = exchange.localAddress
+        guard !local.isEmpty else { return }
+        if reachedFrom.count >= Self.reachedFromKept { reachedFrom.removeAll(keepingCapacity: true) }
+        reachedFrom[exchange.peerAddress] = local
+    }
+
     /// Hands `exchange` to libcurl. [transfer thread]
     func add(_ exchange: HTTPExchange) {
         running[ObjectIdentifier(exchange)] = exchange
@@ -148,6 +163,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     /// Stops `exchange` where it is, ending it with `failure`. [transfer thread]
     func abort(_ exchange: HTTPExchange, _ failure: TransferError) {
         guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { return }
+        noteReached(exchange)
         curl_multi_remove_handle(multi, exchange.easy)
         if rateLimit > 0 { shareRate() }
         exchange.ended(failure)
@@ -278,11 +294,13 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         takeEnded()?.resume()
     }
 
-    /// Ends the exchanges whose path the change broke (`HTTPExchange.pathLost`) at once, rather than after the read
-    /// timeout, then says so.
+    /// Ends the exchanges whose path the change broke (`HTTPExchange.pathLost`), or that were connecting or stalled
+    /// on a path that may have changed (`restartAfterChange`), at once rather than after a timeout begun on the old
+    /// path, then says so.
     private func networkDidChange() {
+        let now = ContinuousClock.now
         for exchange in Array(running.values) {
-            if let lost = exchange.pathLost() { abort(exchange, lost) }
+            if let lost = exchange.pathLost() ?? exchange.restartAfterChange(now: now) { abort(exchange, lost) }
         }
         networkChanged()
     }
@@ -300,6 +318,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             curl_multi_remove_handle(multi, easy)
             if rateLimit > 0 { shareRate() }
             exchange.finished(code)
+            noteReached(exchange)
         }
     }
 
@@ -312,7 +331,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         for exchange in Array(running.values) {
             guard let since = exchange.silentSince else { continue }
             let silent = now - since
-            if silent >= readTimeout && exchange.isConnected {
+            if silent >= readTimeout && exchange.isEstablished {
                 abort(exchange, TransferError(
                     .transient, code: CurlFailure.timedOut, domain: TransferError.urlDomain,
                     message: "the server stopped sending: nothing for \(readTimeout.tenths) s"))

@@ -101,16 +101,5 @@ func wait(_ seconds: Double, until condition: () -> Bool) -> Bool {
 /// The run's result, or a failure once `seconds` passed (the run is then killed: a download that waited out a
 /// timeout it should not have).
 func finish(_ run: (process: Process, out: Pipe, err: Pipe), within seconds: Double) -> Bahost.Result? {
-    final class Killed: Sendable { let value = Mutex(false) }
-    let killed = Killed()
-    let killer = DispatchWorkItem {
-        if run.process.isRunning {
-            killed.value.withLock { $0 = true }
-            kill(run.process.processIdentifier, SIGKILL)
-        }
-    }
-    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
-    let result = Bahost.finish(run)
-    killer.cancel()
-    return killed.value.withLock { $0 } ? nil : result
+    Bahost.finish(run, within: seconds)
 }

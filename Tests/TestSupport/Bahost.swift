@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The `bahost` executable, run as a user or a script runs it.
 public enum Bahost {
@@ -46,6 +47,23 @@ public enum Bahost {
         return Result(
             status: process.process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Waits for a process `start` started to end, for at most `seconds`; nil once they passed (the process is then
+    /// killed: it waited for something it should not have).
+    public static func finish(_ process: (process: Process, out: Pipe, err: Pipe), within seconds: Double) -> Result? {
+        final class Killed: Sendable { let value = Mutex(false) }
+        let killed = Killed()
+        let killer = DispatchWorkItem {
+            if process.process.isRunning {
+                killed.value.withLock { $0 = true }
+                kill(process.process.processIdentifier, SIGKILL)
+            }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
+        let result = finish(process)
+        killer.cancel()
+        return killed.value.withLock { $0 } ? nil : result
     }
 
     /// Starts `bahost ARGUMENTS` and returns at once (for tests that kill it).

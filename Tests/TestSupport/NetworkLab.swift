@@ -162,10 +162,56 @@ public final class NetworkLab: @unchecked Sendable {
         try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.1.1", "dev", "c0"])
     }
 
+    /// The client's first link loses its carrier (a cable pulled at the switch, an access point gone): the far end
+    /// goes down, the client's link stays up without a carrier, and its routes stay, leading nowhere.
+    public func carrierDown() throws { try ip(["-n", server, "link", "set", "s0", "down"]) }
+
+    /// The client knows the first link's gateway without asking (a static neighbour entry), as on a point-to-point
+    /// link or a tunnel, which resolve no neighbour: without a carrier its packets are dropped unanswered, and a
+    /// connection waits out its connect timeout instead of failing with "no route to host" after the neighbour
+    /// probes.
+    public func pinFirstGateway() throws {
+        let link = try Self.run(Self.ip, ["-n", server, "link", "show", "s0"])
+        guard let range = link.range(of: "link/ether [0-9a-f:]{17}", options: .regularExpression) else {
+            throw LabError.failed("no address on s0: \(link)")
+        }
+        let mac = String(link[range].dropFirst("link/ether ".count))
+        try ip(["-n", client, "neigh", "replace", "10.77.1.1", "lladdr", mac, "nud", "permanent", "dev", "c0"])
+    }
+
+    /// The first link's carrier returns.
+    public func carrierUp() throws { try ip(["-n", server, "link", "set", "s0", "up"]) }
+
     /// The service is reached through the second link from now on, and the first goes down (Wi-Fi to Ethernet).
     public func switchRoute() throws {
         try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.2.1", "dev", "c1"])
         try linkDown()
+    }
+
+    /// Makes the lab a machine with two links (a laptop on Wi-Fi with a VPN or a LAN server): the service on the
+    /// second link (`c1`), and a default route through the router namespace on a third, which leads nowhere (the
+    /// router forwards nothing and answers nothing, as a path the CDN is not on). With the second link down, a
+    /// connection to the service leaves by the default route and is never answered.
+    public func useSecondLinkBesideADefaultRoute() throws {
+        try ip(["netns", "add", router])
+        try ip(["-n", router, "link", "set", "lo", "up"])
+        try ip(["link", "add", "c2", "netns", client, "type", "veth", "peer", "name", "r0", "netns", router])
+        try ip(["-n", client, "addr", "add", "10.77.4.2/24", "dev", "c2"])
+        try ip(["-n", router, "addr", "add", "10.77.4.1/24", "dev", "r0"])
+        try ip(["-n", client, "link", "set", "c2", "up"])
+        try ip(["-n", router, "link", "set", "r0", "up"])
+        try Self.run(Self.ip, ["netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=0"])
+        try ip(["-n", client, "route", "add", "default", "via", "10.77.4.1", "dev", "c2"])
+        try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.2.1", "dev", "c1"])
+    }
+
+    /// The second link goes down (`useSecondLinkBesideADefaultRoute`): its routes go with it.
+    public func secondLinkDown() throws { try ip(["-n", client, "link", "set", "c1", "down"]) }
+
+    /// The second link comes back, and its route to the service with it.
+    public func secondLinkUp() throws {
+        try ip(["-n", client, "link", "set", "c1", "up"])
+        try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.2.1", "dev", "c1"])
     }
 
     /// Makes the lab a proxy-only network (an office's, a school's): the client keeps its link to the server

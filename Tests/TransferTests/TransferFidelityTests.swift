@@ -189,13 +189,25 @@ import TestSupport
         #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ENETUNREACH).code == -1009)  // NotConnectedToInternet
         #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ENETDOWN).code == -1009)
         #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ECONNREFUSED).code == -1004)
-        let connecting = CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connected: false)
+        // A connection never answered while the routes say the path is gone.
+        let connecting = CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .connecting(.gone))
         #expect(connecting.code == -1001 && connecting.kind == .network)
         // Offline (no path to the server: no attempt consumed) is the network's absence, never a server's answer.
         #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ENETUNREACH).offline)
         #expect(CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: EHOSTUNREACH).offline)
         #expect(!CurlFailure.of(CURLE_COULDNT_CONNECT, osErrno: ECONNREFUSED).offline)
-        #expect(connecting.offline && !CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connected: true).offline)
+        #expect(connecting.offline && !CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .connected).offline)
+        // An established TCP connection proves the path: a TLS handshake that times out is the server's failure,
+        // transient, and so is a connection never answered on the path that last reached the server. Another path
+        // than that one is the network's (docs/DOWNLOADS.md, "Offline").
+        let handshake = CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .handshaking)
+        #expect(handshake.code == -1001 && handshake.kind == .transient && !handshake.offline, "\(handshake)")
+        #expect(handshake.message.contains("TLS handshake"), "\(handshake)")
+        let silent = CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .connecting(.unchanged))
+        #expect(silent.code == -1001 && !silent.offline, "\(silent)")
+        #expect(CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .connecting(.changed)).offline)
+        #expect(CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .connecting(.unknown), routeOut: false).offline)
+        #expect(!CurlFailure.of(CURLE_OPERATION_TIMEDOUT, connection: .connecting(.unknown), routeOut: true).offline)
         #expect(CurlFailure.of(CURLE_COULDNT_RESOLVE_HOST, routeOut: false).offline)
         #expect(!CurlFailure.of(CURLE_COULDNT_RESOLVE_HOST, routeOut: true).offline)
         #expect(!CurlFailure.of(CURLE_RECV_ERROR).offline && !CurlFailure.of(CURLE_PEER_FAILED_VERIFICATION).offline)

@@ -103,6 +103,15 @@ int bahost_network_changes_drain(int fd);
  * EINVAL for an address it cannot parse. A UDP socket's connect: nothing is sent. Any thread. */
 int bahost_route_source(const char *peer, char *local, size_t capacity);
 
+/* Whether the link that holds the local `address` (numeric) is up with its carrier (IFF_UP and IFF_RUNNING): 1, 0
+ * when it is not (a cable pulled at the far end, Wi-Fi lost: its routes stay but lead nowhere), -1 when no link holds
+ * it. Any thread. */
+int bahost_address_link_up(const char *address);
+
+/* The local address a socket is bound to (a TCP socket still connecting has the one its route chose), written to
+ * `local` (at least 46 bytes). Returns 0, or an errno value. Any thread. */
+int bahost_socket_local_address(int fd, char *local, size_t capacity);
+
 /* The kernel's estimate of a TCP connection's round trip as its receiving side sees it (TCP_INFO's tcpi_rcv_rtt,
  * measured with the timestamps the sender echoes: it grows with the queue in front of us), in microseconds, 0 when
  * the kernel has none yet; and the segment size it receives (tcpi_rcv_mss) in *segment. -1 with errno when the
