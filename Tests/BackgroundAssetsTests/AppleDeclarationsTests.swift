@@ -1,6 +1,7 @@
 import BackgroundAssets
 import Foundation
 import StoreKit
+import SystemPackage
 import Testing
 
 // Code as written for Apple's shipping SDKs, compiled in Swift 6 mode with a plain import (as an app's module sees
@@ -76,5 +77,47 @@ private struct AppleHostedExtension: StoreDownloaderExtension {
         #expect(type(of: everyUpdate) == AssetPackManager.StatusUpdates.self)
         _ = (closureForm, beforeDate, updates, LevelsController.self)
         #expect((AppleHostedExtension() as any BADownloaderExtension) is any StoreDownloaderExtension)
+    }
+
+    /// Apple's 27 languages, as its swiftinterface spells them: `resolvedLanguage` a settable `Locale.Language?`,
+    /// the language lists arrays, the localized readers nonisolated.
+    @Test func theLanguageDeclarationsHaveApplesTypes() async throws {
+        let resolved: ReferenceWritableKeyPath<AssetPackManager, Locale.Language?> = \AssetPackManager.resolvedLanguage
+        let local: (AssetPackManager) async -> [Locale.Language] = { await $0.locallyAvailableLanguages }
+        let reconcile: (AssetPackManager) async throws -> Void = { try await $0.reconcilePreferredLanguages() }
+        let contents: (AssetPackManager) -> (FilePath, Locale.Language, Data.ReadingOptions) throws -> Data =
+            AssetPackManager.contents(at:asLocalizedFor:options:)
+        let descriptor: (AssetPackManager) -> (FilePath, Locale.Language) throws -> FileDescriptor =
+            AssetPackManager.descriptor(for:asLocalizedFor:)
+        let url: (AssetPackManager) -> (FilePath, Locale.Language) throws -> URL =
+            AssetPackManager.url(for:asLocalizedFor:)
+        let available: KeyPath<AssetPackManifest, [Locale.Language]> = \.availableLanguages
+        let manifestResolved: KeyPath<AssetPackManifest, Locale.Language?> = \.resolvedLanguage
+        let primary: KeyPath<AssetPackManifest, Locale.Language?> = \.primaryLanguage
+        let localized: KeyPath<AssetPackManifest, Set<AssetPack>> = \.localizedAssetPacks
+        let localizedFor: (AssetPackManifest) -> (Locale.Language) -> Set<AssetPack> =
+            AssetPackManifest.localizedAssetPacks(for:)
+        let language: KeyPath<AssetPack, Locale.Language?> = \.language
+        let successes: KeyPath<AssetPackManager.LocalAvailabilityError, Set<AssetPack>> = \.successes
+        let failures: KeyPath<AssetPackManager.LocalAvailabilityError, [AssetPack: any Error]> = \.failures
+        _ = (resolved, local, reconcile, contents, descriptor, url, available, manifestResolved, primary, localized)
+        _ = (localizedFor, language, successes, failures)
+
+        // The lists in their documented order, the same at every reading: by tag, each language once.
+        let packs: [(String, String?)] = [
+            ("voice-fr", "fr"), ("voice-de", "de"), ("voice-fr-ca", "fr-CA"), ("voice-en", "en"), ("levels", nil),
+        ]
+        let entries = packs.map { id, language -> [String: Any] in
+            var entry: [String: Any] = [
+                "id": id, "version": 1, "url": "https://cdn.example.com/\(id).aar", "downloadSize": 1,
+                "platforms": [String](), "downloadPolicy": [String: Any](),
+            ]
+            entry["language"] = language
+            return entry
+        }
+        let manifest = try AssetPackManifest(
+            from: JSONSerialization.data(withJSONObject: ["assetPacks": entries]), appGroupID: "group.com.example.levels")
+        #expect(manifest.availableLanguages.map(\.minimalIdentifier) == ["de", "en", "fr", "fr-CA"])
+        #expect(manifest.availableLanguages == manifest.availableLanguages)
     }
 }

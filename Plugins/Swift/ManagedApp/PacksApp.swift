@@ -25,7 +25,7 @@ struct PacksApp: AsyncParsableCommand {
     @Option(help: "Remove a pack.") var remove: [String] = []
     @Flag(help: "Print the languages: the manifest's primary and resolved ones, and those on the device (27).")
     var languages = false
-    @Option(help: "Set resolvedLanguageID (a BCP-47 tag, or 'none' for the user's languages) before acting.")
+    @Option(help: "Set resolvedLanguage (a BCP-47 tag, or 'none' for the user's languages) before acting.")
     var setLanguage: String?
     @Flag(help: "Reconcile the localized packs with the resolved language (after setting it, before reading).")
     var reconcile = false
@@ -34,7 +34,9 @@ struct PacksApp: AsyncParsableCommand {
 
     func run() async throws {
         let manager = AssetPackManager.shared
-        if let setLanguage { manager.resolvedLanguageID = setLanguage == "none" ? nil : setLanguage }
+        if let setLanguage {
+            manager.resolvedLanguage = setLanguage == "none" ? nil : Locale.Language(identifier: setLanguage)
+        }
         if reconcile {
             do {
                 try await manager.reconcilePreferredLanguages()
@@ -55,9 +57,10 @@ struct PacksApp: AsyncParsableCommand {
             say([
                 "primaryLanguage": manifest.primaryLanguage?.minimalIdentifier ?? "",
                 "resolvedLanguage": manifest.resolvedLanguage?.minimalIdentifier ?? "",
-                "resolvedLanguageID": manager.resolvedLanguageID ?? "",
-                "availableLanguages": manifest.availableLanguages.map(\.minimalIdentifier).sorted(),
-                "locallyAvailableLanguages": await manager.locallyAvailableLanguages.map(\.minimalIdentifier).sorted(),
+                "resolvedLanguageID": manager.resolvedLanguage?.minimalIdentifier ?? "",
+                // Apple's arrays, in their documented order (by tag): printed as they come.
+                "availableLanguages": manifest.availableLanguages.map(\.minimalIdentifier),
+                "locallyAvailableLanguages": await manager.locallyAvailableLanguages.map(\.minimalIdentifier),
             ])
         }
         for spec in readLocalized {

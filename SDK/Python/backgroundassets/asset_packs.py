@@ -175,7 +175,7 @@ class AssetPackManager:
 
     @property
     def resolved_language_id(self):
-        """The language the localized packs follow (Apple's resolvedLanguageID); set it, or None for the user's."""
+        """The language the localized packs follow, as a BCP-47 tag (Apple's resolvedLanguage); None: the user's."""
         return self._language(1)
 
     @resolved_language_id.setter

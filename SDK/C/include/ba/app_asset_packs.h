@@ -119,7 +119,7 @@ bool ba_app_asset_pack_path(ba_app_t *app, const char *path, char *buffer, size_
 /* Which of the packs' languages ba_app_asset_pack_language reads. */
 typedef enum ba_asset_pack_language {
     BA_ASSET_PACK_LANGUAGE_PRIMARY = 0,  /* the manifest's primary language */
-    BA_ASSET_PACK_LANGUAGE_RESOLVED = 1, /* the one the app's localized packs follow (Apple's resolvedLanguageID) */
+    BA_ASSET_PACK_LANGUAGE_RESOLVED = 1, /* the one the app's localized packs follow (Apple's resolvedLanguage) */
 } ba_asset_pack_language_t;
 
 /* [any thread; blocks] The language as a BCP-47 tag copied into buffer ("" when there is none). ERANGE and *length
@@ -141,7 +141,7 @@ typedef void (*ba_asset_pack_language_visitor_t)(void *context, const char *lang
 bool ba_app_asset_pack_languages(ba_app_t *app, int32_t which, ba_asset_pack_language_visitor_t visit, void *context,
                                  ba_error_t *error);
 
-/* [any thread; blocks] Sets resolvedLanguageID (NULL: back to the user's languages). Downloads nothing by itself. */
+/* [any thread; blocks] Sets resolvedLanguage (a BCP-47 tag; NULL: the user's languages). Downloads nothing itself. */
 bool ba_app_set_asset_pack_language(ba_app_t *app, const char *language, ba_error_t *error);
 
 /* [any thread; blocks] Apple's reconcilePreferredLanguages(). */

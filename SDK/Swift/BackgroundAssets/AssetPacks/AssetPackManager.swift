@@ -155,10 +155,23 @@ public actor AssetPackManager {
 
     // MARK: Languages (27)
 
-    /// The language the app's localized packs follow, as a BCP-47 tag: the one set here, else the best of the user's
-    /// preferred languages among those the packs offer, else the manifest's primary language. Setting it (nil: back
-    /// to the user's languages) downloads and removes nothing by itself: `reconcilePreferredLanguages()` does.
+    /// The language the app's localized packs follow: the one set here, else the best of the user's preferred
+    /// languages among those the packs offer, else the manifest's primary language. Setting it (nil: back to the
+    /// user's languages) downloads and removes nothing by itself: `reconcilePreferredLanguages()` does. The service
+    /// keeps it as a BCP-47 tag, the language's minimal one (`fr-CA`, `en` for `en-US`), as packs name theirs.
+    public nonisolated var resolvedLanguage: Locale.Language? {
+        get { resolvedLanguageTag.map { Locale.Language(identifier: $0) } }
+        set { resolvedLanguageTag = newValue?.minimalIdentifier }
+    }
+
+    /// `resolvedLanguage` as its BCP-47 tag, as bahost 0.3.0 named it.
+    @available(*, deprecated, renamed: "resolvedLanguage")
     public nonisolated var resolvedLanguageID: String? {
+        get { resolvedLanguageTag }
+        set { resolvedLanguageTag = newValue }
+    }
+
+    private nonisolated var resolvedLanguageTag: String? {
         get {
             guard case .assetPackLanguages(_, let resolved)? = try? transport.request(.assetPackLanguages) else { return nil }
             return resolved
@@ -168,11 +181,12 @@ public actor AssetPackManager {
         }
     }
 
-    /// The languages of the localized packs on the device.
-    public var locallyAvailableLanguages: Set<Locale.Language> {
+    /// The languages of the localized packs on the device, each once, in the order of their BCP-47 tags (`de`, `en`,
+    /// `fr-CA`): the same order every time.
+    public var locallyAvailableLanguages: [Locale.Language] {
         get async {
             guard let files = try? AssetPackFiles(transport.client) else { return [] }
-            return Set(files.installedLanguages().values.map { Locale.Language(identifier: $0) })
+            return Locale.Language.inTagOrder(Set(files.installedLanguages().values))
         }
     }
 

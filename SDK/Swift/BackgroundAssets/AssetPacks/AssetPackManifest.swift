@@ -10,8 +10,8 @@ public struct AssetPackManifest: Sendable, Hashable {
     public let assetPacks: Set<AssetPack>
     /// (27) The language localized packs fall back to when none of the user's preferred languages is offered.
     public let primaryLanguage: Locale.Language?
-    /// (27) The language the app's localized packs follow: the one the app set (`resolvedLanguageID`), else the best
-    /// of the user's preferred languages among those offered, else the primary language.
+    /// (27) The language the app's localized packs follow: the one the app set (`AssetPackManager.resolvedLanguage`),
+    /// else the best of the user's preferred languages among those offered, else the primary language.
     public let resolvedLanguage: Locale.Language?
 
     init(assetPacks: Set<AssetPack>, primaryLanguage: String?, resolvedLanguage: String?) {
@@ -20,8 +20,11 @@ public struct AssetPackManifest: Sendable, Hashable {
         self.resolvedLanguage = resolvedLanguage.map { Locale.Language(identifier: $0) }
     }
 
-    /// (27) The languages the localized packs offer.
-    public var availableLanguages: Set<Locale.Language> { Set(localizedAssetPacks.compactMap(\.language)) }
+    /// (27) The languages the localized packs offer, each once, in the order of their BCP-47 tags (`de`, `en`,
+    /// `fr-CA`): the same order every time.
+    public var availableLanguages: [Locale.Language] {
+        Locale.Language.inTagOrder(Set(localizedAssetPacks.compactMap(\.languageTag)))
+    }
 
     /// (27) The packs localized for a language.
     public var localizedAssetPacks: Set<AssetPack> { assetPacks.filter { $0.language != nil } }
@@ -92,5 +95,16 @@ public struct AssetPackManifest: Sendable, Hashable {
             var essential: Events?
             struct Events: Decodable { var installationEventTypes: [String] }
         }
+    }
+}
+
+extension Locale.Language {
+    /// The languages of `tags` (BCP-47), each once whatever its case, in the order of their tags: Apple's API returns
+    /// these as arrays, and an app that compares two readings must find the same order.
+    static func inTagOrder(_ tags: Set<String>) -> [Locale.Language] {
+        var seen = Set<String>()
+        return tags.sorted { $0.lowercased() < $1.lowercased() }
+            .filter { seen.insert($0.lowercased()).inserted }
+            .map { Locale.Language(identifier: $0) }
     }
 }
