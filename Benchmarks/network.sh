@@ -4,7 +4,7 @@
 # for 300 ms (as a home router's), and a server namespace whose TCP is loss-based (reno, as most servers'; this
 # machine's BBR keeps queues short and would show nothing a user feels). nginx serves https in the server namespace.
 #
-#   Benchmarks/network.sh [--runs N] [--seconds S] [--outage S] [--only traffic|outage] [--record FILE]
+#   Benchmarks/network.sh [--runs N] [--seconds S] [--outage S[,S…]] [--only traffic|outage] [--record FILE]
 #       (root: namespaces, veth, tc; BENCH_BIN=folder for another build; Benchmarks/run.sh calls it as "network",
 #       recording "network.NAME VALUE" lines into its results; BENCH_VERBOSE=1 prints bahost's events)
 #
@@ -12,10 +12,15 @@
 #   foreground-alone, foreground-beside-bahost, foreground-beside-curl   the user's download, bytes a second
 #   bahost-alone                                                          bahost's background download alone
 #   ping-idle, ping-bahost, ping-bahost-full-speed                        mean ping across the router, ms
-# with yielding on, and, for the "now" column, with `--no-background-yield`; then an outage: the client's link down
-# for --outage seconds (30) in the middle of a download with --max-attempts 2, then up again:
-#   resume-seconds     from the link's return to the download's next bytes
-#   outage-failures    downloads that failed
+# with yielding on, and, for the "now" column, with `--no-background-yield`; then outages in the middle of a download
+# with --max-attempts 2, of each --outage length (30 s, and 150 s in the full suite), in two topologies:
+#   only-link      the client's only link down (its routes go with it), then up again
+#   second-link    the server also on a second, direct link, which carries the download; beside it a default route
+#                  through the router, which drops what it gets for that address (a VPN's or a LAN server's route
+#                  beside Wi-Fi): with the second link down, connections leave by the default route, unanswered
+# and records, for each:
+#   resume.TOPOLOGY.SECONDS   from the link's return to the download's next bytes
+#   outage-failures           downloads that failed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=1 measure_seconds=10 record="" outage_seconds=30 only=""
@@ -65,6 +70,16 @@ ip -n "$S" addr add 10.78.2.2/24 dev s0
 for link in "$C c0" "$R r0" "$R r1" "$S s0"; do set -- $link; ip -n "$1" link set "$2" up; done
 ip -n "$C" route add default via 10.78.1.1
 ip -n "$S" route add default via 10.78.2.1
+# The second link, for the second-link outages: the server's second address, reached by it alone (the router drops
+# what it gets for it, silently, as a path the server is not on).
+ip link add c1 netns "$C" type veth peer name s1 netns "$S"
+ip -n "$C" addr add 10.78.3.2/24 dev c1
+ip -n "$S" addr add 10.78.3.1/24 dev s1
+ip -n "$C" link set c1 up
+ip -n "$S" link set s1 up
+ip -n "$S" addr add 10.78.9.1/32 dev lo
+ip -n "$C" route add 10.78.9.1/32 via 10.78.3.1 dev c1
+ip -n "$R" route add blackhole 10.78.9.1/32
 ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
 ip netns exec "$S" sysctl -qw net.ipv4.tcp_congestion_control=reno
 # Segments as the wire carries them, so that the bucket meters packets, not 64 KiB aggregates.
@@ -77,7 +92,7 @@ ip netns exec "$R" tc qdisc add dev r0 root tbf rate 40mbit burst 16kb latency 3
 # The server: a certificate for its address, a large file.
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/ca.key" -out "$work/ca.pem" -days 1 -subj /CN=bench-ca 2>/dev/null
 openssl req -newkey rsa:2048 -nodes -keyout "$work/server.key" -out "$work/server.csr" -subj /CN=10.78.2.2 2>/dev/null
-echo "subjectAltName=IP:10.78.2.2" > "$work/ext"
+echo "subjectAltName=IP:10.78.2.2,IP:10.78.9.1" > "$work/ext"
 openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
     -out "$work/server.pem" -days 1 -extfile "$work/ext" 2>/dev/null
 mkdir -p "$work/www" "$work/logs" "$work/tmp"
@@ -93,6 +108,7 @@ http {
     uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
     server {
         listen 10.78.2.2:443 ssl;
+        listen 10.78.9.1:443 ssl;
         ssl_certificate $work/server.pem;
         ssl_certificate_key $work/server.key;
         root $work/www;
@@ -119,6 +135,11 @@ cat > "$work/Info.plist" <<PLIST
 </dict></plist>
 PLIST
 cp "$work/manifest.txt" "$work/www/manifest.txt"
+# The same app, reached on the second link.
+mkdir -p "$work/www/second"
+echo "big 4294967296 optional https://10.78.9.1/big.bin" > "$work/www/second/manifest.txt"
+sed -e 's|https://10.78.2.2/manifest.txt|https://10.78.9.1/second/manifest.txt|' \
+    -e 's|<string>10.78.2.2</string>|<string>10.78.9.1</string>|' "$work/Info.plist" > "$work/Info-second.plist"
 extension=$(cc -shared -fPIC -o "$work/ext.so" Plugins/C/example_extension.c -ISDK/C/include && echo "$work/ext.so")
 
 foreground() {  # the user's download for $measure_seconds s; prints bytes a second
@@ -128,9 +149,9 @@ foreground() {  # the user's download for $measure_seconds s; prints bytes a sec
 ping_ms() {  # mean of 30 pings across the router, ms
     ip netns exec "$C" ping -q -c 30 -i 0.2 10.78.2.2 | awk -F/ '/^rtt/ {print $5}'
 }
-start_bahost() {  # [OPTIONS]: bahost downloading the file in the background
+start_bahost() {  # [OPTIONS]: bahost downloading the file in the background ($plist: the app's Info.plist)
     rm -rf "$work/data"
-    ip netns exec "$C" "$bahost" run --plugin "$extension" --event periodic --info-plist "$work/Info.plist" \
+    ip netns exec "$C" "$bahost" run --plugin "$extension" --event periodic --info-plist "${plist:-$work/Info.plist}" \
         --data-root "$work/data" --ca-file "$work/ca.pem" --json "$@" > "$work/bahost.out" 2>&1 &
     bahost_pid=$!
     sleep 4  # the manifest, the window, the controller's ramp
@@ -145,14 +166,21 @@ bahost_rate() {  # bahost's bytes a second over $measure_seconds s, from its par
 }
 
 partial_bytes() { du -b "$work"/data/transfers/* 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
-outage() {  # the client's link down for $outage_seconds s mid-download; prints "RESUME-SECONDS FAILURES"
+outage() {  # TOPOLOGY SECONDS: the link down for SECONDS mid-download; prints "RESUME-SECONDS FAILURES"
+    local topology=$1 seconds=$2 device=c0
+    if [ "$topology" = second-link ]; then device=c1; plist=$work/Info-second.plist; else plist=""; fi
     start_bahost --max-attempts 2
-    ip -n "$C" link set c0 down
-    sleep "$outage_seconds"
+    ip -n "$C" link set "$device" down
+    sleep "$seconds"
     local before t0 resumed=""
     before=$(partial_bytes)
-    ip -n "$C" link set c0 up
-    ip -n "$C" route replace default via 10.78.1.1  # as NetworkManager restores it
+    ip -n "$C" link set "$device" up
+    # As NetworkManager restores them.
+    if [ "$topology" = second-link ]; then
+        ip -n "$C" route replace 10.78.9.1/32 via 10.78.3.1 dev c1
+    else
+        ip -n "$C" route replace default via 10.78.1.1
+    fi
     t0=$(date +%s%N)
     for _ in $(seq 1200); do
         if [ "$(partial_bytes)" -gt $((before + 65536)) ]; then resumed=$(date +%s%N); break; fi
@@ -160,6 +188,8 @@ outage() {  # the client's link down for $outage_seconds s mid-download; prints 
     done
     sleep 1
     stop_bahost
+    [ -z "${BENCH_VERBOSE:-}" ] || grep -v WARNING "$work/bahost.out" | cut -c1-300 | tail -12 >&2
+    plist=""
     local failures
     failures=$(grep -c '"event":"failed"' "$work/bahost.out" || true)
     [ -n "$resumed" ] && awk -v a="$t0" -v b="$resumed" -v f="$failures" 'BEGIN {printf "%.2f %d\n", (b - a) / 1e9, f}' \
@@ -169,10 +199,15 @@ outage() {  # the client's link down for $outage_seconds s mid-download; prints 
 link=5000000  # 40 Mbit/s in bytes a second
 for run in $(seq "$runs"); do
     if [ "$only" != traffic ]; then
-        read -r resume failures < <(outage)
-        echo "run $run: outage of $outage_seconds s: resumed $resume s after the link returned, $failures download(s) failed"
-        [ -z "$record" ] || printf 'network.resume-seconds %s\nnetwork.outage-failures %s\n' \
-            "${resume/never/999}" "$failures" >> "$record"
+        for topology in only-link second-link; do
+            for seconds in ${outage_seconds//,/ }; do
+                read -r resume failures < <(outage "$topology" "$seconds")
+                echo "run $run: $topology outage of $seconds s: resumed $resume s after the link returned," \
+                    "$failures download(s) failed"
+                [ -z "$record" ] || printf 'network.resume.%s.%s %s\nnetwork.outage-failures %s\n' \
+                    "$topology" "$seconds" "${resume/never/999}" "$failures" >> "$record"
+            done
+        done
     fi
     [ "$only" != outage ] || continue
     sleep 3  # the last run's queue drained

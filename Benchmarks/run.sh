@@ -410,7 +410,7 @@ if want network; then
     if [ "$(id -u)" -eq 0 ]; then
         echo "== background downloads beside the user's (network namespaces, a 40 Mbit/s router queue), $runs run(s)"
         BENCH_BIN=$bin Benchmarks/network.sh --runs "$runs" --seconds "$($smoke && echo 3 || echo 10)" \
-            --outage "$($smoke && echo 5 || echo 150)" --record "$results"
+            --outage "$($smoke && echo 5 || echo 30,150)" --record "$results"
     else
         echo "== network: skipped (needs root for network namespaces)"
     fi

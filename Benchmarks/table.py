@@ -201,14 +201,15 @@ for key, what, target in [
         print(f"| {what} | {built} | {size / (1 << 20):.1f} MiB | | {target} |")
 
 # Background downloads beside the user's own (Benchmarks/network.sh): a 40 Mbit/s router queue with room for 300 ms,
-# a loss-based server.
+# a loss-based server; then outages (`--only outage` records these alone).
+rows = []
 if values["network.foreground-alone"]:
     def network_ratio(name, over):
         pairs = zip(first(f"network.{name}"), first(f"network.{over}"))
         return [a / b for a, b in pairs if b > 0]
 
     link = 5_000_000
-    rows = [
+    rows += [
         ("the user's download beside bahost's background download, against its rate alone", "bahost",
          network_ratio("foreground-beside-bahost", "foreground-alone"), "x", "≥ 0.8×"),
         ("the user's download beside bahost's background download, against its rate alone", "bahost --no-background-yield",
@@ -224,12 +225,16 @@ if values["network.foreground-alone"]:
         ("ping across the router while bahost downloads in the background, added to idle", "bahost --no-background-yield",
          [b - a for a, b in zip(first("network.ping-idle"), first("network.ping-bahost-full-speed"))], "ms", ""),
     ]
-    if values["network.resume-seconds"]:
-        rows += [
-            ("resume after the link returns (the client's link down mid-download)", "bahost",
-             first("network.resume-seconds"), "s", "≤ 5 s"),
-            ("downloads failed by that outage, with --max-attempts 2", "bahost",
-             first("network.outage-failures"), "", "0"),
-        ]
-    for figure, tool, xs, unit, target in rows:
-        print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit in ('x', 's') else 0)} | | {target} |")
+where = {"only-link": "the client's only link", "second-link": "a second link beside a default route"}
+resumes = sorted(
+    (key for key in list(values) if key.startswith("network.resume.") and values[key]),
+    key=lambda key: (key.split(".")[2], int(key.split(".")[3])))
+for key in resumes:
+    _, _, topology, seconds = key.split(".")
+    rows.append((f"resume after {where.get(topology, topology)} returns from {seconds} s down, mid-download",
+                 "bahost", first(key), "s", "≤ 5 s"))
+if resumes:
+    rows.append(("downloads failed by those outages, with --max-attempts 2", "bahost",
+                 first("network.outage-failures"), "", "0"))
+for figure, tool, xs, unit, target in rows:
+    print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit in ('x', 's') else 0)} | | {target} |")
