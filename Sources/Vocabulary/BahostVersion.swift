@@ -5,7 +5,7 @@ import CBAExtension
 /// `bahost --version`, and a test holds CHANGELOG.md's newest entry to it.
 public enum BahostVersion {
     /// The release, semantic versioning: the C ABI and the Swift SDK's public API follow its rules.
-    public static let release = "0.3.0"
+    public static let release = "0.4.0"
     /// The C ABI's version, from `SDK/C/include/ba/version.h`: major.minor.
     public static let abi = "\(BA_ABI_VERSION_MAJOR).\(BA_ABI_VERSION_MINOR)"
 }
