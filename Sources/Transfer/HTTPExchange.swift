@@ -348,51 +348,52 @@ final class HTTPExchange: @unchecked Sendable {
     /// again: longer than a round trip on any network a download goes over.
     static let unansweredConnectAtChange = Duration.seconds(1)
 
-    /// Why the exchange must start again on the network as it now is, after the kernel reported a change: it was
-    /// still connecting from an address the kernel would no longer send from (or to a peer no route leads to now),
-    /// or unanswered for `unansweredConnectAtChange`, or its connected server has been silent for `stalledAtChange`.
-    /// Nil to let it go on: a connect begun on the old path is never waited out. [transfer thread]
-    func restartAfterChange(now: ContinuousClock.Instant) -> TransferError? {
-        if !isConnected {
-            let socket = connectAttempt.pointee.socket
-            let peer = attemptedPeer
-            guard socket >= 0, !peer.isEmpty else { return nil }
+    /// What a change the kernel reported does to the exchange, nil to let it go on. Offline when no usable route
+    /// leads to its peer (the server, or the proxy) now. Started again at once on the new path when its connection,
+    /// or its connect still unanswered, leaves from an address the kernel would no longer send from (the default
+    /// route moved, Wi-Fi to Ethernet, a second link back), when a connect has waited `unansweredConnectAtChange`
+    /// (it may have left while its link had no carrier), or when its connected server has been silent for
+    /// `stalledAtChange`: a connect or a read begun on the old path is never waited out. [transfer thread]
+    func afterChange(now: ContinuousClock.Instant) -> TransferError? {
+        let connected = isConnected
+        // libcurl names the connection's ends once it is made; before, the recorded connect does.
+        let peer = connected ? peerAddress : attemptedPeer
+        if !peer.isEmpty {
             guard let source = NetworkPath.usableSource(toward: peer) else {
                 return TransferError(
-                    .network, code: CurlFailure.notConnectedToInternet, domain: TransferError.urlDomain,
-                    message: "the network went away while connecting: no route to the server", offline: true)
+                    .network, code: connected ? CurlFailure.networkConnectionLost : CurlFailure.notConnectedToInternet,
+                    domain: TransferError.urlDomain,
+                    message: connected
+                        ? "the network went away: no route to the server"
+                        : "the network went away while connecting: no route to the server",
+                    offline: true)
             }
-            var local = [CChar](repeating: 0, count: 64)
-            let bound = bahost_socket_local_address(socket, &local, local.count) == 0 ? String(cString: local) : ""
-            if bound != source {
+            if connected {
+                let local = localAddress
+                if !local.isEmpty && local != source {
+                    return .restart("the network changed: the server is now reached from another address")
+                }
+            } else if attemptedLocalAddress != source {
                 return .restart("the path to the server changed while connecting: started again on the new path")
             }
-            // The same route, but a connect unanswered this long may have left while its link had no carrier.
-            guard let since = silentSince, now - since >= Self.unansweredConnectAtChange else { return nil }
-            return .restart(
-                "the network changed while the connection waited \((now - since).tenths) s for an answer: "
-                    + "started again")
+        } else if !connected {
+            return nil  // still resolving the name: no path taken yet
         }
-        guard let since = silentSince, now - since >= Self.stalledAtChange else { return nil }
+        let waited = connected ? Self.stalledAtChange : Self.unansweredConnectAtChange
+        guard let since = silentSince, now - since >= waited else { return nil }
         return .restart(
-            "the network changed while the server was silent for \((now - since).tenths) s: started again")
+            connected
+                ? "the network changed while the server was silent for \((now - since).tenths) s: started again"
+                : "the network changed while the connection waited \((now - since).tenths) s for an answer: "
+                    + "started again")
     }
 
-    /// Why the exchange's connection can no longer carry it, once the network changed: the kernel has no route to
-    /// its peer (the server, or the proxy), or would send from another address (the default route moved, Wi-Fi to
-    /// Ethernet). Nil while it still can, or before it has a peer.
-    func pathLost() -> TransferError? {
-        let peer = String(cString: bahost_curl_info_string(easy, CURLINFO_PRIMARY_IP))
-        guard !peer.isEmpty else { return nil }
-        let local = localAddress
-        let source = NetworkPath.usableSource(toward: peer)
-        guard source == nil || (!local.isEmpty && source != local) else { return nil }
-        guard source != nil else {
-            return TransferError(
-                .network, code: CurlFailure.networkConnectionLost, domain: TransferError.urlDomain,
-                message: "the network went away: no route to the server", offline: true)
-        }
-        return .restart("the network changed: the server is now reached from another address")
+    /// The local address the recorded connect left from ("" when it cannot be read).
+    private var attemptedLocalAddress: String {
+        let socket = connectAttempt.pointee.socket
+        var local = [CChar](repeating: 0, count: 64)
+        guard socket >= 0, bahost_socket_local_address(socket, &local, local.count) == 0 else { return "" }
+        return String(cString: local)
     }
 
     /// libcurl ended the request with `code`.

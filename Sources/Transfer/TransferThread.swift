@@ -294,13 +294,12 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         takeEnded()?.resume()
     }
 
-    /// Ends the exchanges whose path the change broke (`HTTPExchange.pathLost`), or that were connecting or stalled
-    /// on a path that may have changed (`restartAfterChange`), at once rather than after a timeout begun on the old
-    /// path, then says so.
+    /// Ends the exchanges the change broke or may have moved (`HTTPExchange.afterChange`) at once, rather than after
+    /// a timeout begun on the old path, then says so.
     private func networkDidChange() {
         let now = ContinuousClock.now
         for exchange in Array(running.values) {
-            if let lost = exchange.pathLost() ?? exchange.restartAfterChange(now: now) { abort(exchange, lost) }
+            if let ending = exchange.afterChange(now: now) { abort(exchange, ending) }
         }
         networkChanged()
     }

@@ -193,13 +193,7 @@ public final class NetworkLab: @unchecked Sendable {
     /// router forwards nothing and answers nothing, as a path the CDN is not on). With the second link down, a
     /// connection to the service leaves by the default route and is never answered.
     public func useSecondLinkBesideADefaultRoute() throws {
-        try ip(["netns", "add", router])
-        try ip(["-n", router, "link", "set", "lo", "up"])
-        try ip(["link", "add", "c2", "netns", client, "type", "veth", "peer", "name", "r0", "netns", router])
-        try ip(["-n", client, "addr", "add", "10.77.4.2/24", "dev", "c2"])
-        try ip(["-n", router, "addr", "add", "10.77.4.1/24", "dev", "r0"])
-        try ip(["-n", client, "link", "set", "c2", "up"])
-        try ip(["-n", router, "link", "set", "r0", "up"])
+        try addRouter()
         try Self.run(Self.ip, ["netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=0"])
         try ip(["-n", client, "route", "add", "default", "via", "10.77.4.1", "dev", "c2"])
         try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.2.1", "dev", "c1"])
@@ -225,16 +219,10 @@ public final class NetworkLab: @unchecked Sendable {
     /// room for 300 ms, the server's TCP loss-based (reno, as most servers'), so that a greedy flow fills that queue.
     /// (In the sender's own queue, the kernel's small-queue limits keep it short and the test would measure nothing.)
     public func addBottleneck() throws {
-        try ip(["netns", "add", router])
-        try ip(["-n", router, "link", "set", "lo", "up"])
-        try ip(["link", "add", "c2", "netns", client, "type", "veth", "peer", "name", "r0", "netns", router])
+        try addRouter()
         try ip(["link", "add", "r1", "netns", router, "type", "veth", "peer", "name", "s2", "netns", server])
-        for (namespace, link, address) in [
-            (client, "c2", "10.77.4.2/24"), (router, "r0", "10.77.4.1/24"), (router, "r1", "10.77.5.1/24"),
-            (server, "s2", "10.77.5.2/24"),
-        ] {
-            try ip(["-n", namespace, "addr", "add", address, "dev", link])
-            try ip(["-n", namespace, "link", "set", link, "up"])
+        try bringUp([(router, "r1", "10.77.5.1/24"), (server, "s2", "10.77.5.2/24")])
+        for (namespace, link) in [(client, "c2"), (router, "r0"), (router, "r1"), (server, "s2")] {
             _ = try? Self.run(Self.ip, ["netns", "exec", namespace, "ethtool", "-K", link, "tso", "off", "gso", "off", "gro", "off"])
         }
         try Self.run(Self.ip, ["netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
@@ -244,6 +232,23 @@ public final class NetworkLab: @unchecked Sendable {
         try ip(["-n", client, "route", "replace", "\(Self.serviceAddress)/32", "via", "10.77.4.1", "dev", "c2"])
         try ip(["netns", "exec", router, "tc", "qdisc", "add", "dev", "r0", "root", "tbf", "rate", "40mbit", "burst",
                 "16kb", "latency", "300ms"])
+    }
+
+    /// Adds the router namespace, joined to the client by `c2`–`r0` (10.77.4.0/24); what it forwards is the
+    /// caller's.
+    private func addRouter() throws {
+        try ip(["netns", "add", router])
+        try ip(["-n", router, "link", "set", "lo", "up"])
+        try ip(["link", "add", "c2", "netns", client, "type", "veth", "peer", "name", "r0", "netns", router])
+        try bringUp([(client, "c2", "10.77.4.2/24"), (router, "r0", "10.77.4.1/24")])
+    }
+
+    /// Gives each (namespace, link, address) its address and brings the link up.
+    private func bringUp(_ links: [(String, String, String)]) throws {
+        for (namespace, link, address) in links {
+            try ip(["-n", namespace, "addr", "add", address, "dev", link])
+            try ip(["-n", namespace, "link", "set", link, "up"])
+        }
     }
 
     /// The receive buffer (`ss`'s `rb`, bytes) of the connection to the service that has received the most, of
