@@ -28,11 +28,14 @@
 #                    private session bus under Xvfb, a screenshot of it, dbus-monitor for what crossed the bus
 #   love, xvfb, xauth
 #                    the LÖVE game's test (Plugins/Love): the engine, headless under Xvfb
+#   flatpak, debootstrap
+#                    the shipping tests: Flatpak apps (Tests/Shipping/flatpak.sh: a runtime made from a minimal
+#                    Debian) and the .deb in a clean Debian root (Tests/Shipping/deb.sh)
 set -euo pipefail
 
 packages=(libffi-dev libsqlite3-dev libarchive-dev libcurl4-openssl-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
     python3-setuptools libproxy-dev iproute2 ethtool curl tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit libsystemd-dev dbus-daemon libglib2.0-bin python3-dbusmock
-    systemd dunst scrot dbus-bin love xvfb xauth)
+    systemd dunst scrot dbus-bin love xvfb xauth flatpak debootstrap)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

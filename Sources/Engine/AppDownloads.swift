@@ -13,7 +13,8 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
     private let context: EngineContext
     private let appIdentifier: String
     /// Made at the first exclusive-control call: most callers never make one.
-    private lazy var lock = ExclusiveControlLock(path: ExclusiveControlLock.path(forApp: appIdentifier))
+    private lazy var lock = ExclusiveControlLock(path: ExclusiveControlLock.path(
+        forApp: appIdentifier, sandboxHome: context.dataRoot.sandboxHomes.home(ofApp: appIdentifier)))
     private var store: QueueStore { context.store }
 
     init(context: EngineContext, appIdentifier: String) {

@@ -17,11 +17,28 @@ extension HostEngine {
     /// allowance use and launch; `directory` is where the service finds it again (its schedule is made on first
     /// install).
     /// - Parameter allowInsecureLoopback: its downloads may use plain http to loopback hosts (local test servers).
+    /// - Parameter sandboxHome: a Flatpak app's own folder (`~/.var/app/APP_ID`), where its container is made; nil
+    ///   for a native app. A sandboxed app's group is its alone.
     public func install(
-        _ config: AppConfiguration, extensionPath: String, allowInsecureLoopback: Bool = false, directory: String? = nil
+        _ config: AppConfiguration, extensionPath: String, allowInsecureLoopback: Bool = false,
+        directory: String? = nil, sandboxHome: String? = nil
     ) throws {
-        let app = AppRecord(config, extensionPath: extensionPath, allowInsecureLoopback: allowInsecureLoopback)
+        var app = AppRecord(config, extensionPath: extensionPath, allowInsecureLoopback: allowInsecureLoopback)
+        app.sandboxHome = sandboxHome
+        if let other = try store.apps().first(where: {
+            $0.appIdentifier != app.appIdentifier && $0.appGroupIdentifier == app.appGroupIdentifier
+                && ($0.sandboxHome != nil || sandboxHome != nil)
+        }) {
+            throw EngineError.sharedSandboxedGroup(
+                app: app.appIdentifier, group: app.appGroupIdentifier, other: other.appIdentifier)
+        }
+        if let sandboxHome {
+            try FileManager.default.createDirectory(
+                atPath: SandboxHomes.containerPath(for: app.appGroupIdentifier, in: sandboxHome),
+                withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
         try store.install(app)
+        context.dataRoot.sandboxHomes.place(app.appIdentifier, group: app.appGroupIdentifier, home: sandboxHome)
         guard let directory else { return }
         var schedule = try store.schedule(app.appIdentifier)
             ?? AppSchedule(appIdentifier: app.appIdentifier, appDirectory: directory)

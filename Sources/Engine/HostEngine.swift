@@ -116,6 +116,10 @@ public final class HostEngine: Sendable {
             store = try QueueStore(path: dataRoot.queuePath)
             // Transfers that were moving when a previous host died are queued again, to resume.
             try store.recoverInterruptedTransfers()
+            // Sandboxed apps' containers live in their sandboxes' folders.
+            for app in try store.apps() {
+                dataRoot.sandboxHomes.place(app.appIdentifier, group: app.appGroupIdentifier, home: app.sandboxHome)
+            }
             // Last: once made, the client and the transfer threads must be shut down, so nothing after them may throw.
             client = try TransferClient(settings.transfer)
         } catch {
@@ -182,6 +186,7 @@ public final class HostEngine: Sendable {
         if try !store.apps().contains(where: { $0.appGroupIdentifier == app.appGroupIdentifier }) {
             try? FileManager.default.removeItem(at: context.dataRoot.container(for: app.appGroupIdentifier))
         }
+        context.dataRoot.sandboxHomes.place(appIdentifier, group: app.appGroupIdentifier, home: nil)
     }
 
     /// Forgets downloads whose completion was delivered before `cutoff` (QueueStore.pruneDelivered).
@@ -339,11 +344,17 @@ public final class TurnStatistics: Sendable {
 
 public enum EngineError: Error, CustomStringConvertible {
     case dataRootInUse(String)
+    /// A sandboxed app's group is another app's too: its container lives inside one sandbox, which the other
+    /// cannot see (nor may it see the other's files).
+    case sharedSandboxedGroup(app: String, group: String, other: String)
 
     public var description: String {
         switch self {
         case .dataRootInUse(let path):
             "another bahost (the daemon, or a run) is using the data root \(path); use its service or another --data-root"
+        case .sharedSandboxedGroup(let app, let group, let other):
+            "\(app)'s app group \(group) is also \(other)'s: a Flatpak app's group container lives inside its own "
+                + "sandbox, so no other app may share it"
         }
     }
 }

@@ -13,13 +13,16 @@ public struct InstalledApp: Sendable, Hashable {
     public var launched: Bool
     /// `BAHostShowsDownloadProgress`: the desktop shows the progress of its foreground downloads.
     public var showsDownloadProgress: Bool = false
+    /// A Flatpak app's own folder (`~/.var/app/APP_ID`), where its container lives; nil for a native app.
+    public var sandboxHome: String?
 }
 
 extension AppRecord {
     var installed: InstalledApp {
         InstalledApp(
             appIdentifier: appIdentifier, appGroupIdentifier: appGroupIdentifier,
-            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched, showsDownloadProgress: showsDownloadProgress)
+            hasManagedAssetPacks: hasManagedAssetPacks, launched: launched,
+            showsDownloadProgress: showsDownloadProgress, sandboxHome: sandboxHome)
     }
 
     /// An app as its Info.plist declares it, with its extension at `extensionPath`.

@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Vocabulary
 
 /// Apple's exclusive control between an app and its extension: an advisory `flock` on a file both can reach, so
@@ -13,9 +14,11 @@ public final class ExclusiveControlLock {
 
     deinit { if descriptor >= 0 { close(descriptor) } }
 
-    /// The lock file of an app: `$XDG_RUNTIME_DIR/bahost/APP.lock`, or a per-user folder under /tmp.
-    public static func path(forApp appIdentifier: String) -> String {
-        "\(folder)/\(appIdentifier).lock"
+    /// The lock file of an app: `$XDG_RUNTIME_DIR/bahost/APP.lock`, or a per-user folder under /tmp; a sandboxed
+    /// app's is in its own folder (`sandboxHome`), where its sandbox sees it at the same path.
+    public static func path(forApp appIdentifier: String, sandboxHome: String? = nil) -> String {
+        if let sandboxHome { return "\(SandboxHomes.bahostFolder(in: sandboxHome))/\(appIdentifier).lock" }
+        return "\(folder)/\(appIdentifier).lock"
     }
 
     /// Read once: the environment does not change under a running process, and reading it is not cheap.

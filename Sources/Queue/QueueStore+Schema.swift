@@ -207,6 +207,9 @@ extension QueueStore {
                 t.add(column: "showsDownloadProgress", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v17: the folder a sandboxed app's sandbox gives it") { db in
+            try db.alter(table: AppRecord.databaseTableName) { t in t.add(column: "sandboxHome", .text) }
+        }
         return migrator
     }
 }

@@ -237,6 +237,9 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     /// `bahost debug url-override`: fetch the manifest from here instead (a local `bahost serve`), until cleared.
     /// An update of the app keeps it.
     public var manifestURLOverride: String?
+    /// A Flatpak app's own folder, `~/.var/app/APP_ID`, which its sandbox sees at the same path: its app group's
+    /// container and its exclusive-control lock live there (`DataRoot.SandboxHomes`); nil for a native app.
+    public var sandboxHome: String?
 
     /// The manifest URL in force: the development override, else `BAManifestURL`.
     public var effectiveManifestURL: String { manifestURLOverride ?? manifestURL }
@@ -244,7 +247,8 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     public init(
         appIdentifier: String, appGroupIdentifier: String, pluginPath: String, manifestURL: String,
         domainAllowList: [String], downloadAllowance: Int64, essentialDownloadAllowance: Int64,
-        allowInsecureLoopback: Bool, hasManagedAssetPacks: Bool = false, showsDownloadProgress: Bool = false
+        allowInsecureLoopback: Bool, hasManagedAssetPacks: Bool = false, showsDownloadProgress: Bool = false,
+        sandboxHome: String? = nil
     ) {
         self.appIdentifier = appIdentifier
         self.appGroupIdentifier = appGroupIdentifier
@@ -260,6 +264,7 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
         self.hasManagedAssetPacks = hasManagedAssetPacks
         self.showsDownloadProgress = showsDownloadProgress
         manifestURLOverride = nil
+        self.sandboxHome = sandboxHome
     }
 }
 

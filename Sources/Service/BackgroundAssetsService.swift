@@ -31,6 +31,8 @@ public final class BackgroundAssetsService: Sendable {
     let declaredAppsStatus = Mutex(DeclaredAppsStatus())
     /// The system bus's watch while the service runs.
     let systemBus = Mutex<SystemBusWatch?>(nil)
+    /// Each installed Flatpak app's own socket, by app (`openFlatpakSockets`).
+    let flatpakListeners = Mutex<[String: ServiceListener]>([:])
     /// The desktop (the session bus), connected at the first launch that waits; `.some(nil)` once found absent.
     private let desktopShell = Mutex<DesktopShell??>(nil)
     /// Apps whose foreground downloads the desktop shows now (`showForegroundProgress`).
@@ -57,21 +59,8 @@ public final class BackgroundAssetsService: Sendable {
     /// Serves until the task is cancelled (the daemon's graceful shutdown), then stops with nothing lost: the
     /// socket closes, running transfers stop with their partial files kept, and the queue is left as it stands.
     public func run() async throws {
-        listener.start { [self] socket, pid in
-            let session = ClientSession(
-                socket: socket, peerPID: pid,
-                limits: .init(unreadBytes: settings.unreadBytesLimit, stall: settings.unreadTimeout)
-            ) { [logger] reason in
-                logger.notice("closed a connection that does not read what the service sends: \(reason)", metadata: [
-                    "pid": "\(pid)",
-                ])
-            }
-            sessions.add(session)
-            session.startReading(
-                immediate: { session, id, request in self.immediate(request, id: id, from: session) },
-                handle: { session, id, request in await self.handle(request, id: id, from: session) },
-                ended: { session in self.ended(session) })
-        }
+        start(listener)
+        openFlatpakSockets()
         logger.info("listening", metadata: [
             "socket": "\(settings.socketPath)", "data": "\(settings.dataRoot.url.path)",
             "activated": "\(listener.activated)",
@@ -96,9 +85,31 @@ public final class BackgroundAssetsService: Sendable {
         bus?.stop()
         desktopShell.withLock { $0??.stop() }
         listener.stop()
+        closeFlatpakSockets()
         sessions.closeAll()
         await engine.shutdown()
         logger.info("stopped")
+    }
+
+    /// Accepts connections on `listener`: each a session of its own, read on its own thread.
+    func start(_ listener: ServiceListener) {
+        listener.start(runtimeDirectory: settings.runtimeDirectory, refused: { [logger] pid, why in
+            logger.notice("refused a connection: \(why.printable(limit: 500))", metadata: ["pid": "\(pid)"])
+        }) { [self] socket, pid, flatpak in
+            let session = ClientSession(
+                socket: socket, peerPID: pid, flatpak: flatpak,
+                limits: .init(unreadBytes: settings.unreadBytesLimit, stall: settings.unreadTimeout)
+            ) { [logger] reason in
+                logger.notice("closed a connection that does not read what the service sends: \(reason)", metadata: [
+                    "pid": "\(pid)",
+                ])
+            }
+            sessions.add(session)
+            session.startReading(
+                immediate: { session, id, request in self.immediate(request, id: id, from: session) },
+                handle: { session, id, request in await self.handle(request, id: id, from: session) },
+                ended: { session in self.ended(session) })
+        }
     }
 
     /// The desktop's notifications and dock, on the session bus; nil without one (then only the terminal says what
@@ -231,6 +242,7 @@ public final class BackgroundAssetsService: Sendable {
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "the client speaks protocol \(hello.protocolVersion); this service speaks \(ServiceProtocol.version)"))
         }
+        if let flatpak = session.flatpak { return introduce(session, hello, fromFlatpak: flatpak) }
         guard hello.role == .app else {
             session.introduce(hello)
             return .hello(HelloReply(serviceVersion: Self.version))
@@ -239,6 +251,15 @@ public final class BackgroundAssetsService: Sendable {
             return .failure(HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
                 "no app '\(hello.appIdentifier ?? "")' is installed: bahost install APP_DIR first"))
+        }
+        guard app.sandboxHome == nil else {
+            logger.notice("refused a native process posing as a Flatpak app", metadata: [
+                "app": "\(appIdentifier)", "pid": "\(session.peerPID)",
+            ])
+            return .failure(HostError(
+                BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
+                "\(appIdentifier) is a Flatpak app: only a process inside its sandbox (flatpak run \(appIdentifier)) "
+                    + "may act as it"))
         }
         guard (try? engine.isLaunchedProcess(session.peerPID, of: appIdentifier)) == true else {
             logger.notice("refused a process posing as an app", metadata: ["app": "\(appIdentifier)", "pid": "\(session.peerPID)"])

@@ -13,6 +13,8 @@ import Vocabulary
 final class ClientSession: Sendable {
     let socket: FramedSocket
     let peerPID: Int32
+    /// The Flatpak the peer runs in, proved when it connected (`FlatpakPeer`); nil for a native process.
+    let flatpak: FlatpakInfo?
     private let state = Mutex(State())
     /// Everything sent to the client goes through it: no sender waits for the client to read.
     private let outbox: SessionOutbox
@@ -28,11 +30,12 @@ final class ClientSession: Sendable {
     /// - Parameter closedOverLimit: called once, with why, when the client's unread backlog passed a bound of
     ///   `limits` and its connection was closed.
     init(
-        socket: FramedSocket, peerPID: Int32, limits: SessionOutbox.Limits,
+        socket: FramedSocket, peerPID: Int32, flatpak: FlatpakInfo? = nil, limits: SessionOutbox.Limits,
         closedOverLimit: @escaping @Sendable (String) -> Void
     ) {
         self.socket = socket
         self.peerPID = peerPID
+        self.flatpak = flatpak
         outbox = SessionOutbox(socket: socket, limits: limits, overLimit: closedOverLimit)
     }
 

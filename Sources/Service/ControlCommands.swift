@@ -82,6 +82,11 @@ extension BackgroundAssetsService {
         let existing = try engine.app(config.appIdentifier)
         if update && existing == nil { throw ControlError("\(config.appIdentifier) is not installed: install it first") }
         if !update && existing != nil { throw ControlError("\(config.appIdentifier) is already installed: use update") }
+        if existing?.sandboxHome != nil {
+            throw ControlError(
+                "\(config.appIdentifier) is installed from its Flatpak: `flatpak update` updates it, and the service "
+                    + "follows")
+        }
         try installRecord(config, folder: folder)
         return try await contentRequest(update ? .update : .install, config.appIdentifier, id: id, session: session)
     }
@@ -96,10 +101,12 @@ extension BackgroundAssetsService {
     }
 
     /// Installs (or updates) the app of `folder` with the engine, as its Info.plist says.
-    func installRecord(_ config: AppConfiguration, folder: URL) throws {
+    /// - Parameter sandboxHome: a Flatpak's own folder (`~/.var/app/APP_ID`); nil for a native app.
+    func installRecord(_ config: AppConfiguration, folder: URL, sandboxHome: String? = nil) throws {
         let plugin = try Self.extensionPath(in: folder, config: config)
         try engine.install(
-            config, extensionPath: plugin, allowInsecureLoopback: settings.allowInsecureLoopback, directory: folder.path)
+            config, extensionPath: plugin, allowInsecureLoopback: settings.allowInsecureLoopback,
+            directory: folder.path, sandboxHome: sandboxHome)
     }
 
     /// Runs a content request. With a session (the command line), it follows the app's events, and install and update

@@ -5,9 +5,13 @@ import Synchronization
 import Vocabulary
 
 /// The service's Unix socket: private to the user (a 0700 folder, a 0600 socket), and every connection's peer
-/// checked with `SO_PEERCRED` before a byte is read from it.
+/// checked with `SO_PEERCRED` before a byte is read from it, and identified when it runs inside a Flatpak
+/// (`FlatpakPeer`). A Flatpak app's own socket (`openFlatpakSockets`) admits only processes inside that app's sandbox.
 final class ServiceListener: Sendable {
     let path: String
+    /// The only Flatpak app this socket admits (a socket in the app's `$XDG_RUNTIME_DIR/app/APP_ID`); nil: the
+    /// service's own socket, for every process of the user.
+    let flatpakApp: String?
     private let descriptor: Int32
     /// Whether systemd passed the socket (`bahost.socket`): it then owns the socket's file, which stays.
     let activated: Bool
@@ -15,9 +19,10 @@ final class ServiceListener: Sendable {
 
     /// Takes the socket systemd passed for `path` (socket activation); else binds `path`, replacing a socket that
     /// no service answers on, and refuses to start beside a live service.
-    init(path: String) throws {
+    init(path: String, flatpakApp: String? = nil) throws {
         self.path = path
-        if let passed = try ServiceManager.passedSocket(for: path) {
+        self.flatpakApp = flatpakApp
+        if flatpakApp == nil, let passed = try ServiceManager.passedSocket(for: path) {
             descriptor = passed
             activated = true
             return
@@ -26,7 +31,10 @@ final class ServiceListener: Sendable {
         let folder = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(
             atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        if FileManager.default.fileExists(atPath: path) {
+        if flatpakApp != nil {
+            // The app's own folder: whatever is there is the app's or a service's that died, never a live one's.
+            unlink(path)
+        } else if FileManager.default.fileExists(atPath: path) {
             if let live = try? FramedSocket.connect(to: path) {
                 live.close()
                 throw ServiceError.alreadyRunning(path)
@@ -60,8 +68,12 @@ final class ServiceListener: Sendable {
         descriptor = fd
     }
 
-    /// Accepts connections on a thread of its own until `stop`; `accept` gets each one whose peer is this user.
-    func start(_ handle: @escaping @Sendable (FramedSocket, _ pid: Int32) -> Void) {
+    /// Accepts connections on a thread of its own until `stop`; `handle` gets each one whose peer is this user, with
+    /// the Flatpak app it runs as, proved (nil: a native process). `refused` hears why one was turned away.
+    func start(
+        runtimeDirectory: String?, refused: @escaping @Sendable (_ pid: Int32, String) -> Void = { _, _ in },
+        _ handle: @escaping @Sendable (FramedSocket, _ pid: Int32, FlatpakInfo?) -> Void
+    ) {
         Thread.detachNewThread { [self, descriptor] in
             bahost_name_thread("bahost-accept")
             while true {
@@ -75,6 +87,7 @@ final class ServiceListener: Sendable {
                     return
                 }
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                let acceptedAt = FlatpakPeer.bootTicks
                 if self.stopped.load(ordering: .acquiring) {
                     close(fd)
                     return
@@ -93,13 +106,29 @@ final class ServiceListener: Sendable {
                     refuse("the bahost service of user \(getuid()) does not accept connections from user \(uid)")
                     continue
                 }
-                // An extension reaches the host through its runner, never here: a peer inside a window's PID
-                // namespace is an extension posing as an app.
-                guard bahost_same_pid_namespace(pid) != 0 else {
-                    refuse("a process inside an extension's window may not connect to the service")
+                var flatpak: FlatpakInfo?
+                switch FlatpakPeer.identify(pid: pid, acceptedAt: acceptedAt, runtimeDirectory: runtimeDirectory) {
+                case .refused(let why):
+                    refused(pid, why)
+                    refuse("a Flatpak's identity could not be proved: \(why)")
+                    continue
+                case .flatpak(let info):
+                    flatpak = info
+                case .native:
+                    // An extension reaches the host through its runner, never here: a peer inside a window's PID
+                    // namespace is an extension posing as an app. (A Flatpak has a PID namespace of its own.)
+                    guard bahost_same_pid_namespace(pid) != 0 else {
+                        refuse("a process inside an extension's window may not connect to the service")
+                        continue
+                    }
+                }
+                if let only = self.flatpakApp, flatpak?.appIdentifier != only {
+                    let who = flatpak.map { "the Flatpak \($0.appIdentifier)" } ?? "a process outside any Flatpak"
+                    refused(pid, "\(who) connected to \(only)'s socket")
+                    refuse("this socket is the Flatpak \(only)'s: only a process inside its sandbox may use it")
                     continue
                 }
-                handle(socket, pid)
+                handle(socket, pid, flatpak)
             }
         }
     }

@@ -23,6 +23,13 @@ public struct ServiceSettings: Sendable {
     public var appCallbackTimeout: Duration
     /// Where packages declare apps (`DeclaredAppFolders`: the XDG data folders' `bahost/apps`).
     public var declaredAppFolders: [String]
+    /// Flatpak installations whose apps may declare themselves (`DeclaredAppFolders.flatpakInstallations`).
+    public var flatpakInstallations: [String]
+    /// The user's runtime folder (`$XDG_RUNTIME_DIR`): where Flatpak keeps its instances and each app's
+    /// `app/APP_ID` folder, where the service puts the app's own socket.
+    public var runtimeDirectory: String?
+    /// The user's home folder, where each Flatpak app's own folder is (`~/.var/app/APP_ID`).
+    public var home: String
     /// How long a declared folder must look the same before the service acts on it.
     public var declaredAppSettle: Duration
     /// How long a declared app's folder must stay gone before the service uninstalls the app.
@@ -36,19 +43,29 @@ public struct ServiceSettings: Sendable {
     public static let standardUnreadBytesLimit = 4 << 20
     public static let standardUnreadTimeout = Duration.seconds(30)
 
-    var declaredApps: DeclaredAppFolders { DeclaredAppFolders(roots: declaredAppFolders) }
+    var declaredApps: DeclaredAppFolders {
+        DeclaredAppFolders(roots: declaredAppFolders, flatpakInstallations: flatpakInstallations, home: home)
+    }
 
     public init(
         socketPath: String, dataRoot: DataRoot, engine: HostEngine.Settings, periodic: PeriodicPolicy = PeriodicPolicy(),
         schedulerInterval: Duration = .seconds(60), sysfsRoot: String = "/sys", development: Bool = false,
         allowInsecureLoopback: Bool = false, deliveredRetention: TimeInterval = 7 * 86400,
         appCallbackTimeout: Duration = .seconds(30), declaredAppFolders: [String] = DeclaredAppFolders.standard().roots,
+        flatpakInstallations: [String] = DeclaredAppFolders.standard().flatpakInstallations,
+        runtimeDirectory: String? = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap {
+            $0.isEmpty ? nil : $0
+        },
+        home: String = DeclaredAppFolders.standard().home,
         declaredAppSettle: Duration = .seconds(1), declaredAppRemovalGrace: Duration = .seconds(10),
         unreadBytesLimit: Int = Self.standardUnreadBytesLimit, unreadTimeout: Duration = Self.standardUnreadTimeout
     ) {
         self.unreadBytesLimit = unreadBytesLimit
         self.unreadTimeout = unreadTimeout
         self.declaredAppFolders = declaredAppFolders
+        self.flatpakInstallations = flatpakInstallations
+        self.runtimeDirectory = runtimeDirectory
+        self.home = home
         self.declaredAppSettle = declaredAppSettle
         self.declaredAppRemovalGrace = declaredAppRemovalGrace
         self.deliveredRetention = deliveredRetention

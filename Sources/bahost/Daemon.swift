@@ -76,6 +76,14 @@ struct Daemon: AsyncParsableCommand {
         discussion: "By default $XDG_DATA_HOME/bahost/apps, then bahost/apps in each of $XDG_DATA_DIRS."))
     var appsFolder: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "A Flatpak installation whose apps may declare themselves (repeat for more, the first wins).",
+        discussion: """
+            By default the user's ($FLATPAK_USER_DIR, else $XDG_DATA_HOME/flatpak) and the system's \
+            ($FLATPAK_SYSTEM_DIR, else /var/lib/flatpak); none when --apps-folder is given without this.
+            """))
+    var flatpakInstallation: [String] = []
+
     @Option(help: "Seconds a declared app's folder must look the same before the service acts on it.")
     var settleSeconds: Double = 1
 
@@ -115,6 +123,9 @@ struct Daemon: AsyncParsableCommand {
             declaredAppFolders: appsFolder.isEmpty
                 ? DeclaredAppFolders.standard().roots
                 : appsFolder.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+            flatpakInstallations: !flatpakInstallation.isEmpty
+                ? flatpakInstallation.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+                : appsFolder.isEmpty ? DeclaredAppFolders.standard().flatpakInstallations : [],
             declaredAppSettle: .milliseconds(Int64(settleSeconds * 1000)),
             declaredAppRemovalGrace: .milliseconds(Int64(removalGraceSeconds * 1000)),
             unreadBytesLimit: maxUnreadBytes, unreadTimeout: .milliseconds(Int64(unreadTimeout * 1000)))

@@ -13,6 +13,7 @@ sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 work=$(mktemp -d /tmp/bahost-deb.XXXXXX)
 root="$work/root"
 . Tests/Shipping/declared-app.sh
+. Tests/Shipping/clean-root.sh
 cleanup() {
     declared_app_cleanup
     # Never delete through a mount: unmount, and keep the folder if that failed.
@@ -36,14 +37,7 @@ done
 [ "$(basename "$deb")" = "bahost_${version}_$(dpkg --print-architecture).deb" ] || fail "the file's name: $(basename "$deb")"
 
 step "a clean root: debootstrap --variant=minbase"
-command -v debootstrap >/dev/null || { $sudo apt-get update -qq; DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq debootstrap; }
-# The machine's own mirror and release.
-mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-mirror=${mirror:-http://deb.debian.org/debian}
-. /etc/os-release
-$sudo debootstrap --variant=minbase "$VERSION_CODENAME" "$root" "$mirror" > "$work/debootstrap.log" 2>&1 || {
-    tail -20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
+make_clean_root "$root" "$work/debootstrap.log"
 $sudo cp /etc/resolv.conf "$root/etc/resolv.conf"
 $sudo mount -t proc proc "$root/proc"
 in_root sh -c 'command -v swift || command -v swiftc || command -v cc' && fail "the clean root has a toolchain"

@@ -11,8 +11,9 @@ import Vocabulary
 /// carry Foundation (docs/performance/DECISIONS.md #46). Errors are `HostError`s in
 /// Apple's domains.
 ///
-/// The app's identity is the one given, else `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`); the
-/// service accepts it only from a process `bahost launch` started (or one of its descendants). The connection opens
+/// The app's identity is the one given, else `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`), else,
+/// inside a Flatpak, its application ID; the service accepts it only from a process `bahost launch` started (or one
+/// of its descendants), or from inside that app's Flatpak sandbox. The connection opens
 /// at the first call, or as soon as a delegate is wanted: that is how the service learns the app runs and wants its
 /// completions. If the service goes away, calls fail with 56 and the next call connects again; while a delegate is
 /// wanted the client reconnects by itself, so that completions that waited for the service's restart still arrive.
@@ -58,11 +59,11 @@ public final class AppClient: Sendable {
         var lockDescriptor: Int32 = -1
     }
 
-    /// A client of the service at `socketPath` (nil: `ServiceProtocol.defaultSocketPath`) as `appIdentifier` (nil:
-    /// `$BAHOST_APP_IDENTIFIER`).
+    /// A client of the service at `socketPath` (nil: `ServiceProtocol.appSocketPath`, which finds the service from
+    /// inside a Flatpak too) as `appIdentifier` (nil: `$BAHOST_APP_IDENTIFIER`, else the Flatpak's application ID).
     public init(socketPath: String? = nil, appIdentifier: String? = nil, handlers: Handlers = Handlers()) {
-        self.socketPath = socketPath ?? ServiceProtocol.defaultSocketPath
-        self.appIdentifier = appIdentifier ?? ProcessEnvironment.value("BAHOST_APP_IDENTIFIER")
+        self.socketPath = socketPath ?? ServiceProtocol.appSocketPath
+        self.appIdentifier = appIdentifier ?? ServiceProtocol.defaultAppIdentifier
         self.handlers = Mutex(handlers)
     }
 
@@ -201,7 +202,8 @@ public final class AppClient: Sendable {
         guard let appIdentifier else {
             throw HostError(
                 BA_ERROR_CALLER_CONNECTION_NOT_ACCEPTED,
-                "this process has no app identity: set BAHOST_APP_IDENTIFIER (bahost launch APP -- COMMAND does)")
+                "this process has no app identity: set BAHOST_APP_IDENTIFIER (bahost launch APP -- COMMAND does), "
+                    + "or run it as a Flatpak")
         }
         let socket: FramedSocket
         do {
@@ -279,6 +281,8 @@ private final class Connection: @unchecked Sendable {  // safe: `hello` set befo
     private let waiters = Mutex<[UInt64: OneShot<Answer?>]>([:])
     private let nextIdentifier = Atomic<UInt64>(1)
     private let ended = Atomic(false)
+    /// The service's refusal of this connection (a reply to id 0, sent before it read anything), once read.
+    private let refusal = Mutex<HostError?>(nil)
     /// Given when the reader thread has finished.
     let readerFinished = OneShot<Bool>()
     /// Set once, before the connection is shared.
@@ -313,15 +317,23 @@ private final class Connection: @unchecked Sendable {  // safe: `hello` set befo
         waiters.withLock { $0[id] = waiter }
         guard !ended.load(ordering: .acquiring) else {
             waiters.withLock { _ = $0.removeValue(forKey: id) }
-            throw AppClient.invalid("the connection to the bahost service ended")
+            throw refusal.withLock { $0 } ?? AppClient.invalid("the connection to the bahost service ended")
         }
         do {
             try socket.send(try ServiceProtocol.encode(ClientMessage.request(id: id, request)))
         } catch {
+            // The service closed the connection: it may have said why first, which the reader finds before the end
+            // of the stream.
+            if case .system(_, let code)? = error as? ServiceWireError, code == EPIPE || code == ECONNRESET {
+                _ = waiter.wait()
+                if let refusal = refusal.withLock({ $0 }) { throw refusal }
+            }
             waiters.withLock { _ = $0.removeValue(forKey: id) }
             throw AppClient.invalid("cannot send to the bahost service: \(error)")
         }
-        guard let reply = waiter.wait() else { throw AppClient.invalid("the connection to the bahost service ended") }
+        guard let reply = waiter.wait() else {
+            throw refusal.withLock { $0 } ?? AppClient.invalid("the connection to the bahost service ended")
+        }
         if case .reply(.failure(let error)) = reply { throw error }
         return reply
     }
@@ -343,6 +355,13 @@ private final class Connection: @unchecked Sendable {  // safe: `hello` set befo
             }
             guard let message = try? ServiceProtocol.decodeServiceMessage(frame) else { break }
             switch message {
+            case .reply(0, let reply):
+                // Id 0 answers no request: the service's refusal of the connection, sent before it read anything.
+                // It may come before the hello is sent; every request then gets it.
+                if case .failure(let error) = reply { refusal.withLock { $0 = error } }
+                for waiter in waiters.withLock({ waiters in defer { waiters = [:] }; return waiters.values }) {
+                    waiter.give(.reply(reply))
+                }
             case .reply(let id, let reply):
                 waiters.withLock { $0.removeValue(forKey: id) }?.give(.reply(reply))
             case .event(let event):

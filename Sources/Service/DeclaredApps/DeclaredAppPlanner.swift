@@ -13,6 +13,24 @@ struct ObservedAppFolder: Sendable, Hashable {
     var fingerprint: String
     /// Why the folder is not an app the service can install, said as a user reads it; nil when it is one.
     var problem: String?
+    /// A Flatpak's declaration: the folder its sandbox gives it (`~/.var/app/APP_ID`), where its container is
+    /// made and which proves nothing but where to put files (its identity is proved per connection); nil for a
+    /// package's folder.
+    var sandboxHome: String?
+    /// Folders beyond the app's own to watch for its changes (a Flatpak's links to its deployment).
+    var watched: [String] = []
+
+    init(
+        appIdentifier: String, folder: String, version: String? = nil, fingerprint: String, problem: String? = nil,
+        sandboxHome: String? = nil
+    ) {
+        self.appIdentifier = appIdentifier
+        self.folder = folder
+        self.version = version
+        self.fingerprint = fingerprint
+        self.problem = problem
+        self.sandboxHome = sandboxHome
+    }
 }
 
 /// What the service does for a declared app.

@@ -47,16 +47,17 @@ extension BackgroundAssetsService {
         let folders = settings.declaredApps
         var planner = DeclaredAppPlanner(settle: settings.declaredAppSettle, removalGrace: settings.declaredAppRemovalGrace)
         let watcher = DeclaredAppWatcher()
-        declaredAppsStatus.withLock { $0.roots = folders.roots }
-        logger.info("declared apps: following \(folders.roots.joined(separator: ", "))")
+        declaredAppsStatus.withLock { $0.roots = folders.roots + folders.flatpakInstallations }
+        logger.info("declared apps: following \(folders.watchedRoots.joined(separator: ", "))")
         var due = true
         var recheck: ContinuousClock.Instant?
         while !Task.isCancelled {
             if due || recheck.map({ ContinuousClock.now >= $0 }) ?? false {
                 // The folders to watch come from a first scan; the one reconciled is made after they are watched,
                 // so that no change falls between the two.
-                watcher.arm(roots: folders.roots, folders: folders.scan().map(\.folder))
+                watcher.arm(roots: folders.watchedRoots, folders: folders.scan().flatMap { [$0.folder] + $0.watched })
                 recheck = await reconcile(observed: folders.scan(), planner: &planner)
+                openFlatpakSockets()
             }
             // Until inotify reports a change, or a folder settling or an app gone is due again.
             await watcher.changed.wait(for: recheck.map { max(.zero, $0 - .now) } ?? .seconds(3600))
@@ -131,7 +132,7 @@ extension BackgroundAssetsService {
             let config = try Self.configuration(in: url)
             try engine.recordDeclaredApp(DeclaredAppRecord(
                 appIdentifier: app, folder: folder.folder, version: version, state: update ? .updating : .installing))
-            try installRecord(config, folder: url)
+            try installRecord(config, folder: url, sandboxHome: folder.sandboxHome)
             let reply = try await contentRequest(update ? .update : .install, app, session: nil)
             try engine.recordDeclaredApp(
                 DeclaredAppRecord(appIdentifier: app, folder: folder.folder, version: version, state: .installed))

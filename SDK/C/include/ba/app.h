@@ -3,7 +3,9 @@
  *
  * The library talks to the user's bahost service over its socket. The app's identity is $BAHOST_APP_IDENTIFIER,
  * which `bahost launch APP -- COMMAND` sets (the app's .desktop entry runs it that way); the service accepts an
- * app only from a process that `bahost launch` started, or one of its descendants.
+ * app only from a process that `bahost launch` started, or one of its descendants. Inside a Flatpak the identity is
+ * the Flatpak's application ID and the socket the one the service keeps in $XDG_RUNTIME_DIR/app/APP_ID; the
+ * sandbox proves the identity, and the app asks for no permission.
  *
  * Rules, as in the extension ABI (ba/ba.h): every struct begins with struct_size, which whoever fills it sets to
  * sizeof as they compiled it; structs only grow at the end. Functions that can fail return false and fill *error
@@ -54,8 +56,9 @@ typedef enum ba_app_callback_mode {
 typedef struct ba_app_options {
     uint32_t struct_size;
     int32_t callback_mode;      /* ba_app_callback_mode_t */
-    const char *app_identifier; /* NULL: $BAHOST_APP_IDENTIFIER */
-    const char *socket_path;    /* NULL: $BAHOST_SOCKET, else $XDG_RUNTIME_DIR/bahost/service.sock */
+    const char *app_identifier; /* NULL: $BAHOST_APP_IDENTIFIER, else the Flatpak's $FLATPAK_ID */
+    const char *socket_path;    /* NULL: $BAHOST_SOCKET, else in a Flatpak $XDG_RUNTIME_DIR/app/APP_ID/bahost.sock,
+                                   else $XDG_RUNTIME_DIR/bahost/service.sock */
 } ba_app_options_t;
 
 /* Apple's BADownloadManagerDelegate. Every function may be NULL, and NULL means what a Swift delegate that does

@@ -25,8 +25,8 @@ public actor AssetPackManager {
     private nonisolated let updates: UpdateHub
 
     init(
-        socketPath: String = ServiceProtocol.defaultSocketPath,
-        appIdentifier: String? = ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"]
+        socketPath: String = ServiceProtocol.appSocketPath,
+        appIdentifier: String? = ServiceProtocol.defaultAppIdentifier
             ?? Bundle.main.bundleIdentifier
     ) {
         let hub = UpdateHub()

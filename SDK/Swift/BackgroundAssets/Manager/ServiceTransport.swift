@@ -7,8 +7,9 @@ import Vocabulary
 /// library) with Apple's types on it. Errors become `NSError`s in Apple's domains; the delegate's methods run through
 /// `DelegateCalls`, one at a time and in order, and a completion is answered once its method returned.
 ///
-/// The app's identity is `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`), else its bundle
-/// identifier (`AppClient` says the rest: when it connects, reconnects, and what the service accepts).
+/// The app's identity is `$BAHOST_APP_IDENTIFIER` (set by `bahost launch APP -- COMMAND`), else inside a Flatpak its
+/// application ID, else its bundle identifier (`AppClient` says the rest: when it connects, reconnects, and what the
+/// service accepts).
 final class ServiceTransport: HostTransport, Sendable {
     var isExtension: Bool { false }
     let client: AppClient
@@ -16,8 +17,8 @@ final class ServiceTransport: HostTransport, Sendable {
     private let delegateCalls = DelegateCalls()
 
     init(
-        socketPath: String = ServiceProtocol.defaultSocketPath,
-        appIdentifier: String? = ProcessInfo.processInfo.environment["BAHOST_APP_IDENTIFIER"]
+        socketPath: String = ServiceProtocol.appSocketPath,
+        appIdentifier: String? = ServiceProtocol.defaultAppIdentifier
             ?? Bundle.main.bundleIdentifier,
         assetPackEvents: (@Sendable (AssetPackInfo, WirePackUpdate) -> Void)? = nil
     ) {
