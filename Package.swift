@@ -47,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // Base64 without Foundation: an asset pack's userInfo on the wire, in a module the app library links.
         .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
+        // The person's settings file (TOML, by toml++ inside): the service and the command line read and write it.
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         // `swift package generate-documentation`: the SDK's DocC (scripts/docs.sh). A plugin: nothing links it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -87,6 +89,10 @@ let package = Package(
         // The host's shared values that need Foundation (dates, file URLs, UUIDs, URL components): the data root's
         // layout, an app's schedule, a process's stamp. Apart from Vocabulary so that the app library carries none.
         .target(name: "HostVocabulary", dependencies: ["Vocabulary"]),
+        // The person's say over background downloads: the settings file, and the rules it makes (values, no I/O).
+        .target(
+            name: "PersonSettings",
+            dependencies: ["HostVocabulary", "Vocabulary", .product(name: "TOMLKit", package: "TOMLKit")]),
         // The messages between the service and its clients (apps, the command line), shared by both sides.
         .target(name: "ServiceWire", dependencies: ["Vocabulary"]),
 
@@ -164,13 +170,15 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: ["HostVocabulary", 
-                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "ServiceWire", "SystemBus", "CSystemd", "Desktop",
+                "AppConfig", "CBAExtension", "CHostSupport", "ExtensionRuntime", "Engine", "Packs", "PersonSettings",
+                "ServiceWire", "SystemBus", "CSystemd", "Desktop",
                 "Vocabulary", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "bahost",
             dependencies: ["HostVocabulary", 
                 "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "PackAuthoring", "Packs", "PackServer",
+                "PersonSettings",
                 "Service",
                 "ServiceWire", "SystemBus", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -234,6 +242,7 @@ let package = Package(
         // The C app library (libbackgroundassets) through its header, against a real daemon.
         .testTarget(name: "BackgroundAssetsCTests", dependencies: ["ServiceWire", "TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        .testTarget(name: "PersonSettingsTests", dependencies: ["PersonSettings", "HostVocabulary"]),
         .testTarget(name: "HostVocabularyTests", dependencies: ["HostVocabulary", "Vocabulary"]),
         .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary", "TestSupport"]),
         .testTarget(name: "AppConfigTests", dependencies: ["AppConfig"]),

@@ -6,6 +6,7 @@
 #   Benchmarks/run.sh --smoke          small sizes, one run each: checks that every figure still comes out (CI)
 #   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs size
 #                                                   network (root: Benchmarks/network.sh, background beside the user's)
+#                                                   person (Benchmarks/person.sh: a game, the charger, the schedule)
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
@@ -28,7 +29,7 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 [ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
-figures=" ${*:-big small rss activation terminate queue delegate scale packs size network} "
+figures=" ${*:-big small rss activation terminate queue delegate scale packs size network person} "
 want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
@@ -124,7 +125,7 @@ http {
     }
 }
 NGINX
-want big && head -c "$big" /dev/urandom > "$work/www/big.bin"
+{ want big || want person; } && head -c "$big" /dev/urandom > "$work/www/big.bin"
 want rss && head -c "$huge" /dev/urandom > "$work/www/huge.bin"
 for i in $(seq 1 "$small_count"); do head -c 65536 /dev/urandom > "$work/www/small/$i.bin"; done
 nginx -c "$work/nginx.conf" -p "$work" </dev/null >/dev/null 2>&1 &
@@ -414,6 +415,14 @@ if want network; then
     else
         echo "== network: skipped (needs root for network namespaces)"
     fi
+fi
+
+if want person; then
+    echo "== what the person decides: a held background download released (a game's end, the charger, the schedule),"
+    echo "   and a 2 MiB/s background ceiling, $runs run(s)"
+    echo "big $big optional $base/big.bin" > "$work/www/person.manifest"
+    BENCH_BIN=$bin Benchmarks/person.sh --manifest "$base/person.manifest" --plugin "$work/extension.so" --runs "$runs" \
+        --seconds "$($smoke && echo 3 || echo 20)" --record "$results"
 fi
 
 python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count" "${pack_files:-0}"

@@ -236,5 +236,15 @@ for key in resumes:
 if resumes:
     rows.append(("downloads failed by those outages, with --max-attempts 2", "bahost",
                  first("network.outage-failures"), "", "0"))
+# What the person decides (Benchmarks/person.sh): a held background download released, and a background ceiling.
+released = {"game": "the game ends (GameMode's clients 0)", "charger": "the charger is plugged in (UPower)",
+            "schedule": "the schedule's hours open"}
+for reason, words in released.items():
+    if values[f"person.resume.{reason}"]:
+        rows.append((f"a held background download starts after {words}", "bahost",
+                     [v / 1e6 for v in first(f"person.resume.{reason}")], "s", "≤ 5 s"))
+if values["person.rate"]:
+    rows.append(("a background download's rate under rate.background = 2M, against 2 MiB/s", "bahost",
+                 [v / (2 << 20) for v in first("person.rate")], "x", "0.95× to 1.05×"))
 for figure, tool, xs, unit, target in rows:
     print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit in ('x', 's') else 0)} | | {target} |")

@@ -36,6 +36,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A Steam depot build script (Valve's KeyValues text) that `bahost pack convert` reads (`KeyValues.parse`, then
     /// the lookups the conversion makes).
     case steamDepotScript = "steam-depot-script"
+    /// A Flatpak instance's `.flatpak-info` (`FlatpakInfo`): the service reads a peer's to prove its app.
+    case flatpakInfo = "flatpak-info"
 
     /// Feeds `data` to the parser; true when it was accepted (parsed, or for an archive, extracted).
     @discardableResult
@@ -63,6 +65,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             let config = root.child("DepotBuildConfig")
             _ = (config?.value("ContentRoot"), config?.children("FileMapping").map { $0.values("LocalPath") })
             return true
+        case .flatpakInfo:
+            return FlatpakInfo(parsing: data) != nil
         }
     }
 

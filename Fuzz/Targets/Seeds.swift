@@ -32,6 +32,21 @@ extension FuzzTarget {
                 ("loopback", Data("http://127.0.0.1:8080/level.pack\nIf-None-Match: \"v1\"".utf8)),
                 ("idna", Data("https://bücher.example/a".utf8)),
             ]
+        case .flatpakInfo:
+            return [
+                ("instance", Data("""
+                    [Application]
+                    name=com.example.levels
+                    runtime=runtime/org.freedesktop.Platform/x86_64/24.08
+
+                    [Instance]
+                    instance-id=389408077
+                    app-path=/var/lib/flatpak/app/com.example.levels/x86_64/stable/e572/files
+                    branch=stable
+                    flatpak-version=1.14.10
+                    """.utf8)),
+                ("bare", Data("# a comment\n[Application]\nname = org.example.Game_2\n".utf8)),
+            ]
         case .steamDepotScript:
             return [
                 ("depot", Data(#"""

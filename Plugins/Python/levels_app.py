@@ -124,6 +124,8 @@ def main():
     parser.add_argument("--exclusive-control", type=int, help="take exclusive control first (ms; -1: wait)")
     parser.add_argument("--hold", type=float, default=0, help="seconds to hold it")
     parser.add_argument("--list", action="store_true", help="print the current downloads after acting")
+    parser.add_argument("--playing", action="store_true",
+                        help="say a game of the app is being played (bahost's set_playing) before acting")
     parser.add_argument("--json", action="store_true", help="one JSON object a line")
     arguments = parser.parse_args()
 
@@ -162,6 +164,12 @@ def main():
             raise ba.BAError(ba.BAErrorDomain, ba.BAErrorCode.DOWNLOAD_NOT_SCHEDULED, f"{identifier} is not scheduled")
         manager.start_foreground_download(download)
 
+    if arguments.playing:
+        try:
+            manager.set_playing(True)
+            say(arguments, "playing", ok=True)
+        except ba.BAError as error:
+            say(arguments, "playing", ok=False, error=describe(error))
     for download in arguments.schedule:
         attempt("schedule", download.identifier, lambda: manager.schedule_download(download))
     # What an app does: the BAURLDownload it scheduled names the download it scheduled.

@@ -9,10 +9,10 @@
 
 int bahost_bus_read_bool(sd_bus_message *m, int *value) { return sd_bus_message_read(m, "b", value); }
 
-int bahost_bus_get_u32(sd_bus *bus, const char *destination, const char *path, const char *interface,
-                       const char *member, uint32_t *value) {
+int bahost_bus_get_trivial(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                           const char *member, char type, void *value) {
     sd_bus_error error = SD_BUS_ERROR_NULL;
-    int r = sd_bus_get_property_trivial(bus, destination, path, interface, member, &error, 'u', value);
+    int r = sd_bus_get_property_trivial(bus, destination, path, interface, member, &error, type, value);
     sd_bus_error_free(&error);
     return r;
 }

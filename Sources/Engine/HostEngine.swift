@@ -234,9 +234,31 @@ public final class HostEngine: Sendable {
     /// back stop, keeping their bytes, and wait without consuming an attempt; downloads they no longer hold go at
     /// once. [any thread]
     public func networkConditionsChanged(to conditions: NetworkConditions) {
-        var conditions = conditions
-        conditions.asleep = context.networkWaits.conditions.asleep
-        apply(conditions)
+        apply { current in
+            current.connectivity = conditions.connectivity
+            current.metered = conditions.metered
+        }
+    }
+
+    /// Takes what the person's settings hold back now (the service's `PersonRules`): as for the network's
+    /// conditions, running discretionary transfers stop keeping their bytes, and go again once it is lifted.
+    /// [any thread]
+    public func personHoldChanged(to hold: PersonHold?) {
+        apply { $0.person = hold }
+    }
+
+    /// Sets the person's ceilings (`rate.background`, `rate.all`, the schedule's and a game's), for the transfers
+    /// running and those to come. `--max-rate` stays a ceiling of its own, for every download. [any thread]
+    public func limitRates(_ ceilings: RateCeilings) { context.client.limitRates(ceilings) }
+
+    /// The person's ceilings in force.
+    public var rateCeilings: RateCeilings { context.client.rateCeilings }
+
+    /// The free space every download must leave on its volume (the person's `storage.*`): applied as each starts,
+    /// and as it writes. [any thread]
+    public var storageFloor: StorageFloor? {
+        get { context.client.storageFloor }
+        set { context.client.storageFloor = newValue }
     }
 
     /// The machine is about to sleep (logind's `PrepareForSleep(true)`): every transfer stops where it is, and the
@@ -246,9 +268,7 @@ public final class HostEngine: Sendable {
     @discardableResult
     public func prepareForSleep(limit: Duration = .seconds(3)) async -> Int {
         let stopping = context.running.current().0
-        var conditions = context.networkWaits.conditions
-        conditions.asleep = true
-        apply(conditions)
+        apply { $0.asleep = true }
         let deadline = ContinuousClock.now + limit
         while !context.running.isEmpty && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -268,16 +288,15 @@ public final class HostEngine: Sendable {
     /// The machine woke (`PrepareForSleep(false)`): the downloads that sleep stopped, and every one waiting for the
     /// network, go at once on new connections. [any thread]
     public func resumedFromSleep() {
-        var conditions = context.networkWaits.conditions
-        conditions.asleep = false
-        apply(conditions)
+        apply { $0.asleep = false }
     }
 
-    private func apply(_ conditions: NetworkConditions) {
-        context.networkWaits.conditionsChanged(to: conditions)
+    /// Changes the conditions in one step (the system bus's thread and the person's rules both write them).
+    private func apply(_ change: (inout NetworkConditions) -> Void) {
+        let conditions = context.networkWaits.updateConditions(change)
         // The reserve was chosen under the old conditions: the next turn chooses again.
         if conditions.holdsAny { context.running.dropReserve() }
-        context.client.apply(conditions)
+        context.client.apply(context.networkWaits.conditions)
         context.wakeNow()
     }
 

@@ -102,6 +102,15 @@ final class NetworkWaitsDriver: Sendable {
     func conditionsChanged(to conditions: NetworkConditions, now: Date = Date()) {
         state.withLock { $0.conditionsChanged(to: conditions, now: now) }
     }
+    /// Changes the conditions under the lock; returns them as changed.
+    func updateConditions(_ change: (inout NetworkConditions) -> Void, now: Date = Date()) -> NetworkConditions {
+        state.withLock { state in
+            var conditions = state.conditions
+            change(&conditions)
+            state.conditionsChanged(to: conditions, now: now)
+            return conditions
+        }
+    }
     var conditions: NetworkConditions { state.withLock { $0.conditions } }
     var isEmpty: Bool { state.withLock { $0.hosts.isEmpty } }
     var waitingHosts: [String: NetworkWaits.Host] { state.withLock { $0.hosts } }

@@ -110,7 +110,7 @@ struct TransferJob {
             current.etag = validator?.etag ?? current.etag
             current.lastModified = validator?.lastModified ?? current.lastModified
             if case .failure(let error) = result,
-                error.offline || error.isCancellation || error.held != nil || error.restarts
+                error.offline || error.isCancellation || error.held != nil || error.restarts || error.waitsForSpace
             {
                 // The server was not reached (or the host stopped the attempt): what the network waits know stands.
             } else {
@@ -183,6 +183,7 @@ struct TransferJob {
 
     private func fail(_ queued: inout QueuedDownload, error: TransferError, byteLimit: Int64?) -> TransferOutcome {
         if error.held != nil || error.restarts { return holdForNetwork(&queued, error: error) }
+        if error.waitsForSpace { return waitForSpace(&queued, error: error) }
         // Apple: a foreground download fails at once when the network is away, rather than waiting for it.
         let waits = !(queued.foreground && error.kind == .network)
         if waits && error.offline {
@@ -240,15 +241,32 @@ struct TransferJob {
     /// Stopped for a path that changed (`TransferError.restarts`): the same, and the next turn starts it on the new
     /// path.
     private func holdForNetwork(_ queued: inout QueuedDownload, error: TransferError) -> TransferOutcome {
-        let now = Date()
+        waitWithoutAnAttempt(&queued, .waitingForNetwork, until: Date(), error: error)
+    }
+
+    /// Too little space for a discretionary download beside the person's storage floor: it waits, consuming no
+    /// attempt, and is tried again after `spaceRecheck` (space is freed by whoever filled the volume, which no
+    /// event announces).
+    private func waitForSpace(_ queued: inout QueuedDownload, error: TransferError) -> TransferOutcome {
+        let until = Date(timeIntervalSinceNow: Self.spaceRecheck.inSeconds)
+        return waitWithoutAnAttempt(&queued, .waitingToRetry, until: until, error: error)
+    }
+
+    /// The download waits in `state` until `until`, keeping its bytes; the attempt that stopped is given back.
+    private func waitWithoutAnAttempt(
+        _ queued: inout QueuedDownload, _ state: TransferState, until: Date, error: TransferError
+    ) -> TransferOutcome {
         queued.attempts = max(0, queued.attempts - 1)
-        queued.state = .waitingForNetwork
-        queued.retryAt = now
+        queued.state = state
+        queued.retryAt = until
         queued.error = error.error
         queued.bytesReceived = fileLength(partialPath)
-        let event = LifecycleEvent.paused(queued.status, waitingForNetwork: true, until: now, error: error.error)
+        let event = LifecycleEvent.paused(
+            queued.status, waitingForNetwork: state == .waitingForNetwork, until: until, error: error.error)
         return outcome(queued, event, completes: false)
     }
+
+    static let spaceRecheck = Duration.seconds(30)
 
     private func outcome(_ row: QueuedDownload, _ event: LifecycleEvent, completes: Bool) -> TransferOutcome {
         TransferOutcome(

@@ -31,11 +31,18 @@ public struct NetworkConditions: Sendable, Hashable {
     public var metered: Metered
     /// logind said the machine is about to sleep (`PrepareForSleep(true)`), and has not said it woke.
     public var asleep: Bool
+    /// What the person's settings hold back now (a schedule, a game, the battery), for discretionary downloads
+    /// whatever their host: the service decides it (`PersonRules`), the engine applies it.
+    public var person: PersonHold?
 
-    public init(connectivity: Connectivity = .unknown, metered: Metered = .unknown, asleep: Bool = false) {
+    public init(
+        connectivity: Connectivity = .unknown, metered: Metered = .unknown, asleep: Bool = false,
+        person: PersonHold? = nil
+    ) {
         self.connectivity = connectivity
         self.metered = metered
         self.asleep = asleep
+        self.person = person
     }
 
     /// Apple's "expensive": any metered connection, whoever said so.
@@ -54,6 +61,8 @@ public struct NetworkConditions: Sendable, Hashable {
         case expensive
         /// Marked metered by the user, and the request does not allow constrained networks.
         case constrained
+        /// The person's settings hold discretionary downloads now.
+        case person(PersonHold)
 
         public var description: String {
             switch self {
@@ -64,6 +73,7 @@ public struct NetworkConditions: Sendable, Hashable {
             case .meteredBackground: "the network is metered, and background downloads wait for another"
             case .expensive: "the network is metered (the request does not allow expensive networks)"
             case .constrained: "the network is marked metered (the request does not allow constrained networks)"
+            case .person(let hold): hold.description
             }
         }
     }
@@ -71,6 +81,8 @@ public struct NetworkConditions: Sendable, Hashable {
     /// What holds a download that uses the network so back now, or nil.
     public func hold(_ use: NetworkUse) -> Hold? {
         if asleep { return .asleep }
+        // The person's holds are the machine's (a game, a battery), not the network's: a loopback server's too.
+        if use.discretionary, let person { return .person(person) }
         if Self.isLoopback(use.host) { return nil }
         switch connectivity {
         case .none, .portal, .limited: return .noConnectivity(connectivity)
@@ -84,7 +96,7 @@ public struct NetworkConditions: Sendable, Hashable {
 
     /// Whether any download at all may be held now: when not, a turn need not judge each.
     public var holdsAny: Bool {
-        asleep || isExpensive || [.none, .portal, .limited].contains(connectivity)
+        asleep || person != nil || isExpensive || [.none, .portal, .limited].contains(connectivity)
     }
 
     /// A name or literal that stays on this machine.

@@ -4,6 +4,7 @@ import ExtensionRuntime
 import Foundation
 import Engine
 import Logging
+import PersonSettings
 import ServiceWire
 import Synchronization
 import SystemBus
@@ -31,6 +32,8 @@ public final class BackgroundAssetsService: Sendable {
     let declaredAppsStatus = Mutex(DeclaredAppsStatus())
     /// The system bus's watch while the service runs.
     let systemBus = Mutex<SystemBusWatch?>(nil)
+    /// The person's settings and what the machine says, which decide what background downloads wait for.
+    let person: PersonPolicy
     /// Each installed Flatpak app's own socket, by app (`openFlatpakSockets`).
     let flatpakListeners = Mutex<[String: ServiceListener]>([:])
     /// The desktop (the session bus), connected at the first launch that waits; `.some(nil)` once found absent.
@@ -53,12 +56,18 @@ public final class BackgroundAssetsService: Sendable {
             throw error
         }
         scheduler = PeriodicScheduler(policy: settings.periodic, interval: settings.schedulerInterval)
+        person = PersonPolicy(file: settings.settingsFile)
         box.service.withLock { $0 = self }
     }
 
     /// Serves until the task is cancelled (the daemon's graceful shutdown), then stops with nothing lost: the
     /// socket closes, running transfers stop with their partial files kept, and the queue is left as it stands.
     public func run() async throws {
+        // The person's settings before the first connection: no download starts under the defaults by mistake.
+        if let problem = person.reload() {
+            logger.error("settings: \(problem); the defaults are in force until it is fixed")
+        }
+        applyPersonRules(after: nil)
         start(listener)
         openFlatpakSockets()
         logger.info("listening", metadata: [
@@ -69,7 +78,10 @@ public final class BackgroundAssetsService: Sendable {
         logger.info("sandbox: \(sandbox.summary)")
         for missing in sandbox.missing { logger.warning("sandbox: \(missing)") }
         let bus = watchSystemBus()
+        let gameMode = watchGameMode()
         await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.followSettingsFile() }
+            group.addTask { await self.followPersonRules() }
             group.addTask {
                 do {
                     try await self.engine.serve()
@@ -83,6 +95,7 @@ public final class BackgroundAssetsService: Sendable {
         }
         ServiceManager.notify("STOPPING=1")
         bus?.stop()
+        gameMode?.stop()
         desktopShell.withLock { $0??.stop() }
         listener.stop()
         closeFlatpakSockets()
@@ -126,7 +139,9 @@ public final class BackgroundAssetsService: Sendable {
 
     /// Follows NetworkManager and logind on the system bus for the engine; nil without a system bus.
     private func watchSystemBus() -> SystemBusWatch? {
-        let watch = EngineOnSystemBus.follow(engine) { [logger] in logger.info("\($0)") }
+        let watch = EngineOnSystemBus.follow(engine, power: { [person] in person.powerChanged($0) }) { [logger] in
+            logger.info("\($0)")
+        }
         systemBus.withLock { $0 = watch }
         return watch
     }
@@ -296,6 +311,9 @@ public final class BackgroundAssetsService: Sendable {
             }
         }
         switch request {
+        case .setPlaying(let playing):
+            person.playing(ObjectIdentifier(session), app: playing ? appIdentifier : nil)
+            return .ok
         case .setDelegate(let set):
             session.setDelegate(set)
             // A delegate arriving may be what pending completions wait for.
@@ -323,6 +341,7 @@ public final class BackgroundAssetsService: Sendable {
     }
 
     private func ended(_ session: ClientSession) {
+        person.playing(ObjectIdentifier(session), app: nil)
         let last = sessions.remove(session)
         // Apple: a foreground download stays in the foreground until the app's download manager disconnects.
         if last, let app = session.appIdentifier { try? engine.appDisconnected(app) }

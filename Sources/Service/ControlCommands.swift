@@ -29,10 +29,12 @@ extension BackgroundAssetsService {
                     true, "\(app): the daily runtime budget \(enabled ? "no longer applies" : "applies again")",
                     ["app": app, "unlimitedRuntime": enabled])
             case .setMaximumRate(let rate):
+                // `bahost debug max-rate` is the person's `rate.all` now, kept in the settings file; it also replaces
+                // the daemon's `--max-rate` until the service restarts, as it did.
                 engine.limitRate(to: rate)
-                return Self.report(
-                    true, rate.map { "downloads receive at most \(Self.rate($0)) together\n" } ?? "downloads receive without a limit\n",
-                    ["maximumRate": rate.map { $0 as Any } ?? NSNull()])
+                return try settingsCommand(.set(key: "rate.all", value: rate.map { "\($0)" } ?? "off"))
+            case .settings(let command):
+                return try settingsCommand(command)
             case .setBackgroundRefresh(let app, let enabled):
                 try engine.updateSchedule(try installed(app).appIdentifier) { $0.backgroundRefresh = enabled }
                 return Self.report(
@@ -60,6 +62,7 @@ extension BackgroundAssetsService {
             case .advanceClock(let seconds):
                 guard settings.development else { return Self.notInDevelopment("debug clock") }
                 clock.advance(by: seconds)
+                person.changed.fire()
                 let decisions = await scheduler.turn(self)
                 let text = decisions.isEmpty
                     ? "nothing was due" : decisions.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
@@ -322,9 +325,9 @@ extension BackgroundAssetsService {
             : "connectivity \(network.connectivity), metered \(network.metered)"
                 + (network.asleep ? ", the machine is going to sleep" : "")
                 + ", sleep inhibitor \(bus!.holdsInhibitor ? "held" : "not held")\n")
-        if network.holdsAny {
-            text += "  held: " + Self.heldSummary(network) + "\n"
-        }
+        if let held = Self.heldSummary(network) { text += "  held: \(held)\n" }
+        let (personText, personJSON) = personStatus()
+        text += personText
         let declared = declaredAppsStatus.withLock { $0 }
         text += declared.text
         var apps: [[String: Any]] = []
@@ -374,7 +377,7 @@ extension BackgroundAssetsService {
                  ["host": host, "since": formatter.string(from: wait.since), "failedProbes": wait.failedProbes,
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
              }],
-             "socketActivated": listenerActivated,
+             "socketActivated": listenerActivated, "person": personJSON,
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
                          "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing,
                          "windowCgroups": sandbox.windowCgroups, "windowLimits": sandbox.containment],
@@ -385,10 +388,12 @@ extension BackgroundAssetsService {
                         "skipInPowerSaver": policy.skipInPowerSaver]])
     }
 
-    /// Which downloads the network's conditions hold back now, in words.
-    static func heldSummary(_ conditions: NetworkConditions) -> String {
+    /// Which downloads the network's conditions hold back now, in words; nil for none (what the person's settings
+    /// hold is said apart: `personStatus`).
+    static func heldSummary(_ conditions: NetworkConditions) -> String? {
         if conditions.asleep { return "every download (the machine is going to sleep)" }
         if let hold = conditions.hold(NetworkUse(discretionary: false, access: [], host: "")) { return "every download (\(hold))" }
+        guard conditions.isExpensive else { return nil }
         var held = ["background downloads (non-essential, not started in the foreground)",
                     "downloads whose request does not allow expensive networks"]
         if conditions.isConstrained { held.append("downloads whose request does not allow constrained networks") }

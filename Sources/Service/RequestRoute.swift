@@ -15,7 +15,7 @@ enum RequestRoute: Equatable {
     init(_ request: ServiceRequest) {
         switch request {
         case .hello: self = .hello
-        case .setDelegate, .schedule, .startForeground, .cancel, .currentDownloads: self = .appImmediate
+        case .setDelegate, .schedule, .startForeground, .cancel, .currentDownloads, .setPlaying: self = .appImmediate
         case .assetPacks, .assetPackStatus, .ensureAssetPack, .cancelAssetPackDownload, .checkForAssetPackUpdates,
             .removeAssetPack, .assetPackLanguages, .setAssetPackLanguage, .reconcileAssetPackLanguages:
             self = .appAssetPack

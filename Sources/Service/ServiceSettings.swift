@@ -1,6 +1,7 @@
 import Foundation
 import Engine
 import HostVocabulary
+import PersonSettings
 import Vocabulary
 
 /// How the service runs: where it listens and keeps its data, how it downloads, and its periodic policy.
@@ -30,6 +31,8 @@ public struct ServiceSettings: Sendable {
     public var runtimeDirectory: String?
     /// The user's home folder, where each Flatpak app's own folder is (`~/.var/app/APP_ID`).
     public var home: String
+    /// The person's settings file (`bahost settings`).
+    public var settingsFile: SettingsFile
     /// How long a declared folder must look the same before the service acts on it.
     public var declaredAppSettle: Duration
     /// How long a declared app's folder must stay gone before the service uninstalls the app.
@@ -56,7 +59,7 @@ public struct ServiceSettings: Sendable {
         runtimeDirectory: String? = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap {
             $0.isEmpty ? nil : $0
         },
-        home: String = DeclaredAppFolders.standard().home,
+        home: String = DeclaredAppFolders.standard().home, settingsFile: SettingsFile = .standard(),
         declaredAppSettle: Duration = .seconds(1), declaredAppRemovalGrace: Duration = .seconds(10),
         unreadBytesLimit: Int = Self.standardUnreadBytesLimit, unreadTimeout: Duration = Self.standardUnreadTimeout
     ) {
@@ -66,6 +69,7 @@ public struct ServiceSettings: Sendable {
         self.flatpakInstallations = flatpakInstallations
         self.runtimeDirectory = runtimeDirectory
         self.home = home
+        self.settingsFile = settingsFile
         self.declaredAppSettle = declaredAppSettle
         self.declaredAppRemovalGrace = declaredAppRemovalGrace
         self.deliveredRetention = deliveredRetention

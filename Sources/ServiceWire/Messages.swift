@@ -60,6 +60,9 @@ public enum ServiceRequest: Codable, Sendable {
     case reconcileAssetPackLanguages(preferred: [String])
     /// A `bahost` command: install, launch, debug…
     case control(ControlCommand)
+    /// The app says a game of its runs (true) or no longer (false): while one does, the person's
+    /// `game.while-playing` applies, as for a GameMode client. The connection's end is false.
+    case setPlaying(Bool)
 }
 
 public struct Hello: Codable, Sendable {
@@ -105,8 +108,17 @@ public enum ControlCommand: Codable, Sendable {
     case overrideManifestURL(appIdentifier: String?, url: String?)
     /// Development: move the service's clock forward, then run the periodic scheduler.
     case advanceClock(seconds: Double)
-    /// The most the downloads may receive together, in bytes a second (nil: no limit).
+    /// The most the downloads may receive together, in bytes a second (nil: no limit): the person's `rate.all`.
     case setMaximumRate(bytesPerSecond: Int64?)
+    /// `bahost settings`: the person's settings shown, one set, or one reset to its default.
+    case settings(SettingsCommand)
+}
+
+/// What `bahost settings` asks of the service.
+public enum SettingsCommand: Codable, Sendable, Hashable {
+    case show
+    case set(key: String, value: String)
+    case reset(key: String)
 }
 
 /// An app's answer to a callback.

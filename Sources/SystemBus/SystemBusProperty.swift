@@ -18,7 +18,7 @@ public enum SystemBusProperty {
     public static func uint32(service: String, path: String, interface: String, name: String) -> UInt32? {
         withBus { bus in
             var value: UInt32 = 0
-            return bahost_bus_get_u32(bus, service, path, interface, name, &value) >= 0 ? value : nil
+            return bahost_bus_get_trivial(bus, service, path, interface, name, CChar(UInt8(ascii: "u")), &value) >= 0 ? value : nil
         }
     }
 

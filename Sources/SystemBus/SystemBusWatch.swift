@@ -6,8 +6,8 @@ import HostVocabulary
 import Synchronization
 
 /// The service's watch of the system bus, through libsystemd's sd-bus: NetworkManager's connectivity and metered
-/// state (read at start, then at each `PropertiesChanged` and each time NetworkManager appears or leaves), and
-/// logind's `PrepareForSleep`, with a delay inhibitor so that the service can stop its transfers and sync their files
+/// state (read at start, then at each `PropertiesChanged` and each time NetworkManager appears or leaves), UPower's
+/// battery and power-profiles-daemon's profile (the same way), and logind's `PrepareForSleep`, with a delay inhibitor so that the service can stop its transfers and sync their files
 /// before the machine sleeps. Without a system bus, or without either service on it, it reports nothing and the
 /// service behaves as without it (the kernel's routes alone say where the network is).
 ///
@@ -19,13 +19,17 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
         public var networkChanged: @Sendable (NetworkConditions) -> Void
         /// logind: the machine is about to sleep (true), or woke (false). For true, `release` lets the sleep go on.
         public var sleep: @Sendable (_ goingToSleep: Bool, _ release: @escaping @Sendable () -> Void) -> Void
+        /// UPower (on battery, the battery's charge) or power-profiles-daemon (power saver) said something new.
+        public var powerChanged: @Sendable (PowerState) -> Void
 
         public init(
             networkChanged: @escaping @Sendable (NetworkConditions) -> Void,
-            sleep: @escaping @Sendable (Bool, @escaping @Sendable () -> Void) -> Void
+            sleep: @escaping @Sendable (Bool, @escaping @Sendable () -> Void) -> Void,
+            powerChanged: @escaping @Sendable (PowerState) -> Void = { _ in }
         ) {
             self.networkChanged = networkChanged
             self.sleep = sleep
+            self.powerChanged = powerChanged
         }
     }
 
@@ -40,6 +44,8 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
     private let inhibitor = Mutex<Int32>(-1)
     /// What NetworkManager said last, so that a `PropertiesChanged` of something else reports nothing.
     private var lastReported: NetworkConditions?
+    /// What UPower and power-profiles-daemon said last.
+    private var lastPower: PowerState?
 
     /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS`, else the standard socket) and starts the thread; nil,
     /// with why, when there is no system bus.
@@ -71,7 +77,7 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
     /// The matches, the first reading of NetworkManager and the inhibitor, before the thread starts.
     private func subscribe() -> SystemBusError? {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let matches: [(String, sd_bus_message_handler_t)] = [
+        var matches: [(String, sd_bus_message_handler_t)] = [
             ("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
                 + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.networkManager)'",
              { _, context, _ in SystemBusWatch.from(context).readNetworkManager(); return 0 }),
@@ -87,6 +93,23 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
                 return 0
              }),
         ]
+        // UPower (the machine and its display device, the battery's summary) and power-profiles-daemon under either
+        // of its names: any of their properties changing, or any of them appearing or leaving, is read again.
+        for (service, path) in [
+            (Self.upower, "/org/freedesktop/UPower"), (Self.upower, Self.displayDevice),
+            (Self.powerProfiles, "/org/freedesktop/UPower/PowerProfiles"), (Self.oldPowerProfiles, "/net/hadess/PowerProfiles"),
+        ] {
+            matches.append((
+                "type='signal',sender='\(service)',path='\(path)',interface='org.freedesktop.DBus.Properties',"
+                    + "member='PropertiesChanged'",
+                { _, context, _ in SystemBusWatch.from(context).readPower(); return 0 }))
+        }
+        for service in [Self.upower, Self.powerProfiles, Self.oldPowerProfiles] {
+            matches.append((
+                "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                    + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(service)'",
+                { _, context, _ in SystemBusWatch.from(context).readPower(); return 0 }))
+        }
         for (rule, handler) in matches {
             var slot: OpaquePointer?
             let r = sd_bus_add_match(bus, &slot, rule, handler, context)
@@ -94,8 +117,51 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
             slots.append(slot)
         }
         readNetworkManager()
+        readPower()
         takeInhibitor()
         return nil
+    }
+
+    static let upower = "org.freedesktop.UPower"
+    static let displayDevice = "/org/freedesktop/UPower/devices/DisplayDevice"
+    static let powerProfiles = "org.freedesktop.UPower.PowerProfiles"
+    static let oldPowerProfiles = "net.hadess.PowerProfiles"
+
+    /// Reads UPower's `OnBattery` and its display device's `Percentage` (when it is a present battery), and
+    /// power-profiles-daemon's `ActiveProfile`, and reports them when they changed; what a service does not say is
+    /// unknown. [watch thread]
+    private func readPower() {
+        var onBattery: Int32 = 0
+        var present: Int32 = 0
+        var type: UInt32 = 0
+        var percent: Double = 0
+        func read(_ path: String, _ interface: String, _ name: String, _ type: String, _ value: UnsafeMutableRawPointer)
+            -> Bool
+        {
+            bahost_bus_get_trivial(bus, Self.upower, path, interface, name, CChar(UInt8(ascii: Unicode.Scalar(type)!)), value)
+                >= 0
+        }
+        let hasUPower = read("/org/freedesktop/UPower", Self.upower, "OnBattery", "b", &onBattery)
+        let device = "\(Self.upower).Device"
+        // Type 2 is a battery; a machine without one has a display device of another type, or not present.
+        let hasBattery = read(Self.displayDevice, device, "IsPresent", "b", &present) && present != 0
+            && read(Self.displayDevice, device, "Type", "u", &type) && type == 2
+            && read(Self.displayDevice, device, "Percentage", "d", &percent)
+        var profile: UnsafeMutablePointer<CChar>?
+        var saver: Bool?
+        for (service, path) in [
+            (Self.powerProfiles, "/org/freedesktop/UPower/PowerProfiles"), (Self.oldPowerProfiles, "/net/hadess/PowerProfiles"),
+        ] where saver == nil {
+            if bahost_bus_get_string(bus, service, path, service, "ActiveProfile", &profile) >= 0, let profile {
+                saver = String(cString: profile) == "power-saver"
+                free(profile)
+            }
+        }
+        let power = PowerState(
+            onBattery: hasUPower ? onBattery != 0 : nil, batteryPercent: hasBattery ? percent : nil, powerSaver: saver)
+        guard power != lastPower else { return }
+        lastPower = power
+        handlers.powerChanged(power)
     }
 
     private static func from(_ context: UnsafeMutableRawPointer?) -> SystemBusWatch {
@@ -110,7 +176,9 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
     private func readNetworkManager() {
         func read(_ member: String) -> UInt32? {
             var value: UInt32 = 0
-            let r = bahost_bus_get_u32(bus, Self.networkManager, Self.networkManagerPath, Self.networkManager, member, &value)
+            let r = bahost_bus_get_trivial(
+                bus, Self.networkManager, Self.networkManagerPath, Self.networkManager, member, CChar(UInt8(ascii: "u")),
+                &value)
             return r >= 0 ? value : nil
         }
         let conditions = NetworkConditions(
@@ -166,6 +234,7 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
                 // The bus went away (dbus restarted): as without one, until the service restarts; nothing it said
                 // holds a download any longer.
                 if lastReported.map({ $0 != NetworkConditions() }) == true { handlers.networkChanged(NetworkConditions()) }
+                if lastPower.map({ $0 != PowerState() }) == true { handlers.powerChanged(PowerState()) }
                 break
             }
             var fds = [

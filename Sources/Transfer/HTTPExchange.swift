@@ -134,6 +134,11 @@ final class HTTPExchange: @unchecked Sendable {
     /// [transfer thread]
     private var socket: Int32 = -1
     private var yieldPeerChecked = false
+    /// The most bytes a second its body may arrive at (its share of the ceilings: `TransferThread.shareRate`), 0
+    /// for none; its pacer; and, while a part waits for the pace, when to offer it again. [transfer thread]
+    var paceRate: Int64 = 0
+    private var pacer = RatePacer()
+    private(set) var pacedUntil: ContinuousClock.Instant?
     private let progressInterval: Duration
     /// Called the moment the body has ended whole, before the task hears of it. [transfer thread, or the task's]
     private let bodyEnded: @Sendable () -> Void
@@ -286,8 +291,13 @@ final class HTTPExchange: @unchecked Sendable {
 
     /// When the server was last heard from, while the silence is its own; nil while the host holds the response.
     var silentSince: ContinuousClock.Instant? {
-        state.withLock { $0.headDone && !$0.judged ? nil : $0.lastHeard }
+        // Held back by the pace, the server's silence is the host's doing.
+        guard pacedUntil == nil else { return nil }
+        return state.withLock { $0.headDone && !$0.judged ? nil : $0.lastHeard }
     }
+
+    /// The pace's wait is over: the part it held may be offered again. [transfer thread]
+    func paceElapsed() { pacedUntil = nil }
 
     /// Feeds a yielding exchange's controller the connection's receive RTT, and sets the receive window it decides
     /// (`SO_RCVBUF`: the window the kernel advertises follows the buffer). [transfer thread]
@@ -456,6 +466,12 @@ final class HTTPExchange: @unchecked Sendable {
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
         enum Next { case take, pause, refuse, report(Int64) }
         let now = ContinuousClock.now
+        if paceRate > 0, let again = pacer.admit(bytes.count, rate: paceRate, now: now) {
+            // libcurl keeps the part; the transfer thread offers it again when the pace allows it.
+            pacedUntil = again
+            state.withLock { $0.lastHeard = now }
+            return bahost_curl_write_pause
+        }
         let next = state.withLock { state -> Next in
             state.lastHeard = now
             if state.discarded {

@@ -13,6 +13,12 @@ struct PartialFile: Sendable {
     /// The SHA-256 of the file's bytes so far, updated as they are appended, once `startHashing` was called: the
     /// finished file is then verified without reading it again.
     private var hasher: SHA256?
+    /// The free space the volume must keep while bytes are appended (the person's storage floor), 0 for none, and
+    /// whether falling below it makes the download wait (a discretionary one) rather than fail.
+    var floor: (bytes: Int64, waits: Bool) = (0, false)
+    /// Where the free space was last looked at: every `floorCheckStep` bytes appended.
+    private var floorCheckedAt: Int64 = 0
+    static let floorCheckStep: Int64 = 8 << 20
 
     init(path: String) throws(TransferError) {
         self.path = path
@@ -59,6 +65,14 @@ struct PartialFile: Sendable {
         length += Int64(bytes.count)
         hasher?.update(bufferPointer: bytes)
         bahost_write_behind(descriptor, &writtenBack, length, false)
+        if floor.bytes > 0 && length - floorCheckedAt >= Self.floorCheckStep {
+            floorCheckedAt = length
+            if let free = availableBytes(), free < floor.bytes {
+                let message = "the volume of \(path) is down to \(free) bytes free, below the storage floor of "
+                    + "\(floor.bytes) bytes (bahost settings: storage.floor-percent, storage.floor-size)"
+                return floor.waits ? .waitForSpace(message) : .permanent(TransferError.insufficientSpace, message)
+            }
+        }
         return nil
     }
 
@@ -67,6 +81,14 @@ struct PartialFile: Sendable {
         var stats = statvfs()
         guard fstatvfs(descriptor, &stats) == 0 else { return nil }
         return Int64(stats.f_bavail) * Int64(stats.f_frsize)
+    }
+
+    /// Bytes free for an unprivileged writer, and the size, of the filesystem that holds the file, in one call; nil
+    /// when the kernel will not say.
+    func volumeSpace() -> (available: Int64, size: Int64)? {
+        var stats = statvfs()
+        guard fstatvfs(descriptor, &stats) == 0 else { return nil }
+        return (Int64(stats.f_bavail) * Int64(stats.f_frsize), Int64(stats.f_blocks) * Int64(stats.f_frsize))
     }
 
     /// Makes what was written durable before the queue records it.

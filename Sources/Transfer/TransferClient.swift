@@ -180,6 +180,27 @@ public final class TransferClient: Sendable {
         for thread in threads { thread.post { thread.limitRate(to: part) } }
     }
 
+    /// The person's ceilings (`bahost settings`: `rate.background`, `rate.all`, and those of a schedule or a game),
+    /// beside `maximumRate`: each transfer thread gets an even part of each.
+    public var rateCeilings: RateCeilings { ceilings.withLock { $0 } }
+    private let ceilings = Mutex(RateCeilings())
+
+    /// Sets `rateCeilings`, for the transfers running and those to come. [any thread]
+    public func limitRates(_ new: RateCeilings) {
+        ceilings.withLock { $0 = new }
+        func part(_ rate: Int64?) -> Int64 { rate.map { max(1, $0 / Int64(threads.count)) } ?? 0 }
+        let (background, all) = (part(new.background), part(new.all))
+        for thread in threads { thread.post { thread.limitRates(background: background, all: all) } }
+    }
+
+    /// The free space each download must leave on its volume (the person's `storage.*` settings); nil for none
+    /// beyond the margin every download keeps.
+    public var storageFloor: StorageFloor? {
+        get { floorSetting.withLock { $0 } }
+        set { floorSetting.withLock { $0 = newValue } }
+    }
+    private let floorSetting = Mutex<StorageFloor?>(nil)
+
     /// The bytes a second the transfers received together over the last second or so. [any thread]
     public var currentRate: Int64 { threads.reduce(0) { $0 + $1.recentRate.load(ordering: .relaxed) } }
 
@@ -297,7 +318,9 @@ public final class TransferClient: Sendable {
             if let error = await truncate(&file, blocking) { return (file, .failed(error)) }
         }
         if request.expectedSize > 0 && file.length == request.expectedSize { return (file, .verify) }
-        if let error = Self.checkFreeSpace(for: request, file: file) { return (file, .failed(error)) }
+        if let error = Self.checkFreeSpace(for: request, file: &file, floor: storageFloor) {
+            return (file, .failed(error))
+        }
 
         var url = request.url
         var redirects = 0
@@ -474,14 +497,26 @@ public final class TransferClient: Sendable {
     /// Refuses to start when the disk cannot hold what is left to receive (plus a margin for everything else). Asked
     /// of the open file, not of its folder's path: a path's walk, and the folder's name cut from it, cost every small
     /// file more than the answer (docs/performance/DECISIONS.md #14).
-    static func checkFreeSpace(for request: TransferRequest, file: PartialFile) -> TransferError? {
-        guard let free = file.availableBytes() else { return nil }
-        let needed = max(0, request.expectedSize - file.length) + (16 << 20)
+    /// With a storage floor (the person's settings), what is left to receive must also leave the floor free: a
+    /// discretionary download waits for space, any other fails, naming the space needed and the volume.
+    static func checkFreeSpace(
+        for request: TransferRequest, file: inout PartialFile, floor: StorageFloor?
+    ) -> TransferError? {
+        guard let (free, size) = file.volumeSpace() else { return nil }
+        let kept = floor?.bytes(onVolumeOf: size) ?? 0
+        let waits = request.networkUse?.discretionary == true
+        file.floor = (kept, waits)
+        // With a floor, a declared size counts too (what the download says it will write).
+        let declared = floor == nil ? request.expectedSize : max(request.expectedSize, request.sizeHint)
+        let remaining = max(0, declared - file.length)
+        let needed = remaining + max(16 << 20, kept)
         guard free < needed else { return nil }
         let path = request.partialPath
         let folder = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
-        return .permanent(
-            TransferError.insufficientSpace,
-            "not enough free space in \(folder): \(needed) bytes needed, \(free) available")
+        let message = kept > 0
+            ? "not enough free space on the volume of \(folder): \(needed) bytes needed (\(remaining) to receive and the "
+                + "storage floor of \(kept)), \(free) available"
+            : "not enough free space in \(folder): \(needed) bytes needed, \(free) available"
+        return waits ? .waitForSpace(message) : .permanent(TransferError.insufficientSpace, message)
     }
 }

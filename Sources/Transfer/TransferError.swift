@@ -31,6 +31,9 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The host stopped the attempt because the path to its server changed (it was connecting, or stalled, on the
     /// old one): the download goes again at once on the new path, consuming no attempt, foreground ones too.
     public var restarts = false
+    /// Not started, or stopped, because the volume would fall below the person's storage floor: a discretionary
+    /// download waits for space, consuming no attempt, and is tried again later.
+    public var waitsForSpace = false
 
     public init(
         _ kind: Kind, code: Int64, domain: String, message: String, retryAfter: Duration? = nil, offline: Bool = false
@@ -79,6 +82,13 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
         var error = TransferError(
             .network, code: CurlFailure.networkConnectionLost, domain: urlDomain, message: message)
         error.restarts = true
+        return error
+    }
+
+    /// Too little space on the volume for a discretionary download: it waits, consuming no attempt.
+    public static func waitForSpace(_ message: String) -> TransferError {
+        var error = TransferError(.transient, code: insufficientSpace, domain: HostError.bahostDomain, message: message)
+        error.waitsForSpace = true
         return error
     }
 

@@ -58,7 +58,10 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     /// out evenly, and again whenever an exchange starts or ends. [transfer thread]
     private var rateLimit: Int64 = 0
     /// The limit each exchange was last given. [transfer thread]
-    private var rateShare: Int64 = 0
+    private var rateShares: (everyone: Int64, background: Int64) = (0, 0)
+    /// This thread's part of the person's ceilings (`limitRates`): background exchanges together, all together.
+    private var personBackgroundLimit: Int64 = 0
+    private var personLimit: Int64 = 0
     /// Body bytes received since `rateSampledAt`, and the rate they made over the last second or more.
     let receivedBytes = Atomic<Int64>(0)
     let recentRate = Atomic<Int64>(0)
@@ -152,7 +155,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     /// Hands `exchange` to libcurl. [transfer thread]
     func add(_ exchange: HTTPExchange) {
         running[ObjectIdentifier(exchange)] = exchange
-        if rateLimit > 0 { shareRate() }
+        if limited { shareRate() }
         let code = curl_multi_add_handle(multi, exchange.easy)
         if code != CURLM_OK {
             running[ObjectIdentifier(exchange)] = nil
@@ -165,7 +168,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { return }
         noteReached(exchange)
         curl_multi_remove_handle(multi, exchange.easy)
-        if rateLimit > 0 { shareRate() }
+        if limited { shareRate() }
         exchange.ended(failure)
     }
 
@@ -182,14 +185,31 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         shareRate()
     }
 
-    /// Gives each running exchange an even share of the limit (`CURLOPT_MAX_RECV_SPEED_LARGE`, which libcurl reads
-    /// as it goes). [transfer thread]
+    /// Sets this thread's part of the person's ceilings: its background exchanges together, and all of them
+    /// together; 0 for none. [transfer thread]
+    func limitRates(background: Int64, all: Int64) {
+        personBackgroundLimit = max(0, background)
+        personLimit = max(0, all)
+        shareRate()
+    }
+
+    /// Whether any limit is set, so that an exchange's start or end shares them again.
+    private var limited: Bool { rateLimit > 0 || personLimit > 0 || personBackgroundLimit > 0 }
+
+    /// Gives each running exchange an even share of each limit that applies to it, the smallest, as the rate its
+    /// body is paced at (`RatePacer`): every limit is shared by all exchanges but the background one, shared by the
+    /// discretionary exchanges alone. [transfer thread]
     private func shareRate() {
-        let share = rateLimit == 0 ? 0 : max(1, rateLimit / Int64(max(1, running.count)))
-        guard share != rateShare || rateLimit > 0 else { return }
-        rateShare = share
+        let count = Int64(max(1, running.count))
+        let discretionary = Int64(max(1, running.values.filter { $0.networkUse?.discretionary == true }.count))
+        func share(_ limit: Int64, _ among: Int64) -> Int64? { limit > 0 ? max(1, limit / among) : nil }
+        let everyone = [share(rateLimit, count), share(personLimit, count)].compactMap { $0 }.min()
+        let background = [everyone, share(personBackgroundLimit, discretionary)].compactMap { $0 }.min()
+        let key = (everyone: everyone ?? 0, background: background ?? 0)
+        guard key != rateShares || limited else { return }
+        rateShares = key
         for exchange in running.values {
-            _ = bahost_curl_set_offset(exchange.easy, CURLOPT_MAX_RECV_SPEED_LARGE, share)
+            exchange.paceRate = (exchange.networkUse?.discretionary == true ? background : everyone) ?? 0
         }
     }
 
@@ -216,6 +236,25 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
         let bytes = receivedBytes.exchange(0, ordering: .relaxed)
         recentRate.store(running.isEmpty ? 0 : Int64(Double(bytes) / max(elapsed.inSeconds, 0.001)), ordering: .relaxed)
         rateSampledAt = now
+    }
+
+    /// Offers again the parts the pace held whose time has come. [transfer thread]
+    private func resumePaced() {
+        let now = ContinuousClock.now
+        for exchange in Array(running.values) {
+            guard let until = exchange.pacedUntil, until <= now else { continue }
+            exchange.paceElapsed()
+            // libcurl offers the part it kept from within this call; the pacer takes it now, or holds it again.
+            curl_easy_pause(exchange.easy, bahost_curl_pause_continue)
+        }
+    }
+
+    /// How long, in milliseconds, until the pace lets the next held part go (10 s when none waits). [transfer thread]
+    private func pacedWait() -> Int {
+        let now = ContinuousClock.now
+        let next = running.values.compactMap(\.pacedUntil).min()
+        guard let next else { return 10_000 }
+        return next <= now ? 0 : Int((next - now).inNanoseconds / 1_000_000) + 1
     }
 
     /// Lets a paused exchange's bytes flow again. [transfer thread]
@@ -268,10 +307,11 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
                 }
                 if done { break }
             }
+            resumePaced()
             curl_multi_perform(multi, &stillRunning)
             finishDone()
             sampleRate()
-            let wait = min(enforceReadTimeouts(), controlYields())
+            let wait = min(enforceReadTimeouts(), controlYields(), pacedWait())
             var curlWait = 0
             curl_multi_timeout(multi, &curlWait)
             let timeout = Int32(clamping: curlWait < 0 ? wait : min(curlWait, wait))
@@ -315,7 +355,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
             let code = message.pointee.data.result
             guard running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { continue }
             curl_multi_remove_handle(multi, easy)
-            if rateLimit > 0 { shareRate() }
+            if limited { shareRate() }
             exchange.finished(code)
             noteReached(exchange)
         }

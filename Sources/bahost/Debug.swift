@@ -101,8 +101,9 @@ struct Debug: ParsableCommand {
     struct MaxRate: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "max-rate",
-            abstract: "Set the most the service's downloads may receive together, now, until the service restarts.",
-            discussion: "RATE is bytes a second, with K, M or G for 1024s (as curl's --limit-rate); 0 or off for no limit.")
+            abstract: "Set the most the service's downloads may receive together: the setting rate.all.",
+            discussion: "RATE is bytes a second, with K, M or G for 1024s (as curl's --limit-rate); 0 or off for no limit. "
+                + "The same as `bahost settings set rate.all RATE`: it is kept in the settings file.")
         @Argument(help: "The rate, e.g. 2M; 0 or off for no limit.") var rate: ByteRate
         @OptionGroup var service: ServiceOptions
         func run() throws { try service.run(.setMaximumRate(bytesPerSecond: rate.limit)) }

@@ -106,7 +106,8 @@ class Service:
         # exclusive-control locks) must be made by whoever needs it first, and no other test's daemon shares it.
         runtime = os.path.join(folder, "runtime")
         os.makedirs(runtime, mode=0o700)
-        self.env = {**os.environ, "XDG_RUNTIME_DIR": runtime}
+        # And the person's settings of its own (`bahost settings`), never those of whoever runs the tests.
+        self.env = {**os.environ, "XDG_RUNTIME_DIR": runtime, "XDG_CONFIG_HOME": os.path.join(folder, "config")}
         self.app = "com.example.levels"
         self.group = "group.com.example.levels"
         self.dir = f"py-{uuid.uuid4().hex[:8]}"

@@ -214,3 +214,22 @@ def test_the_current_downloads_come_whole_from_one_copy(service, nginx):
         assert download["application_group_identifier"] == "group.com.example.levels", output
         assert download["unique_identifier"].startswith("BAURLDownload.group.com.example.levels."), output
         assert download["state"] in (int(ba.State.WAITING), int(ba.State.DOWNLOADING)), output
+
+
+def test_an_app_that_says_it_is_playing_holds_the_background_downloads_while_it_runs(service, nginx):
+    """set_playing (a bahost addition): the person's game.while-playing (wait, by default) holds the background
+    downloads while the app runs, and its end lets them go."""
+    url = nginx.serve(f"{service.dir}/bg.pack", os.urandom(100_000))
+    game = service.start_app("--playing", "--stay", "6", "--schedule", f"bg={url}@100000")
+
+    def status():
+        result = service.bahost("debug", "status", "--json")
+        return json.loads(result.stdout.strip().splitlines()[-1]).get("person", {})
+
+    assert wait_until(lambda: status().get("game") == "com.example.levels says it is playing", 20), status()
+    assert wait_until(lambda: "says it is playing" in service.downloads().get("bg", {}).get("heldBy", ""), 20), \
+        service.downloads()
+    output, _ = game.communicate(timeout=60)
+    assert first(events(output), "playing", ok=True), output
+    assert wait_until(lambda: service.downloads().get("bg", {}).get("state") == "finished", 30), service.downloads()
+    assert status().get("game") is None

@@ -22,6 +22,8 @@ public final class ServiceDaemon: @unchecked Sendable {
         // must not decide a test, nor a test's notifications reach the desktop of whoever runs it.
         self.environment = [
             "XDG_RUNTIME_DIR": folder.appendingPathComponent("run").path,
+            // The person's settings of this daemon's own (`bahost settings`), never those of whoever runs the tests.
+            "XDG_CONFIG_HOME": folder.appendingPathComponent("config").path,
             "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(folder.appendingPathComponent("no-system-bus").path)",
             "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(folder.appendingPathComponent("no-session-bus").path)",
         ].merging(environment) { $1 }

@@ -44,7 +44,7 @@ static struct {
     const char *in_finished;
     bool exclusive_control;
     int64_t exclusive_timeout_ms;
-    bool list, json, library_thread, answer_later;
+    bool list, json, library_thread, answer_later, playing;
     bool then_cancel, then_promote; /* with the very ba_download_t each --schedule was scheduled with */
 } options = {.delegate = "full", .timeout = 60};
 
@@ -341,6 +341,7 @@ static void usage(FILE *out) {
             "  --exclusive-control MS      take exclusive control first (-1: as long as needed)\n"
             "  --hold SECONDS              hold it this long\n"
             "  --list                      print the current downloads after acting\n"
+            "  --playing                   say a game of the app is being played (ba_app_set_playing) first\n"
             "  --callbacks MODE            dispatch (the app's poll loop, the default) or thread (the library's)\n"
             "  --answer-challenge-later    answer a challenge from a thread of the app's, after the callback\n"
             "  --json                      one JSON object per line\n");
@@ -348,7 +349,7 @@ static void usage(FILE *out) {
 
 static void parse(int argc, char **argv) {
     enum { SCHEDULE = 256, FOREGROUND, PROMOTE, CANCEL, DELEGATE, WAIT_FOR, TIMEOUT, STAY, CREDENTIAL, IN_FINISHED,
-           EXCLUSIVE, HOLD, LIST, JSON, CALLBACKS, ANSWER_LATER, THEN_CANCEL, THEN_PROMOTE, HELP };
+           EXCLUSIVE, HOLD, LIST, JSON, CALLBACKS, ANSWER_LATER, THEN_CANCEL, THEN_PROMOTE, PLAYING, HELP };
     static const struct option long_options[] = {
         {"schedule", required_argument, 0, SCHEDULE}, {"foreground", required_argument, 0, FOREGROUND},
         {"promote", required_argument, 0, PROMOTE}, {"cancel", required_argument, 0, CANCEL},
@@ -359,6 +360,7 @@ static void parse(int argc, char **argv) {
         {"list", no_argument, 0, LIST}, {"json", no_argument, 0, JSON}, {"callbacks", required_argument, 0, CALLBACKS},
         {"answer-challenge-later", no_argument, 0, ANSWER_LATER},
         {"then-cancel", no_argument, 0, THEN_CANCEL}, {"then-promote", no_argument, 0, THEN_PROMOTE},
+        {"playing", no_argument, 0, PLAYING},
         {"help", no_argument, 0, HELP}, {0, 0, 0, 0}};
     for (int option; (option = getopt_long(argc, argv, "h", long_options, NULL)) != -1;) {
         bool ok = true;
@@ -388,6 +390,7 @@ static void parse(int argc, char **argv) {
         case ANSWER_LATER: options.answer_later = true; break;
         case THEN_CANCEL: options.then_cancel = true; break;
         case THEN_PROMOTE: options.then_promote = true; break;
+        case PLAYING: options.playing = true; break;
         case CALLBACKS:
             ok = !strcmp(optarg, "thread") || !strcmp(optarg, "dispatch");
             options.library_thread = !strcmp(optarg, "thread");
@@ -450,6 +453,11 @@ int main(int argc, char **argv) {
             /* The callback form: the handler runs from the loop, holding the lock. */
             run_loop(now() + 1e9, exclusive_finished);
         }
+    }
+
+    if (options.playing) {
+        if (ba_app_set_playing(app, true, &error)) event("playing", true, "ok", 'b', 1, NULL);
+        else event("playing", true, "ok", 'b', 0, "error", 's', describe(&error), NULL);
     }
 
     ba_download_t scheduled[MAX_SPECS];

@@ -32,6 +32,7 @@ struct LevelsApp: AsyncParsableCommand {
     var exclusiveControl: Int?
     @Option(help: "Seconds to hold exclusive control.") var hold: Double = 0
     @Flag(help: "Print the current downloads after acting.") var list = false
+    @Flag(help: "Say a game of the app is being played (bahost's setPlaying) before acting.") var playing = false
     @Flag(help: "Print one JSON object per line.") var json = false
 
     func run() async throws {
@@ -71,6 +72,14 @@ struct LevelsApp: AsyncParsableCommand {
                 printer.event(action, ["identifier": identifier, "ok": true])
             } catch {
                 printer.event(action, ["identifier": identifier, "ok": false, "error": Printer.describe(error)])
+            }
+        }
+        if playing {
+            do {
+                try manager.setPlaying(true)
+                printer.event("playing", ["ok": true])
+            } catch {
+                printer.event("playing", ["ok": false, "error": Printer.describe(error)])
             }
         }
         let scheduled = schedule.map(\.download)

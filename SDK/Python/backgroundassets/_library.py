@@ -112,6 +112,7 @@ _PROTOTYPES = {
     "ba_app_copy_current_downloads": (c_bool, [c_void_p, ctypes.POINTER(ctypes.POINTER(DownloadList)), _E]),
     "ba_app_acquire_exclusive_control": (c_bool, [c_void_p, c_int64, _E]),
     "ba_app_release_exclusive_control": (None, [c_void_p]),
+    "ba_app_set_playing": (c_bool, [c_void_p, c_bool, _E]),
     "ba_app_with_exclusive_control": (c_bool, [c_void_p, c_int64, ExclusiveHandler, c_void_p, _E]),
     "ba_app_container_path": (c_bool, [c_void_p, c_char_p, c_char_p, c_size_t, ctypes.POINTER(c_size_t), _E]),
     "ba_app_asset_packs": (c_bool, [c_void_p, PackVisitor, c_void_p, _E]),

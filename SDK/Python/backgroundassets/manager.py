@@ -190,6 +190,11 @@ class BADownloadManager:
         _connection.keep.append(callback)
         _call(lib.ba_app_with_exclusive_control, milliseconds, callback, None)
 
+    def set_playing(self, playing):
+        """Says whether a game of the app runs (a bahost addition): while one does, the person's game.while-playing
+        setting holds or slows background downloads, as while GameMode has a client."""
+        _call(lib.ba_app_set_playing, bool(playing))
+
     def container_path(self, group_identifier):
         """The folder the app group's app and extension share (Apple's containerURL(forSecurityApplicationGroup-
         Identifier:)); None for a group that is not the app's."""

@@ -57,6 +57,8 @@ public final class AppClient: Sendable {
         var closed = false
         /// The descriptor holding the exclusive-control lock, while held.
         var lockDescriptor: Int32 = -1
+        /// What the app last said with `setPlaying`, said again on a new connection.
+        var playing = false
     }
 
     /// A client of the service at `socketPath` (nil: `ServiceProtocol.appSocketPath`, which finds the service from
@@ -138,6 +140,14 @@ public final class AppClient: Sendable {
     /// callback again).
     public func answer(_ callback: CallbackID, _ reply: CallbackReply) {
         callback.connection.answer(callback.id, reply)
+    }
+
+    /// [any thread; blocks for a round trip] The app says whether a game of its runs: while one does, the person's
+    /// `game.while-playing` setting holds or slows background downloads, as for a GameMode client. Kept across a
+    /// reconnection; the app's end is the game's.
+    public func setPlaying(_ playing: Bool) throws(HostError) {
+        state.withLock { $0.playing = playing }
+        try expectOK(.setPlaying(playing))
     }
 
     /// [any thread] The app's own app group container, as the service reports it; nil when it cannot be reached.
@@ -236,6 +246,7 @@ public final class AppClient: Sendable {
             return winner
         }
         if wantsDelegate { _ = try? connection.request(.setDelegate(true)) }
+        if state.withLock({ $0.playing }) { _ = try? connection.request(.setPlaying(true)) }
         return connection
     }
 

@@ -39,6 +39,13 @@ public func ba_app_with_exclusive_control(
     return true
 }
 
+@_cdecl("ba_app_set_playing")
+public func ba_app_set_playing(
+    _ app: OpaquePointer?, _ playing: Bool, _ error: UnsafeMutablePointer<ba_error_t>?
+) -> Bool {
+    withConnection(app, error) { connection in try connection.client.setPlaying(playing) }
+}
+
 @_cdecl("ba_app_container_path")
 public func ba_app_container_path(
     _ app: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int,

@@ -12,9 +12,11 @@
 /* Reads one boolean argument of `m` (a signal's "b"). Returns sd-bus's result: >= 0 on success. */
 int bahost_bus_read_bool(sd_bus_message *m, int *value);
 
-/* A uint32 property of `destination`'s object (org.freedesktop.DBus.Properties.Get), within sd-bus's timeout. */
-int bahost_bus_get_u32(sd_bus *bus, const char *destination, const char *path, const char *interface,
-                       const char *member, uint32_t *value);
+/* A property of a trivial type of `destination`'s object (org.freedesktop.DBus.Properties.Get), within sd-bus's
+ * timeout: type 'u' a uint32_t (NetworkManager's Metered), 'b' an int 0 or 1 (UPower's OnBattery), 'd' a double
+ * (its Percentage), 'i' an int32_t (GameMode's ClientCount). */
+int bahost_bus_get_trivial(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                           const char *member, char type, void *value);
 
 /* A string property, malloc'd into *value (the caller frees it). */
 int bahost_bus_get_string(sd_bus *bus, const char *destination, const char *path, const char *interface,

@@ -46,7 +46,7 @@ extension BackgroundAssetsService {
     func followDeclaredApps() async {
         let folders = settings.declaredApps
         var planner = DeclaredAppPlanner(settle: settings.declaredAppSettle, removalGrace: settings.declaredAppRemovalGrace)
-        let watcher = DeclaredAppWatcher()
+        let watcher = FolderWatcher()
         declaredAppsStatus.withLock { $0.roots = folders.roots + folders.flatpakInstallations }
         logger.info("declared apps: following \(folders.watchedRoots.joined(separator: ", "))")
         var due = true

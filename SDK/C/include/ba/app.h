@@ -183,6 +183,11 @@ typedef void (*ba_exclusive_control_handler_t)(void *context, const ba_error_t *
 bool ba_app_with_exclusive_control(ba_app_t *app, int64_t timeout_ms, ba_exclusive_control_handler_t handler,
                                    void *context, ba_error_t *error);
 
+/* [any thread; blocks for a round trip] Says whether a game of the app runs (a bahost addition): while one does,
+ * the person's game.while-playing setting holds or slows background downloads, as while GameMode has a client.
+ * Kept across reconnections; the app's end ends it. Fails with 56 when the service is not reachable. Added in 1.2. */
+bool ba_app_set_playing(ba_app_t *app, bool playing, ba_error_t *error);
+
 /* [any thread] The folder the app group's app and extension share (Apple's
  * containerURL(forSecurityApplicationGroupIdentifier:)), as a NUL-terminated path copied into buffer. Fails with
  * BAHostErrorDomain ERANGE when buffer is too small (*length then says how many bytes it needs, NUL included), and

@@ -100,6 +100,10 @@ final class ServiceTransport: HostTransport, Sendable {
 
     func releaseExclusiveControl() { client.releaseExclusiveControl() }
 
+    func setPlaying(_ playing: Bool) throws {
+        try Self.bridged { () throws(HostError) in try client.setPlaying(playing) }
+    }
+
     // MARK: Callbacks
 
     private static func deliver(_ event: AppEvent, unless client: AppClient) async {

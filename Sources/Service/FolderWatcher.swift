@@ -2,14 +2,15 @@ import CHostSupport
 import Foundation
 import Synchronization
 
-/// Tells the service that something changed in the declared-apps folders, with inotify: each root that exists and
-/// each app folder in it, and for a root not there yet (no package declared an app so far), its deepest folder
-/// that is, so that its creation is seen. A thread of the watcher's own waits on the inotify descriptor (`poll`,
-/// no timeout), reads what it reports and fires `changed`: the service waits on that, so nothing polls.
+/// Tells the service that something changed in folders it follows, with inotify: the declared-apps folders (each
+/// root that exists and each app folder in it), the person's settings folder. For a root not there yet (no package
+/// declared an app so far, no settings written), its deepest folder that is, so that its creation is seen. A thread
+/// of the watcher's own waits on the inotify descriptor (`poll`, no timeout), reads what it reports and fires
+/// `changed`: the service waits on that, so nothing polls.
 ///
-/// Thread rule: one owner (the service's declared-apps task) calls `arm` and `takeChange`; the watcher's thread only
-/// reads the descriptor and fires. It ends when the watcher does, and closes the descriptors then.
-final class DeclaredAppWatcher: Sendable {
+/// Thread rule: one owner (the service's task that follows the folders) calls `arm` and `takeChange`; the watcher's
+/// thread only reads the descriptor and fires. It ends when the watcher does, and closes the descriptors then.
+final class FolderWatcher: Sendable {
     /// What the thread reports, shared with it (the thread must not hold the watcher, whose end is its cue).
     private final class Changes: Sendable {
         let signal = Signal()
@@ -26,7 +27,8 @@ final class DeclaredAppWatcher: Sendable {
     /// Fired after each batch of changes the descriptor reported.
     var changed: Signal { changes.signal }
 
-    init() {
+    /// - Parameter threadName: what the OS shows for its thread (`bahost-apps-dir`, `bahost-settings`).
+    init(threadName: String = "bahost-apps-dir") {
         inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) != 0 { ends = [-1, -1] }
@@ -35,7 +37,7 @@ final class DeclaredAppWatcher: Sendable {
         guard inotify >= 0, ends[0] >= 0 else { return }
         let (inotify, stop, changes) = (inotify, ends[0], changes)
         let thread = Thread {
-            bahost_name_thread("bahost-apps-dir")
+            bahost_name_thread(threadName)
             Self.follow(inotify: inotify, stop: stop) {
                 changes.seen.store(true, ordering: .releasing)
                 changes.signal.fire()

@@ -5,12 +5,12 @@ import TestSupport
 
 /// The declared-apps watcher on real inotify: a change in a watched folder is told, and re-arming is not a change
 /// (a watch removed reports `IN_IGNORED`: told as a change, the service reconciled without end).
-@Suite(.ownThreads) struct DeclaredAppWatcherTests {
+@Suite(.ownThreads) struct FolderWatcherTests {
     @Test func aChangeIsToldAndReArmingIsNot() async throws {
         let root = TestPlugins.freshFolder("watched")
         let app = root.appendingPathComponent("com.example.levels")
         try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
-        let watcher = DeclaredAppWatcher()
+        let watcher = FolderWatcher()
         watcher.arm(roots: [root.path], folders: [app.path])
         for _ in 0..<3 { watcher.arm(roots: [root.path], folders: [app.path]) }
         watcher.arm(roots: [root.path], folders: [])
@@ -34,8 +34,8 @@ import TestSupport
             return bytes + Array(name.utf8) + [UInt8](repeating: 0, count: padded - name.utf8.count)
         }
         let ignored = event(Int32(IN_IGNORED))
-        #expect(!DeclaredAppWatcher.holdsAChange(ArraySlice(ignored + ignored)))
-        #expect(DeclaredAppWatcher.holdsAChange(ArraySlice(ignored + event(Int32(IN_CREATE), name: "Info.plist"))))
-        #expect(DeclaredAppWatcher.holdsAChange(ArraySlice(event(Int32(IN_DELETE_SELF)) + ignored)))
+        #expect(!FolderWatcher.holdsAChange(ArraySlice(ignored + ignored)))
+        #expect(FolderWatcher.holdsAChange(ArraySlice(ignored + event(Int32(IN_CREATE), name: "Info.plist"))))
+        #expect(FolderWatcher.holdsAChange(ArraySlice(event(Int32(IN_DELETE_SELF)) + ignored)))
     }
 }
