@@ -58,6 +58,8 @@ symbols=$(objdump -T "$prefix/lib/libbackgroundassets.so.1") || fail "objdump -T
 grep -q 'BACKGROUNDASSETS_1.0.*ba_app_connect' <<< "$symbols" || fail "ba_app_connect is not versioned BACKGROUNDASSETS_1.0"
 grep -q 'BACKGROUNDASSETS_1.1.*ba_app_copy_current_downloads' <<< "$symbols" \
     || fail "ba_app_copy_current_downloads (added in 1.1) is not versioned BACKGROUNDASSETS_1.1"
+grep -q 'BACKGROUNDASSETS_1.2.*ba_app_set_playing' <<< "$symbols" \
+    || fail "ba_app_set_playing (added in 1.2) is not versioned BACKGROUNDASSETS_1.2"
 # Nothing of Foundation inside: with it (ICU's data) the library every app ships was 60 MB; without, about 7
 # (docs/performance/DECISIONS.md #46). Stripped, the Swift runtime's type names still name each module.
 grep -q -a '10Foundation\|20FoundationEssentials' "$prefix/lib/libbackgroundassets.so.1" \

@@ -12,8 +12,11 @@ extension BackgroundAssetsService {
     /// [the declared-apps task, and `run` at start] Opens the socket of each installed Flatpak app that has none, and
     /// closes those of apps no longer installed.
     func openFlatpakSockets() {
-        guard let runtime = settings.runtimeDirectory else { return }
         let apps = Set(((try? engine.installedApps()) ?? []).filter { $0.sandboxHome != nil }.map(\.appIdentifier))
+        guard let runtime = settings.runtimeDirectory else {
+            if !apps.isEmpty { logger.error("flatpak: no XDG_RUNTIME_DIR: Flatpak apps cannot reach the service") }
+            return
+        }
         let (toOpen, toClose) = flatpakListeners.withLock { open in
             (apps.subtracting(open.keys), open.filter { !apps.contains($0.key) })
         }
