@@ -7,12 +7,13 @@ import ServiceWire
 ///
 /// 1. The peer's PID (`SO_PEERCRED`) names a process that started before the connection was accepted and is the same
 ///    process (start time) after everything was read: a PID reused meanwhile proves nothing.
-/// 2. Its `.flatpak-info` is read through `/proc/PID/root`, opened without following a link, a regular file and
-///    bounded: Flatpak mounts it read-only at the sandbox's root, where the app cannot write.
+/// 2. Its `.flatpak-info` is read through `/proc/PID/root` (the file opened without following a link), a regular
+///    file and bounded: Flatpak mounts it read-only at the sandbox's root, where the app cannot write.
 /// 3. The instance that file names must be one Flatpak runs on the host: `$XDG_RUNTIME_DIR/.flatpak/INSTANCE`, which
 ///    no sandbox sees, says the same app, and the peer is in that instance's PID namespace or descends from its
 ///    first process (`bwrapinfo.json`). A `.flatpak-info` made up elsewhere (a root of one's own in a user
-///    namespace) names no such instance.
+///    namespace) names no such instance. A process of the user outside any sandbox could forge both: it is one
+///    protection domain with the user (docs/SERVICE.md, "App identity").
 ///
 /// A process outside any Flatpak is `.native`, and keeps the rule for native apps (`bahost launch` lineage, and the
 /// service's own PID namespace).

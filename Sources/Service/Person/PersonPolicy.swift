@@ -8,7 +8,7 @@ import Synchronization
 /// The person's settings in the running service: the last good settings read from the file, what the machine says
 /// (GameMode, UPower, power-profiles-daemon, apps that say they are playing), and the decision `PersonRules` made of
 /// them, which the engine applies. Inputs are written from the buses' threads and the app connections' threads;
-/// `changed` wakes the service's task that decides (`followPersonSettings`).
+/// `changed` wakes the service's task that decides (`followPersonRules`).
 final class PersonPolicy: Sendable {
     struct State: Sendable {
         var settings = PersonSettings.defaults
