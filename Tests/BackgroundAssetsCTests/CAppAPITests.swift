@@ -65,6 +65,7 @@ import TestSupport
 
         expectFailure("after-disconnect", apple, 56, "not connected")
         expectFailure("fetch-after-disconnect", apple, 56, "not connected")
+        expectFailure("playing-after-disconnect", apple, 56, "not connected")
         expectFailure("copy-after-disconnect", apple, 56, "not connected")
         #expect(answers["copy-after-disconnect-list-cleared"]?["value"] as? Int == 1)
         #expect(answers["dispatch-after-disconnect"]?["value"] as? Int == -1)

@@ -70,8 +70,9 @@ import TestSupport
         #expect(try person(daemon)["held"] == nil)
     }
 
-    /// An app bahost launched that says it is playing holds the background downloads while it runs.
-    @Test func anAppThatSaysItIsPlayingHoldsThemWhileItRuns() throws {
+    /// An app bahost launched that says it is playing holds the background downloads while it runs: Swift's
+    /// `setPlaying` and C's `ba_app_set_playing` (Python's is in Tests/Python).
+    @Test(arguments: LevelsApp.all) func anAppThatSaysItIsPlayingHoldsThemWhileItRuns(levelsApp: LevelsApp) throws {
         let daemon = try ServiceDaemon()
         let app = try app()
         #expect(try daemon.report(["install", app.folder.path]).status == 0)
@@ -79,7 +80,7 @@ import TestSupport
         let data = Data.random(count: 200_000)
         let name = "person-bg-\(UUID().uuidString.prefix(8)).pack"
         try nginx.serve(data, at: name)
-        let game = try LevelsApp.c.start(
+        let game = try levelsApp.start(
             ["--playing", "--stay", "8", "--schedule", "bg=\(nginx.https(name))@200000"], app: "com.example.levels",
             daemon: daemon)
         #expect(try ServiceDaemon.waitUntil(10) {

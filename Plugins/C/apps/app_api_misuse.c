@@ -95,6 +95,7 @@ int main(void) {
     ba_app_disconnect(app);
     answer("after-disconnect", ba_app_schedule_download(app, &unscheduled, &error), &error);
     answer("fetch-after-disconnect", ba_app_fetch_current_downloads(app, ignore, NULL, &error), &error);
+    answer("playing-after-disconnect", ba_app_set_playing(app, true, &error), &error);
     ba_download_list_t *list = (ba_download_list_t *)&error; /* not NULL: the call must clear it */
     answer("copy-after-disconnect", ba_app_copy_current_downloads(app, &list, &error), &error);
     number("copy-after-disconnect-list-cleared", list == NULL);
