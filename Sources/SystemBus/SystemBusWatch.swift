@@ -135,11 +135,10 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
         var present: Int32 = 0
         var type: UInt32 = 0
         var percent: Double = 0
-        func read(_ path: String, _ interface: String, _ name: String, _ type: String, _ value: UnsafeMutableRawPointer)
-            -> Bool
-        {
-            bahost_bus_get_trivial(bus, Self.upower, path, interface, name, CChar(UInt8(ascii: Unicode.Scalar(type)!)), value)
-                >= 0
+        // sd-bus's type letters: b a boolean (as an int), u a uint32, d a double.
+        func read(_ path: String, _ interface: String, _ name: String, _ type: Unicode.Scalar,
+                  _ value: UnsafeMutableRawPointer) -> Bool {
+            bahost_bus_get_trivial(bus, Self.upower, path, interface, name, CChar(UInt8(ascii: type)), value) >= 0
         }
         let hasUPower = read("/org/freedesktop/UPower", Self.upower, "OnBattery", "b", &onBattery)
         let device = "\(Self.upower).Device"
