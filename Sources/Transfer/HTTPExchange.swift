@@ -403,7 +403,7 @@ final class HTTPExchange: @unchecked Sendable {
         let socket = connectAttempt.pointee.socket
         var local = [CChar](repeating: 0, count: 64)
         guard socket >= 0, bahost_socket_local_address(socket, &local, local.count) == 0 else { return "" }
-        return String(cString: local)
+        return String(nulTerminated: local)
     }
 
     /// libcurl ended the request with `code`.

@@ -10,7 +10,7 @@ enum NetworkPath {
     static func source(toward peer: String) -> String? {
         var local = [CChar](repeating: 0, count: 64)
         guard bahost_route_source(peer, &local, local.count) == 0 else { return nil }
-        return String(cString: local)
+        return String(nulTerminated: local)
     }
 
     /// The local address the kernel would send from to reach `peer`, when the link it leaves by is up and has its
@@ -24,5 +24,13 @@ enum NetworkPath {
     /// RFC 3849), which only a default route (or one as wide) reaches.
     static var hasRouteOut: Bool {
         source(toward: "192.0.2.1") != nil || source(toward: "2001:db8::1") != nil
+    }
+}
+
+extension String {
+    /// The text of a C buffer up to its first NUL (all of it when it has none), as UTF-8.
+    init(nulTerminated buffer: [CChar]) {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        self.init(decoding: bytes, as: UTF8.self)
     }
 }

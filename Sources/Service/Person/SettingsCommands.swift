@@ -30,10 +30,10 @@ extension BackgroundAssetsService {
         } catch {
             throw ControlError("\(error); fix it (or remove it) first: the service keeps its last good settings")
         }
-        do {
+        do throws(SettingError) {
             try change(&settings)
             try person.file.write(settings)
-        } catch let error as SettingError {
+        } catch {
             throw ControlError(error.description)
         }
         if let problem = person.reload() { throw ControlError(problem.description) }
