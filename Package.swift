@@ -88,7 +88,7 @@ let package = Package(
             dependencies: ["CBAExtension", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
         // The host's shared values that need Foundation (dates, file URLs, UUIDs, URL components): the data root's
         // layout, an app's schedule, a process's stamp. Apart from Vocabulary so that the app library carries none.
-        .target(name: "HostVocabulary", dependencies: ["Vocabulary"]),
+        .target(name: "HostVocabulary", dependencies: ["CHostSupport", "Vocabulary"]),
         // The person's say over background downloads: the settings file, and the rules it makes (values, no I/O).
         .target(
             name: "PersonSettings",
@@ -146,7 +146,7 @@ let package = Package(
         // The system bus: NetworkManager's connectivity and metered state, logind's sleep.
         .target(name: "SystemBus", dependencies: ["CHostSupport", "CSystemd", "HostVocabulary", "Vocabulary"]),
         // The desktop, on the session bus: notifications and the dock's launcher entries.
-        .target(name: "Desktop", dependencies: ["CHostSupport", "CSystemd"]),
+        .target(name: "Desktop", dependencies: ["CHostSupport", "CSystemd", "HostVocabulary"]),
         // One attempt at one transfer, on libcurl's multi interface: one transfer thread owns every socket.
         .target(
             name: "Transfer",

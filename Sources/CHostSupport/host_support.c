@@ -178,6 +178,8 @@ int bahost_landlock_abi(void) {
 #endif
 }
 
+int bahost_wake_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC | O_NONBLOCK); }
+
 int bahost_pidfd_open(pid_t pid) {
 #ifdef SYS_pidfd_open
     return (int)syscall(SYS_pidfd_open, pid, 0);

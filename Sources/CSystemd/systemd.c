@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,3 +47,27 @@ int bahost_bus_inhibit(sd_bus *bus, const char *what, const char *who, const cha
 void bahost_bus_close(sd_bus *bus) { sd_bus_flush_close_unref(bus); }
 
 int bahost_bus_stop_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC | O_NONBLOCK); }
+
+int bahost_bus_wait(sd_bus *bus, int wake_fd) {
+    struct pollfd fds[2] = {
+        {.fd = sd_bus_get_fd(bus), .events = (short)sd_bus_get_events(bus)},
+        {.fd = wake_fd, .events = POLLIN},
+    };
+    uint64_t until = 0;
+    int timeout = -1;
+    if (sd_bus_get_timeout(bus, &until) >= 0 && until != UINT64_MAX) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t micros = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+        uint64_t left = until > micros ? (until - micros + 999) / 1000 : 0;
+        timeout = left > 60000 ? 60000 : (int)left;
+    }
+    int r = poll(fds, 2, timeout);
+    if (r < 0) return errno == EINTR ? 0 : -errno;
+    if (fds[1].revents & POLLIN) {
+        char drain[64];
+        while (read(wake_fd, drain, sizeof drain) > 0) {}
+        return 1;
+    }
+    return 0;
+}

@@ -2,6 +2,7 @@ import CHostSupport
 import CSystemd
 import Foundation
 import Glibc
+import HostVocabulary
 import Synchronization
 
 /// The user's session bus, through libsystemd's sd-bus (`$DBUS_SESSION_BUS_ADDRESS`): where the desktop's
@@ -12,7 +13,8 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
     private let jobs = Mutex<[@Sendable (OpaquePointer) -> Void]>([])
     private let wakePipe: (read: Int32, write: Int32)
     private let stopped = Atomic<Bool>(false)
-    private let finished = Mutex(false)
+    private let stopRequested = Atomic<Bool>(false)
+    private let thread = Mutex<OwnedThread?>(nil)
     private var slots: [OpaquePointer?] = []
     /// Signal handlers by match rule, called on the bus thread with the message.
     private var handlers: [ObjectIdentifier: (OpaquePointer) -> Void] = [:]
@@ -22,12 +24,17 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
         var bus: OpaquePointer?
         guard sd_bus_open_user(&bus) >= 0, let bus else { return nil }
         let connection = SessionBus(bus: bus)
-        let thread = Thread {
-            bahost_name_thread("bahost-user-bus")
-            connection.run()
+        guard let thread = OwnedThread(name: "bahost-user-bus", { connection.run() }) else {
+            connection.closeBus()
+            return nil
         }
-        thread.start()
+        connection.thread.withLock { $0 = thread }
         return connection
+    }
+
+    deinit {
+        close(wakePipe.read)
+        close(wakePipe.write)
     }
 
     private init(bus: OpaquePointer) {
@@ -64,10 +71,11 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
 
     /// Ends the thread and closes the connection, once the jobs posted before have run. [any thread but the bus's]
     func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        stopped.store(true, ordering: .releasing)
         var one: UInt8 = 1
         _ = write(wakePipe.write, &one, 1)
-        while !finished.withLock({ $0 }) { usleep(1000) }
+        thread.withLock { $0 }?.join()
     }
 
     /// [bus thread]
@@ -79,24 +87,18 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
             let r = sd_bus_process(bus, nil)
             if r > 0 { continue }
             if r < 0 { broken = true; break }
-            var fds = [
-                pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
-                pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
-            ]
-            _ = poll(&fds, 2, 1000)
-            if fds[1].revents != 0 {
-                var drain = [UInt8](repeating: 0, count: 64)
-                _ = read(wakePipe.read, &drain, 64)
-            }
+            if bahost_bus_wait(bus, wakePipe.read) < 0 { broken = true }
         }
         if broken { stopped.store(true, ordering: .releasing) }
+        closeBus()
+    }
+
+    /// [bus thread, or the caller of `connect` before the thread exists]
+    private func closeBus() {
         for slot in slots { sd_bus_slot_unref(slot) }
         slots = []
         if let bus { bahost_bus_close(bus) }
         bus = nil
-        close(wakePipe.read)
-        close(wakePipe.write)
-        finished.withLock { $0 = true }
     }
 }
 

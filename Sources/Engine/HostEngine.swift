@@ -269,9 +269,12 @@ public final class HostEngine: Sendable {
     public func prepareForSleep(limit: Duration = .seconds(3)) async -> Int {
         let stopping = context.running.current().0
         apply { $0.asleep = true }
+        // Each transfer's task, ending, posts `queueChanged`: the wait looks again then, never after a sleep.
         let deadline = ContinuousClock.now + limit
-        while !context.running.isEmpty && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
+        while ContinuousClock.now < deadline {
+            let mark = context.events.mark()
+            guard !context.running.isEmpty else { break }
+            await context.events.wait(for: .queueChanged, after: mark, timeout: deadline - ContinuousClock.now)
         }
         await withTaskExecutorPreference(context.blocking) { [context] in
             for uniqueIdentifier in stopping {

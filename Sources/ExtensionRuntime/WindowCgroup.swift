@@ -1,3 +1,4 @@
+import CHostSupport
 import Foundation
 import Synchronization
 
@@ -103,18 +104,49 @@ final class WindowCgroup {
         }
     }
 
-    /// Kills every process left in the window and removes its folders (once they are empty: a process being killed
-    /// holds it a moment; what stays is pruned by the next window).
+    /// Kills every process left in the window and removes its folders once it is empty: a killed process holds its
+    /// cgroup until the kernel has reaped it, which the waits below see happen (v2's `cgroup.events` says
+    /// `populated 0`; v1's members' pidfds poll readable) rather than looking again after a sleep. Bounded by
+    /// `emptyingLimit`; a folder that is still busy then is pruned by the next window.
     func remove() {
-        if version == 2, Self.write("1", to: "\(folders[0])/cgroup.kill") {
+        let deadline = ContinuousClock.now + Self.emptyingLimit
+        if version == 2 {
+            let events = open("\(folders[0])/cgroup.events", O_RDONLY | O_CLOEXEC)
+            defer { if events >= 0 { close(events) } }
+            if !Self.write("1", to: "\(folders[0])/cgroup.kill") {
+                for pid in members() { kill(pid, SIGKILL) }
+            }
+            // The kernel notifies a change of `cgroup.events` as POLLPRI on an open descriptor of it.
+            while events >= 0 && Self.populated(events) && ContinuousClock.now < deadline {
+                var fd = pollfd(fd: events, events: Int16(POLLPRI), revents: 0)
+                _ = poll(&fd, 1, Self.milliseconds(until: deadline))
+            }
         } else {
-            for pid in members() { kill(pid, SIGKILL) }
+            let exits = members().map { pid in (pid, bahost_pidfd_open(pid)) }
+            for (pid, _) in exits { kill(pid, SIGKILL) }
+            var waiting = exits.compactMap { $0.1 >= 0 ? pollfd(fd: $0.1, events: Int16(POLLIN), revents: 0) : nil }
+            defer { waiting.forEach { close($0.fd) } }
+            while waiting.contains(where: { $0.revents == 0 }) && ContinuousClock.now < deadline {
+                _ = poll(&waiting, nfds_t(waiting.count), Self.milliseconds(until: deadline))
+            }
         }
-        for _ in 0..<50 {
-            folders.forEach { rmdir($0) }
-            if !folders.contains(where: { access($0, F_OK) == 0 }) { return }
-            usleep(2_000)
-        }
+        folders.forEach { rmdir($0) }
+    }
+
+    /// How long `remove` waits for the window's killed processes to be reaped.
+    static let emptyingLimit = Duration.milliseconds(100)
+
+    /// Whether `cgroup.events` (open at `descriptor`) says processes are still in the cgroup.
+    private static func populated(_ descriptor: Int32) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = pread(descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { return false }
+        return String(decoding: buffer[..<count], as: UTF8.self).contains("populated 1")
+    }
+
+    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+        let left = deadline - ContinuousClock.now
+        return Int32(max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)) + 1
     }
 
     /// What each window gets on this machine, in a sentence.

@@ -39,7 +39,7 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
     /// A pipe whose write end, written, ends the thread.
     private let stopPipe: (read: Int32, write: Int32)
     private let stopped = Atomic<Bool>(false)
-    private let finished = Mutex<Bool>(false)
+    private let thread = Mutex<OwnedThread?>(nil)
     /// The held delay inhibitor's descriptor, -1 when none: released before a sleep, taken again after it.
     private let inhibitor = Mutex<Int32>(-1)
     /// What NetworkManager said last, so that a `PropertiesChanged` of something else reports nothing.
@@ -58,12 +58,17 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
             watch.closeBus()
             return .failure(error)
         }
-        let thread = Thread {
-            bahost_name_thread("bahost-sys-bus")
-            watch.run()
+        guard let thread = OwnedThread(name: "bahost-sys-bus", { watch.run() }) else {
+            watch.closeBus()
+            return .failure(SystemBusError(operation: "starting the system bus's thread", code: -EAGAIN))
         }
-        thread.start()
+        watch.thread.withLock { $0 = thread }
         return .success(watch)
+    }
+
+    deinit {
+        close(stopPipe.read)
+        close(stopPipe.write)
     }
 
     private init(bus: OpaquePointer, handlers: Handlers) {
@@ -221,7 +226,7 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var one: UInt8 = 1
         _ = write(stopPipe.write, &one, 1)
-        while !finished.withLock({ $0 }) { usleep(1000) }
+        thread.withLock { $0 }?.join()
     }
 
     /// [watch thread]
@@ -236,25 +241,10 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
                 if lastPower.map({ $0 != PowerState() }) == true { handlers.powerChanged(PowerState()) }
                 break
             }
-            var fds = [
-                pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
-                pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
-            ]
-            var timeout: UInt64 = 0
-            var wait: Int32 = -1
-            if sd_bus_get_timeout(bus, &timeout) >= 0 && timeout != UInt64.max {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                let nowMicros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-                wait = timeout > nowMicros ? Int32(min((timeout - nowMicros + 999) / 1000, 60_000)) : 0
-            }
-            _ = poll(&fds, 2, wait)
+            if bahost_bus_wait(bus, stopPipe.read) < 0 { break }
         }
         closeBus()
         releaseInhibitor()
-        close(stopPipe.read)
-        close(stopPipe.write)
-        finished.withLock { $0 = true }
     }
 
     private func closeBus() {

@@ -289,7 +289,7 @@ public final class NetworkLab: @unchecked Sendable {
             """
         let configPath = folder.appendingPathComponent("tinyproxy.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: proxyLog, contents: nil, attributes: [.posixPermissions: 0o666])
+        _ = FileManager.default.createFile(atPath: proxyLog, contents: nil, attributes: [.posixPermissions: 0o666])
         try Self.launch(["netns", "exec", server, "/usr/bin/tinyproxy", "-c", configPath])
         let deadline = Date().addingTimeInterval(10)
         while (try? Self.run(Self.ip, ["netns", "exec", server, "ss", "-Hltn"]))?.contains(Self.proxyAddress) != true {

@@ -32,6 +32,9 @@ void bahost_name_thread(const char *name);
 /* The Landlock ABI version the kernel offers, or -1 with errno set when it has none (ENOSYS, EOPNOTSUPP). */
 int bahost_landlock_abi(void);
 
+/* A pipe, both ends close-on-exec and non-blocking: written to end another thread's wait on its read end. */
+int bahost_wake_pipe(int ends[2]);
+
 /* A descriptor that polls readable when `pid` exits, or -1 where the kernel has no pidfd_open. */
 int bahost_pidfd_open(pid_t pid);
 

@@ -29,6 +29,10 @@ int bahost_bus_inhibit(sd_bus *bus, const char *what, const char *who, const cha
 /* A pipe, both ends close-on-exec and non-blocking: the watch's thread polls it to know when to end. */
 int bahost_bus_stop_pipe(int ends[2]);
 
+/* Waits until the bus has something to process, its next timeout passes, or `wake_fd` (a stop pipe's read end)
+ * is written: 1 for the pipe (drained), 0 otherwise, or a negative errno. The bus threads' only wait. */
+int bahost_bus_wait(sd_bus *bus, int wake_fd);
+
 /* Closes `bus` once what it has queued is sent. */
 void bahost_bus_close(sd_bus *bus);
 
