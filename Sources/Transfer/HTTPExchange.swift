@@ -15,10 +15,12 @@ import Vocabulary
 /// has judged the head is kept in memory (up to `heldBytesLimit`; past it the transfer pauses): a connection that
 /// breaks meanwhile still leaves those bytes to write and resume from.
 ///
+/// The response's progress is one `Phase`, whose cases carry what is valid in them; every field that changes is in
+/// `State`, under its one lock, the transfer thread's own (`Pace`) included.
+///
 /// Threads: the callbacks, `finished` and `ended` run on the transfer thread; `writeBody`, `discard` and
-/// `returnFile` on any (the task's, which is normally the transfer thread too). The state they share is under
-/// `state`'s lock.
-final class HTTPExchange: @unchecked Sendable {
+/// `returnFile` on any (the task's, which is normally the transfer thread too).
+final class HTTPExchange: Sendable {
     enum Event: Sendable {
         case head(status: Int, headers: ResponseHeaders)
         /// The file now holds this many bytes.
@@ -58,65 +60,102 @@ final class HTTPExchange: @unchecked Sendable {
     /// past it the connection is closed.
     static let discardedBytesLimit = 64 << 10
 
-    private struct State {
-        var file: PartialFile?
-        var bounds = Bounds(expectedSize: 0, byteLimit: nil)
-        var judged = false
-        var discarded = false
-        var discardedBytes = 0
-        var held: [UInt8] = []
-        /// libcurl holds a part back (`CURL_WRITEFUNC_PAUSE`) until the head is judged.
-        var paused = false
-        var finishedEarly = false
-        var headers = ResponseHeaders()
-        var headBytes = 0
-        var headDone = false
-        var lastReport = ContinuousClock.now
-        /// The last bytes from the server; nil while the silence is the host's (the head waits to be judged).
-        var lastHeard: ContinuousClock.Instant? = .now
-        /// Where the current stretch of `MinimumRate` began (the file lent at first), and the bytes it has brought.
-        var stretchStart = ContinuousClock.now
-        var stretchBytes: Int64 = 0
-        /// Why the body was refused while it arrived (a bound passed, a failed write): reported as the end.
-        var refusal: TransferError?
-        var ended = false
+    /// Where the response is, each case with only what is valid in it. The head is read (`awaitingHead`), then held
+    /// for the task's judgment with the body's first bytes (`holding`), then the body goes into the lent file
+    /// (`writing`) or is dropped (`discarding`), and the file is given back (`returned`).
+    enum Phase {
+        /// The head is being read: its fields so far (an interim response's are dropped at its blank line).
+        case awaitingHead(ResponseHeaders)
+        /// The head came and waits for the task's judgment; the body's first bytes are held meanwhile. `paused` once
+        /// they reached `heldBytesLimit` (libcurl keeps the next part); `whole` once libcurl ended the response whole
+        /// with all of its body held.
+        case holding(held: [UInt8], paused: Bool, whole: Bool)
+        /// The body goes into the file the task lent.
+        case writing(Body)
+        /// The body was refused: up to `discardedBytesLimit` of it read and dropped, then the connection closed.
+        case discarding(bytes: Int)
+        /// The task took its file back (cancelled, or after the end): what arrives is refused.
+        case returned
+    }
 
-        /// Counts `count` bytes that arrived `now` toward the minimum rate; false (with `refusal` set) when the
-        /// stretch that ends with them brought too little.
-        mutating func keepsUp(_ count: Int, now: ContinuousClock.Instant, _ rate: MinimumRate) -> Bool {
+    /// The body being written, within its bounds and at the minimum rate.
+    struct Body {
+        var file: PartialFile
+        var bounds: Bounds
+        var lastReport: ContinuousClock.Instant
+        /// Where the current stretch of `MinimumRate` began (the file lent at first), and the bytes it has brought.
+        var stretchStart: ContinuousClock.Instant
+        var stretchBytes: Int64 = 0
+
+        /// Counts `count` bytes that arrived `now` toward the minimum rate; why not, when the stretch that ends
+        /// with them brought too little.
+        mutating func keepsUp(_ count: Int, now: ContinuousClock.Instant, _ rate: MinimumRate) -> TransferError? {
             stretchBytes += Int64(count)
-            guard now - stretchStart >= rate.window else { return true }
+            guard now - stretchStart >= rate.window else { return nil }
             guard stretchBytes >= rate.bytes else {
-                refusal = TransferError(
+                return TransferError(
                     .transient, code: CurlFailure.timedOut, domain: TransferError.urlDomain,
                     message: "the server sent \(stretchBytes) bytes in \((now - stretchStart).tenths) s; a transfer "
                         + "must bring at least \(rate.bytes) bytes every \(rate.window.tenths) s")
-                return false
             }
             stretchStart = now
             stretchBytes = 0
-            return true
+            return nil
         }
 
-        /// Writes one part within the bounds; false (with `refusal` set) when it cannot.
-        mutating func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-            guard refusal == nil else { return false }
-            // A cancelled task takes its file back (`returnFile`) before the transfer thread has aborted: what
-            // arrives after is not written.
-            guard file != nil else {
-                refusal = CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)
+        /// Writes one part within the bounds; why not, when it cannot.
+        mutating func write(_ bytes: UnsafeRawBufferPointer) -> TransferError? {
+            let after = file.length + Int64(bytes.count)
+            if bounds.expectedSize > 0 && after > bounds.expectedSize {
+                return .permanent(
+                    TransferError.sizeMismatch, "the server sent more than the declared \(bounds.expectedSize) bytes")
+            }
+            if let limit = bounds.byteLimit, after > limit {
+                return .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
+            }
+            return file.append(bytes)
+        }
+    }
+
+    /// What the transfer thread alone sets and reads: the body's pace, and a background exchange's yield.
+    struct Pace {
+        /// The most bytes a second the body may arrive at (its share of the ceilings: `TransferThread.shareRate`),
+        /// 0 for none; its pacer; and, while a part waits for the pace, when to offer it again.
+        var rate: Int64 = 0
+        var pacer = RatePacer()
+        var until: ContinuousClock.Instant?
+        /// A background transfer's controller, and when it was last fed.
+        var yielding: YieldController?
+        var sampledAt = ContinuousClock.now
+        /// The socket of a yielding exchange's connection (a fresh one, so that it is known), -1 before it is opened.
+        var socket: Int32 = -1
+        var peerChecked = false
+    }
+
+    private struct State {
+        var phase = Phase.awaitingHead(ResponseHeaders())
+        /// Head bytes read, interim responses' and trailers' included.
+        var headBytes = 0
+        /// The last bytes from the server (a held head's silence is the host's: `silentSince`).
+        var lastHeard = ContinuousClock.now
+        /// Why the body was refused while it arrived (a bound passed, a failed write, too slow): reported as the end.
+        var refusal: TransferError?
+        /// Whether the end was reported (once). Not a phase: the task may judge a head after the response ended,
+        /// and the bytes held are then still written, to resume from.
+        var endReported = false
+        var pace = Pace()
+
+        /// Holds a part of the body while the head waits for its judgment; false, pausing, past `heldBytesLimit`.
+        mutating func hold(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard case .holding(var held, let paused, let whole) = phase else { return false }
+            guard held.count + bytes.count <= HTTPExchange.heldBytesLimit else {
+                phase = .holding(held: held, paused: true, whole: whole)
                 return false
             }
-            let after = file!.length + Int64(bytes.count)
-            if bounds.expectedSize > 0 && after > bounds.expectedSize {
-                refusal = .permanent(
-                    TransferError.sizeMismatch, "the server sent more than the declared \(bounds.expectedSize) bytes")
-            } else if let limit = bounds.byteLimit, after > limit {
-                refusal = .permanent(TransferError.byteLimitExceeded, "the transfer passed its limit of \(limit) bytes")
-            } else if let error = file!.append(bytes) {
-                refusal = error
-            }
-            return refusal == nil
+            phase = .returned  // the bytes' one owner while they grow: no copy
+            held.append(contentsOf: bytes)
+            phase = .holding(held: held, paused: paused, whole: whole)
+            return true
         }
     }
 
@@ -127,28 +166,19 @@ final class HTTPExchange: @unchecked Sendable {
     private let minimumRate: MinimumRate
     /// The proxy the request goes through, if any: its failures name it (without its credentials).
     private let proxy: ProxyURL?
-    /// A background transfer's controller, and when it was last fed. [transfer thread]
-    var yielding: YieldController?
-    var yieldSampledAt = ContinuousClock.now
-    /// The socket of a yielding exchange's connection (a fresh one, so that it is known), -1 before it is opened.
-    /// [transfer thread]
-    private var socket: Int32 = -1
-    private var yieldPeerChecked = false
-    /// The most bytes a second its body may arrive at (its share of the ceilings: `TransferThread.shareRate`), 0
-    /// for none; its pacer; and, while a part waits for the pace, when to offer it again. [transfer thread]
-    var paceRate: Int64 = 0
-    private var pacer = RatePacer()
-    private(set) var pacedUntil: ContinuousClock.Instant?
     private let progressInterval: Duration
     /// Called the moment the body has ended whole, before the task hears of it. [transfer thread, or the task's]
     private let bodyEnded: @Sendable () -> Void
-    /// libcurl's handle, its header list and its error buffer: the transfer thread's alone once added.
-    let easy: UnsafeMutableRawPointer
-    private let headerList: UnsafeMutablePointer<curl_slist>?
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// libcurl's handle, its header list and its error buffer: made here, then the transfer thread's alone (which is
+    /// why these pointers, not `Sendable`, are `nonisolated(unsafe)`).
+    nonisolated(unsafe) let easy: UnsafeMutableRawPointer
+    nonisolated(unsafe) private let headerList: UnsafeMutablePointer<curl_slist>?
+    nonisolated(unsafe) private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(
+        capacity: Int(CURL_ERROR_SIZE) + 1)
     /// The last connection libcurl began to open for the exchange (written by libcurl's callback): what the path of
     /// one still connecting is judged by. [transfer thread]
-    private let connectAttempt = UnsafeMutablePointer<bahost_curl_connect_attempt>.allocate(capacity: 1)
+    nonisolated(unsafe) private let connectAttempt = UnsafeMutablePointer<bahost_curl_connect_attempt>.allocate(
+        capacity: 1)
 
     /// Makes the exchange and starts it on `thread`.
     init(_ request: Request, on thread: TransferThread, bodyEnded: @escaping @Sendable () -> Void) throws(TransferError) {
@@ -158,7 +188,7 @@ final class HTTPExchange: @unchecked Sendable {
         self.bodyEnded = bodyEnded
         minimumRate = request.configuration.minimumRate
         proxy = request.proxy.proxy
-        yielding = request.yields ? YieldController() : nil
+        if request.yields { state.withLock { $0.pace.yielding = YieldController() } }
         networkUse = request.networkUse
         progressInterval = request.progressInterval
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
@@ -237,25 +267,23 @@ final class HTTPExchange: @unchecked Sendable {
     /// Lends the file to the transfer thread: what arrived meanwhile is written now, the rest as it comes. Returns
     /// why the body was refused, when what had arrived already passed a bound or could not be written.
     func writeBody(into file: PartialFile, bounds: Bounds) -> TransferError? {
-        let (refusal, paused, finished) = state.withLock { state in
-            state.file = file
-            state.bounds = bounds
-            state.judged = true
-            state.lastReport = .now
+        let (refusal, paused, whole) = state.withLock { state -> (TransferError?, Bool, Bool) in
             // The body's pace counts from here: before the head is judged the transfer may wait for the host, and
             // the connection and the server's first answer are the timeouts' business.
-            state.stretchStart = .now
-            state.lastHeard = .now
-            if !state.held.isEmpty {
-                _ = state.held.withUnsafeBytes { state.write($0) }
-                state.held = []
+            let now = ContinuousClock.now
+            var body = Body(file: file, bounds: bounds, lastReport: now, stretchStart: now)
+            state.lastHeard = now
+            var (paused, whole) = (false, false)
+            if case .holding(let held, let wasPaused, let wasWhole) = state.phase {
+                (paused, whole) = (wasPaused, wasWhole)
+                if !held.isEmpty && state.refusal == nil { state.refusal = held.withUnsafeBytes { body.write($0) } }
             }
-            defer { state.paused = false }
-            return (state.refusal, state.paused, state.finishedEarly)
+            state.phase = .writing(body)
+            return (state.refusal, paused, whole)
         }
         if refusal != nil { return refusal }
         if paused { thread.post { [self] in thread.resume(self) } }
-        if finished { bodyEnded() }
+        if whole { bodyEnded() }
         return nil
     }
 
@@ -263,10 +291,9 @@ final class HTTPExchange: @unchecked Sendable {
     /// closes the connection; `.ended` follows.
     func discard() {
         let paused = state.withLock { state in
-            state.judged = true
-            state.discarded = true
-            state.held = []
-            return state.paused
+            defer { state.phase = .discarding(bytes: 0) }
+            if case .holding(_, let paused, _) = state.phase { return paused }
+            return false
         }
         if paused {
             thread.post { [self] in thread.abort(self, CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)) }
@@ -282,43 +309,67 @@ final class HTTPExchange: @unchecked Sendable {
     /// after.
     func returnFile() -> PartialFile? {
         state.withLock { state in
-            defer { state.file = nil }
-            return state.file
+            guard case .writing(let body) = state.phase else { return nil }
+            state.phase = .returned
+            return body.file
         }
     }
 
     // MARK: The transfer thread's side
 
-    /// When the server was last heard from, while the silence is its own; nil while the host holds the response.
+    /// When the server was last heard from, while the silence is its own; nil while the host holds the response
+    /// (a head waiting for its judgment, a part waiting for the pace).
     var silentSince: ContinuousClock.Instant? {
-        // Held back by the pace, the server's silence is the host's doing.
-        guard pacedUntil == nil else { return nil }
-        return state.withLock { $0.headDone && !$0.judged ? nil : $0.lastHeard }
+        state.withLock { state in
+            if state.pace.until != nil { return nil }
+            if case .holding = state.phase { return nil }
+            return state.lastHeard
+        }
     }
 
+    /// The body's share of the rate ceilings, in bytes a second, 0 for none. [transfer thread]
+    var paceRate: Int64 {
+        get { state.withLock { $0.pace.rate } }
+        set { state.withLock { $0.pace.rate = newValue } }
+    }
+
+    /// While a part waits for the pace, when to offer it again. [transfer thread]
+    var pacedUntil: ContinuousClock.Instant? { state.withLock { $0.pace.until } }
+
     /// The pace's wait is over: the part it held may be offered again. [transfer thread]
-    func paceElapsed() { pacedUntil = nil }
+    func paceElapsed() { state.withLock { $0.pace.until = nil } }
+
+    /// Whether the exchange yields to the machine's other traffic (`YieldController`).
+    var yields: Bool { state.withLock { $0.pace.yielding != nil } }
 
     /// Feeds a yielding exchange's controller the connection's receive RTT, and sets the receive window it decides
     /// (`SO_RCVBUF`: the window the kernel advertises follows the buffer). [transfer thread]
     func controlYield(now: ContinuousClock.Instant) {
-        guard yielding != nil, socket >= 0, now - yieldSampledAt >= TransferThread.yieldSampling else { return }
-        yieldSampledAt = now
-        if !yieldPeerChecked {
+        let due = state.withLock { state -> (socket: Int32, checkPeer: Bool)? in
+            guard state.pace.yielding != nil, state.pace.socket >= 0,
+                now - state.pace.sampledAt >= TransferThread.yieldSampling
+            else { return nil }
+            state.pace.sampledAt = now
+            return (state.pace.socket, !state.pace.peerChecked)
+        }
+        guard let (socket, checkPeer) = due else { return }
+        if checkPeer {
             // A server on this machine shares no link with the user's traffic: nothing to yield to.
             let peer = String(cString: bahost_curl_info_string(easy, CURLINFO_PRIMARY_IP))
             guard !peer.isEmpty else { return }
-            yieldPeerChecked = true
-            if peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") {
-                yielding = nil
-                return
+            let local = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
+            state.withLock { state in
+                state.pace.peerChecked = true
+                if local { state.pace.yielding = nil }
             }
+            if local { return }
         }
         var segment: UInt32 = 0
         let microseconds = bahost_tcp_receive_rtt(socket, &segment)
-        guard let window = yielding?.sample(rtt: .microseconds(max(0, microseconds)), segment: Int(segment), now: now)
-        else { return }
-        bahost_set_receive_buffer(socket, Int32(window))
+        let window = state.withLock {
+            $0.pace.yielding?.sample(rtt: .microseconds(max(0, microseconds)), segment: Int(segment), now: now)
+        }
+        if let window { bahost_set_receive_buffer(socket, Int32(window)) }
     }
 
     /// How the download uses the network, for the machine's conditions to judge.
@@ -421,9 +472,18 @@ final class HTTPExchange: @unchecked Sendable {
                     code, osErrno: osErrno, connection: connection, detail: proxy?.scrubbed(detail) ?? detail,
                     routeOut: !unresolved || NetworkPath.hasRouteOut, proxy: proxy, connectStatus: connectStatus)
         }
-        let (lent, headDone) = state.withLock { state in
-            if failure == nil && !state.judged { state.finishedEarly = true }
-            return (state.file != nil, state.headDone)
+        let (lent, headDone) = state.withLock { state -> (Bool, Bool) in
+            switch state.phase {
+            case .awaitingHead:
+                return (false, false)
+            case .holding(let held, let paused, _):
+                if failure == nil { state.phase = .holding(held: held, paused: paused, whole: true) }
+                return (false, true)
+            case .writing:
+                return (true, true)
+            case .discarding, .returned:
+                return (false, true)
+            }
         }
         if failure == nil && !headDone {
             failure = TransferError(
@@ -437,8 +497,8 @@ final class HTTPExchange: @unchecked Sendable {
     /// Reports the end, once, and lets libcurl's hold on the exchange go.
     func ended(_ failure: TransferError?) {
         let first = state.withLock { state in
-            defer { state.ended = true }
-            return !state.ended
+            defer { state.endReported = true }
+            return !state.endReported
         }
         guard first else { return }
         continuation.yield(.ended(failure))
@@ -452,7 +512,9 @@ final class HTTPExchange: @unchecked Sendable {
     }
 
     private static let socketCallback: bahost_curl_sockopt_callback = { context, socket, _ in
-        Unmanaged<HTTPExchange>.fromOpaque(context!).takeUnretainedValue().socket = Int32(socket)
+        Unmanaged<HTTPExchange>.fromOpaque(context!).takeUnretainedValue().state.withLock {
+            $0.pace.socket = Int32(socket)
+        }
         return 0  // CURL_SOCKOPT_OK
     }
 
@@ -464,42 +526,50 @@ final class HTTPExchange: @unchecked Sendable {
     /// A part of the body. Returns how much of it was taken: all, 0 to stop the transfer (its refusal says why), or
     /// `CURL_WRITEFUNC_PAUSE` to have libcurl keep it until the head is judged.
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
-        enum Next { case take, pause, refuse, report(Int64) }
+        enum Next { case take, pause, paced, refuse, report(Int64) }
         let now = ContinuousClock.now
-        if paceRate > 0, let again = pacer.admit(bytes.count, rate: paceRate, now: now) {
-            // libcurl keeps the part; the transfer thread offers it again when the pace allows it.
-            pacedUntil = again
-            state.withLock { $0.lastHeard = now }
-            return bahost_curl_write_pause
-        }
         let next = state.withLock { state -> Next in
             state.lastHeard = now
-            if state.discarded {
-                state.discardedBytes += bytes.count
-                return state.discardedBytes <= Self.discardedBytesLimit ? .take : .refuse
+            if state.pace.rate > 0, let again = state.pace.pacer.admit(bytes.count, rate: state.pace.rate, now: now) {
+                // libcurl keeps the part; the transfer thread offers it again when the pace allows it.
+                state.pace.until = again
+                return .paced
             }
-            guard state.judged else {
-                guard state.held.count + bytes.count <= Self.heldBytesLimit else {
-                    state.paused = true
-                    return .pause
+            switch state.phase {
+            case .awaitingHead:
+                // libcurl hands the body over after the head's blank line; a part before it waits with the head.
+                state.phase = .holding(held: [], paused: false, whole: false)
+                fallthrough
+            case .holding:
+                return state.hold(bytes) ? .take : .pause
+            case .discarding(let count):
+                state.phase = .discarding(bytes: count + bytes.count)
+                return count + bytes.count <= Self.discardedBytesLimit ? .take : .refuse
+            case .writing(var body):
+                state.phase = .returned  // the file's one owner while it is written
+                defer { state.phase = .writing(body) }
+                guard state.refusal == nil else { return .refuse }
+                if let error = body.keepsUp(bytes.count, now: now, minimumRate) ?? body.write(bytes) {
+                    state.refusal = error
+                    return .refuse
                 }
-                if state.held.isEmpty {
-                    // Once, for the whole body when it says its length (a small file's arrives in one go).
-                    let announced = ResponseVerdict.announcedSize(headers: state.headers, start: 0) ?? 0
-                    state.held.reserveCapacity(Int(clamping: min(max(announced, Int64(bytes.count)), Int64(Self.heldBytesLimit))))
-                }
-                state.held.append(contentsOf: bytes)
-                return .take
+                guard now - body.lastReport >= progressInterval else { return .take }
+                body.lastReport = now
+                return .report(body.file.length)
+            case .returned:
+                // A cancelled task took its file back before the transfer thread has aborted: what arrives after
+                // is not written.
+                state.refusal = state.refusal ?? CurlFailure.of(CURLE_ABORTED_BY_CALLBACK)
+                return .refuse
             }
-            guard state.keepsUp(bytes.count, now: now, minimumRate), state.write(bytes) else { return .refuse }
-            guard now - state.lastReport >= progressInterval else { return .take }
-            state.lastReport = now
-            return .report(state.file!.length)
         }
-        if case .pause = next {} else { thread.receivedBytes.add(Int64(bytes.count), ordering: .relaxed) }
+        switch next {
+        case .pause, .paced: break
+        default: thread.receivedBytes.add(Int64(bytes.count), ordering: .relaxed)
+        }
         switch next {
         case .take: return bytes.count
-        case .pause: return bahost_curl_write_pause
+        case .pause, .paced: return bahost_curl_write_pause
         case .refuse: return 0
         case .report(let length):
             continuation.yield(.progress(length))
@@ -522,20 +592,28 @@ final class HTTPExchange: @unchecked Sendable {
                     message: "the response's header passed the limit of \(Self.maximumHeadBytes) bytes")
                 return .refuse
             }
+            // After the head, a line is a trailer's: counted, not kept.
+            guard case .awaitingHead(var headers) = state.phase else { return .take }
             if blank {
                 // An interim response (100, 103) is followed by the real one.
                 guard status >= 200 else {
-                    state.headers = ResponseHeaders()
+                    state.phase = .awaitingHead(ResponseHeaders())
                     return .take
                 }
-                state.headDone = true
-                return .head(state.headers)
+                // The body's first parts are held in one allocation when the head says its length (a small
+                // file's arrives in one go).
+                var held: [UInt8] = []
+                let announced = ResponseVerdict.announcedSize(headers: headers, start: 0) ?? 0
+                held.reserveCapacity(Int(clamping: min(announced, Int64(Self.heldBytesLimit))))
+                state.phase = .holding(held: held, paused: false, whole: false)
+                return .head(headers)
             }
             if line.starts(with: "HTTP/".utf8) {
-                state.headers = ResponseHeaders()
+                headers = ResponseHeaders()
             } else if let (name, value) = ResponseHeaders.field(line) {
-                state.headers.add(name: name, value: value)
+                headers.add(name: name, value: value)
             }
+            state.phase = .awaitingHead(headers)
             return .take
         }
         switch next {

@@ -221,7 +221,7 @@ public final class TransferThread: TaskExecutor, @unchecked Sendable {
     private func controlYields() -> Int {
         let now = ContinuousClock.now
         var yielding = false
-        for exchange in running.values where exchange.yielding != nil {
+        for exchange in running.values where exchange.yields {
             yielding = true
             exchange.controlYield(now: now)
         }
