@@ -25,14 +25,9 @@ final class EngineContext: Sendable {
     /// What wakes the engine's loop, and what its drains wait for: one stream (`EngineEvents`).
     let events = EngineEvents()
     let launchGate = LaunchGate()
-    let running = RunningTransfers()
-    /// Transfers' outcomes waiting for the engine's next turn to record them.
-    let outcomes = TransferOutcomes()
     let credentials = Credentials()
     /// The hosts the machine has no path to, and when each is probed next.
     let networkWaits = NetworkWaitsDriver()
-    /// Challenges being answered (the app's delegate or its extension asked for credentials).
-    let challenges = ChallengeAnswers()
     /// Managed packs' archives unpacked while they download.
     let streamedUnpacks = StreamedUnpacks()
 
@@ -49,29 +44,38 @@ final class EngineContext: Sendable {
         blocking = BlockingPool(threads: 2 * settings.maximumConcurrentTransfers + 1)
     }
 
-    /// Wakes the engine for a newly queued download, unless it could not start now anyway (every transfer slot, or
-    /// every slot for its host, is taken): it is looked at when one frees. An app scheduling thousands one call at a
-    /// time then costs the engine nothing per call. A foreground download wakes it at once (`wakeNow`).
+    /// The engine's driver, once made (`EngineDriver.init` attaches itself): held weakly, since the driver holds the
+    /// context. Without one nothing runs, and the calls below only wake.
+    var driver: EngineDriver? { driverLink.withLock { $0.driver } }
+    private let driverLink = Mutex(WeakDriver())
+    private struct WeakDriver { weak var driver: EngineDriver? }
+
+    func attach(_ driver: EngineDriver) { driverLink.withLock { $0.driver = driver } }
+
+    /// A download was queued: the driver wakes the engine if it could start now (`EngineDriver.queued`).
     func queued(_ download: QueuedDownload) {
-        if download.foreground {
+        if let driver {
+            driver.queued(download)
+        } else if download.foreground {
             wakeNow()
-        } else if running.couldStart(download, settings) {
+        } else {
             events.post(.queueChanged)
         }
     }
 
-    /// Wakes the engine for what must not wait for the pace of its turns (`Scheduler.paceNextTurn`): a foreground
-    /// download, a promotion, a delegate.
-    func wakeNow() {
-        events.post([.queueChanged, .turnNow])
-    }
-
-    /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file.
+    /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file
+    /// (`EngineDriver.stopTransfer`).
     func stopTransfer(_ uniqueIdentifier: String) {
-        running.cancel(uniqueIdentifier)
+        driver?.send(.cancelled(uniqueIdentifier))
         credentials.forget(uniqueIdentifier)
         unlink(dataRoot.partialPath(for: uniqueIdentifier))
         events.post(.transferEnded)
+    }
+
+    /// Wakes the engine for what must not wait for the pace of its turns (`EngineDriver.paceNextTurn`): a foreground
+    /// download, a promotion, a delegate.
+    func wakeNow() {
+        events.post([.queueChanged, .turnNow])
     }
 
     /// Announces `appMayLaunch` once every essential download of an app that waits for them has ended.

@@ -9,8 +9,9 @@ import Transfer
 import Vocabulary
 
 /// Runs Apple's life cycle for installed apps, in four parts that data flows through one way:
-/// `ContentRequestRunner` (manifest, window, admission) → the queue → `Scheduler` (what runs next) →
-/// `TransferJob` (one download to its outcome) → `CompletionRouter` (the app's delegate or an extension window).
+/// `ContentRequestRunner` (manifest, window, admission) → the queue → `EngineDriver` (the engine's state: what runs
+/// next, each turn's record) → `TransferJob` (one download to its outcome) → `CompletionRouter` (the app's delegate
+/// or an extension window).
 ///
 /// Everything the engine decides is in the queue before it acts on it, so a host killed at any moment picks up
 /// where it was with `drain` (partial files resume, finished files are not fetched again, completions are still
@@ -36,7 +37,7 @@ public final class HostEngine: Sendable {
         /// Whether background downloads yield to the machine's other traffic (`YieldController`).
         public var backgroundYields = true
         public var limits: WindowLimits
-        /// Transfers on the network at once, over all apps (`RunningTransfers`: one whose body has arrived no longer
+        /// Transfers on the network at once, over all apps (`TransferSlots`: one whose body has arrived no longer
         /// counts while its file is synced and recorded).
         public var maximumConcurrentTransfers: Int
         /// Transfers on the network at once to one host.
@@ -44,7 +45,7 @@ public final class HostEngine: Sendable {
         /// How long completions may wait to be batched into one window while transfers are still running.
         public var deliveryDelay: Duration
         /// How long the transfers that end may gather before the engine's next turn records them, while the reserve
-        /// starts the next ones (`Scheduler.paceNextTurn`).
+        /// starts the next ones (`EngineDriver.paceNextTurn`).
         public var turnPace: Duration
         /// The transfer threads (`TransferConfiguration.transferThreads`).
         public var networkThreads: Int
@@ -90,7 +91,7 @@ public final class HostEngine: Sendable {
     var store: QueueStore { context.store }
     public var dataRoot: DataRoot { context.dataRoot }
     let context: EngineContext
-    private let scheduler: Scheduler
+    let driver: EngineDriver
     private let completions: CompletionRouter
     /// An exclusive `flock` on the data root, held for the engine's life (the kernel releases it if the host dies).
     private let dataRootLock: Int32
@@ -138,7 +139,7 @@ public final class HostEngine: Sendable {
         ManagedPacks(context: context).removeLeftovers()
         let completions = CompletionRouter(context: context)
         self.completions = completions
-        scheduler = Scheduler(context: context) { app in completions.recorded(app) }
+        driver = EngineDriver(context: context) { app in completions.recorded(app) }
     }
 
     deinit { close(dataRootLock) }
@@ -146,8 +147,7 @@ public final class HostEngine: Sendable {
     /// Stops running transfers, waits for each to record where it stopped (its partial file stays, to resume), and
     /// stops the transfer threads, then the blocking pool.
     public func shutdown() async {
-        await scheduler.shutdown()
-        await context.challenges.shutdown()
+        await driver.shutdown()
         await completions.shutdown()
         try? await context.client.shutdown()
         await context.blocking.shutdown()
@@ -267,13 +267,13 @@ public final class HostEngine: Sendable {
     /// default). Returns how many transfers it stopped. [any thread but a transfer thread]
     @discardableResult
     public func prepareForSleep(limit: Duration = .seconds(3)) async -> Int {
-        let stopping = context.running.current().0
+        let stopping = driver.current().0
         apply { $0.asleep = true }
         // Each transfer's task, ending, posts `queueChanged`: the wait looks again then, never after a sleep.
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             let mark = context.events.mark()
-            guard !context.running.isEmpty else { break }
+            guard !driver.slots.entries.isEmpty else { break }
             await context.events.wait(for: .queueChanged, after: mark, timeout: deadline - ContinuousClock.now)
         }
         await withTaskExecutorPreference(context.blocking) { [context] in
@@ -298,7 +298,7 @@ public final class HostEngine: Sendable {
     private func apply(_ change: (inout NetworkConditions) -> Void) {
         let conditions = context.networkWaits.updateConditions(change)
         // The reserve was chosen under the old conditions: the next turn chooses again.
-        if conditions.holdsAny { context.running.dropReserve() }
+        if conditions.holdsAny { driver.dropReserve() }
         context.client.apply(context.networkWaits.conditions)
         context.wakeNow()
     }
@@ -313,10 +313,10 @@ public final class HostEngine: Sendable {
         while !Task.isCancelled {
             let start = ContinuousClock.now
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
-            let snapshot = try scheduler.turn(apps)
+            let snapshot = try driver.turn(apps)
             completions.deliverDue(apps, snapshot, readSince: start)
             turnStatistics.record(ContinuousClock.now - start)
-            let running = !scheduler.isIdle || !completions.isIdle || !context.challenges.isIdle
+            let running = !driver.isIdle || !completions.isIdle
             // A drain stops waiting for completions whose deliveries keep failing; the service never does.
             let leftPending = forever ? [:] : apps.reduce(into: [String: String]()) { $0[$1] = completions.leftPending($1) }
             let work = apps.contains { app in
@@ -335,8 +335,8 @@ public final class HostEngine: Sendable {
                 try store.recoverInterruptedTransfers()
             }
             let came = await context.events.next(
-                of: .wakingTheLoop, timeout: completions.nextDeadline(within: scheduler.nextWake(snapshot)))
-            if !came.contains(.turnNow) { await scheduler.paceNextTurn(since: start) }
+                of: .wakingTheLoop, timeout: completions.nextDeadline(within: driver.nextWake(snapshot)))
+            if !came.contains(.turnNow) { await driver.paceNextTurn(since: start) }
         }
     }
 }

@@ -378,8 +378,8 @@ public final class TransferClient: Sendable {
         if let route = configuration.proxies.environmentRoute(for: url) { return route }
         if let known = desktopProxies.known(url) { return known }
         let desktop = desktopProxies
-        guard let blocking else { return await Task.detached { desktop.ask(url) }.value }
-        return await withTaskExecutorPreference(blocking) { desktop.ask(url) }
+        // Off the transfer thread: libproxy may read files or ask the network (PAC).
+        return await withTaskExecutorPreference(blocking ?? globalConcurrentExecutor) { desktop.ask(url) }
     }
 
     /// Empties the partial file, on `blocking` (freeing a large file's blocks waits for the disk).

@@ -47,10 +47,10 @@ import Vocabulary
         let urls = (0..<5).map { "http://127.0.0.1:\(server.port)/slow?\($0)" }
             + (0..<3).map { "http://localhost:\(server.port)/slow?\($0)" }
         _ = try context.store.enqueue(urls.enumerated().map { download("d\($0.offset)", $0.element) }, for: "app") { _, _ in nil }
-        let scheduler = Scheduler(context: context) { _ in }
+        let scheduler = EngineDriver(context: context) { _ in }
 
         _ = try scheduler.turn(["app"])
-        let (running, perHost, perApp) = context.running.current()
+        let (running, perHost, perApp) = scheduler.current()
         #expect(running.count == 3)
         #expect(perHost == ["127.0.0.1": 2, "localhost": 1] && perApp == ["app": 3])
         #expect(try context.store.activeDownloads(for: "app").filter { $0.state == .downloading }.count == 3)
@@ -59,7 +59,7 @@ import Vocabulary
         #expect(Set(moving.map(\.identifier)) == ["d0", "d1", "d5"])
 
         _ = try scheduler.turn(["app"])
-        #expect(context.running.current().0 == running)
+        #expect(scheduler.current().0 == running)
 
         await scheduler.shutdown()
         try await context.client.shutdown()
@@ -80,57 +80,16 @@ import Vocabulary
         let url = { (query: String) in "http://127.0.0.1:\(server.port)/slow?\(query)" }
         _ = try context.store.enqueue((0..<6).map { download("a\($0)", url("a\($0)")) }, for: "app") { _, _ in nil }
         _ = try context.store.enqueue((0..<2).map { download("b\($0)", url("b\($0)")) }, for: "other") { _, _ in nil }
-        let scheduler = Scheduler(context: context) { _ in }
+        let scheduler = EngineDriver(context: context) { _ in }
 
         _ = try scheduler.turn(["app", "other"])
-        #expect(context.running.current().perApp == ["app": 2, "other": 1])
+        #expect(scheduler.current().perApp == ["app": 2, "other": 1])
         let moving = try (context.store.activeDownloads(for: "app") + context.store.activeDownloads(for: "other"))
-            .filter { context.running.current().0.contains($0.uniqueIdentifier) }
+            .filter { scheduler.current().0.contains($0.uniqueIdentifier) }
         #expect(Set(moving.map(\.identifier)) == ["a0", "a1", "b0"])
 
         await scheduler.shutdown()
         try await context.client.shutdown()
-    }
-
-    /// A transfer whose body has ended gives its slot (and its host's) to the next, while at most as many as the
-    /// limit finish so at once; it still counts as running until its task ends.
-    @Test func aTransferWhoseBodyEndedGivesItsSlotToTheNext() throws {
-        let settings = HostEngine.Settings(maximumConcurrentTransfers: 1, maximumTransfersPerHost: 1)
-        let running = RunningTransfers()
-        func queued(_ identifier: String) -> QueuedDownload {
-            QueuedDownload(appIdentifier: "app", sequence: 0, download: download(identifier, "http://127.0.0.1/\(identifier)"))
-        }
-        running.add("a", host: "127.0.0.1", app: "app")
-        running.attach("a", Task {})
-        #expect(!running.couldStart(queued("b"), settings))
-        #expect(!running.handle(.bodyEnded("a", limits: settings.slotLimits)).isEmpty)
-        #expect(running.couldStart(queued("b"), settings))
-        #expect(running.current().0 == ["a"] && running.current().perHost.isEmpty && running.current().perApp.isEmpty)
-        running.add("b", host: "127.0.0.1", app: "app")
-        running.attach("b", Task {})
-        // One finishes already: the second keeps its slot through its sync.
-        #expect(running.handle(.bodyEnded("b", limits: settings.slotLimits)).isEmpty)
-        #expect(!running.couldStart(queued("c"), settings))
-        running.remove("a")
-        #expect(!running.handle(.bodyEnded("b", limits: settings.slotLimits)).isEmpty)
-        #expect(running.handle(.bodyEnded("b", limits: settings.slotLimits)).isEmpty)
-        #expect(running.couldStart(queued("c"), settings) && !running.isEmpty)
-    }
-
-    /// A transfer is recorded before its task exists: a cancel in between reaches the task when it is attached, and
-    /// a task attached after its transfer ended is left alone.
-    @Test func aCancelBeforeTheTaskIsAttachedStillCancelsIt() async throws {
-        let running = RunningTransfers()
-        running.add("a", host: "127.0.0.1", app: "app")
-        running.cancel("a")
-        let task = Task { while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) } }
-        running.attach("a", task)
-        await task.value
-        #expect(task.isCancelled)
-        running.remove("a")
-        let ended = Task {}
-        running.attach("a", ended)
-        #expect(running.isEmpty && !ended.isCancelled)
     }
 
     /// What a turn chooses beyond the free slots is reserved: the moment a transfer's body ends, the next reserved
@@ -146,7 +105,7 @@ import Vocabulary
              download("second", "http://127.0.0.1:\(server.port)/slow")], for: "app") { _, _ in nil }
         let rows = try context.store.activeDownloads(for: "app")
         let (first, second) = (rows[0].uniqueIdentifier, rows[1].uniqueIdentifier)
-        let scheduler = Scheduler(context: context) { _ in }
+        let scheduler = EngineDriver(context: context) { _ in }
 
         func state(_ identifier: String) throws -> TransferState? {
             try context.store.downloads(for: "app").first { $0.identifier == identifier }?.state
@@ -154,11 +113,11 @@ import Vocabulary
         _ = try scheduler.turn(["app"])
         #expect(try state("first") == .downloading && state("second") == .queued)
         // No turn between: only the reserve can start the second, once the first's body has ended.
-        #expect(try await eventually { context.running.current().0 == [second] })
+        #expect(try await eventually { scheduler.current().0 == [second] })
         #expect(try state("second") == .queued)
 
         _ = try scheduler.turn(["app"])
-        #expect(context.running.current().0 == [second] && !context.running.current().0.contains(first))
+        #expect(scheduler.current().0 == [second] && !scheduler.current().0.contains(first))
         let after = try context.store.downloads(for: "app")
         #expect(after.first { $0.identifier == "first" }?.state == .finished)
         #expect(after.first { $0.identifier == "second" }?.state == .downloading)
@@ -169,51 +128,6 @@ import Vocabulary
         // Stopped, not lost, as a download a turn started.
         let stopped = try context.store.activeDownloads(for: "app")
         #expect(stopped.map(\.identifier) == ["second"] && stopped.allSatisfy { $0.state != .downloading })
-    }
-
-    /// The reserve starts only what fits the global and per-host limits, never what runs already, and nothing
-    /// cancelled; a download the reserve started is not started again by a turn that chose it meanwhile, even once
-    /// it has ended, until a turn has marked its row moving (before, the queue still says it waits).
-    @Test func theReserveKeepsToTheLimitsAndStartsEachDownloadOnce() throws {
-        let settings = HostEngine.Settings(maximumConcurrentTransfers: 2, maximumTransfersPerHost: 1)
-        let running = RunningTransfers()
-        let app = AppRecord(
-            appIdentifier: "app", appGroupIdentifier: "group.com.example.levels", pluginPath: "/nonexistent.so",
-            manifestURL: "http://127.0.0.1/manifest", domainAllowList: [], downloadAllowance: 1 << 40,
-            essentialDownloadAllowance: 1 << 40, allowInsecureLoopback: true)
-        func reserved(_ identifier: String, _ host: String) -> RunningTransfers.Chosen {
-            let queued = QueuedDownload(
-                appIdentifier: "app", sequence: 0, download: download(identifier, "http://\(host)/\(identifier)"))
-            return RunningTransfers.Chosen(queued, app: app, policy: app.policy)
-        }
-        let a = reserved("a", "one.example"), b = reserved("b", "one.example"), c = reserved("c", "two.example")
-        #expect(running.add(a.download.uniqueIdentifier, host: "one.example", app: "app"))
-        running.reserve([a, b, c])
-        // `a` runs already, `b`'s host is full: `c` fits.
-        let next = try #require(running.takeReserved(settings))
-        #expect(next.download.identifier == "c" && next.download.state == .downloading && next.download.attempts == 1)
-        #expect(running.takeReserved(settings) == nil, "the global limit is reached")
-        #expect(!running.add(c.download.uniqueIdentifier, host: "two.example", app: "app"), "c runs once")
-        running.remove(c.download.uniqueIdentifier)
-        #expect(!running.add(c.download.uniqueIdentifier, host: "two.example", app: "app"), "c ended, unmarked")
-        running.reserve([c])
-        #expect(running.takeReserved(settings) == nil && running.current().0.contains(c.download.uniqueIdentifier))
-        #expect(running.takeStartedEarly().map(\.identifier) == ["c"] && running.takeStartedEarly().isEmpty)
-        #expect(!running.current().0.contains(c.download.uniqueIdentifier))
-
-        running.remove(a.download.uniqueIdentifier)
-        running.cancel(b.download.uniqueIdentifier)
-        #expect(running.takeReserved(settings) == nil, "b was cancelled while reserved")
-        // One that a turn started after the reserve was made is dropped from it, not started again (counted on
-        // another host here, so that only its running keeps it from starting).
-        let d = reserved("d", "two.example")
-        running.reserve([d])
-        #expect(running.add(d.download.uniqueIdentifier, host: "elsewhere.example", app: "app"))
-        #expect(running.takeReserved(settings) == nil && running.reservedCount == 0, "d runs already")
-        running.remove(d.download.uniqueIdentifier)
-        running.reserve([b])
-        running.dropReserve()
-        #expect(running.takeReserved(settings) == nil && running.isEmpty)
     }
 
     /// While the reserve lasts, the engine's next turn waits for its pace, so that what ends meanwhile is recorded
@@ -227,20 +141,20 @@ import Vocabulary
         server.serve(Data(count: 4096), at: "ends", faults: Array(repeating: ends, count: 10))
         server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: slow, count: 10))
         /// A scheduler whose first turn started the first two of `paths` and reserved the others.
-        func turned(pace: Duration, _ paths: [String]) throws -> (EngineContext, Scheduler, ContinuousClock.Instant) {
+        func turned(pace: Duration, _ paths: [String]) throws -> (EngineContext, EngineDriver, ContinuousClock.Instant) {
             let context = try context(settings: HostEngine.Settings(
                 maximumConcurrentTransfers: 2, maximumTransfersPerHost: 2, turnPace: pace))
             _ = try context.store.enqueue(
                 paths.enumerated().map { download("d\($0)", "http://127.0.0.1:\(server.port)/\($1)") }, for: "app"
             ) { _, _ in nil }
-            let scheduler = Scheduler(context: context) { _ in }
+            let scheduler = EngineDriver(context: context) { _ in }
             let start = ContinuousClock.now
             _ = try scheduler.turn(["app"])
             return (context, scheduler, start)
         }
         /// Whether the wait for the next turn ends (within `eventually`'s ten seconds) once `meanwhile` has run.
         func paceEnds(
-            _ scheduler: Scheduler, since start: ContinuousClock.Instant, meanwhile: () async throws -> Void = {}
+            _ scheduler: EngineDriver, since start: ContinuousClock.Instant, meanwhile: () async throws -> Void = {}
         ) async throws -> Bool {
             let ended = Atomic(false)
             let waiting = Task {
@@ -251,7 +165,7 @@ import Vocabulary
             try await meanwhile()
             return try await eventually { ended.load(ordering: .relaxed) }
         }
-        func stop(_ context: EngineContext, _ scheduler: Scheduler) async throws {
+        func stop(_ context: EngineContext, _ scheduler: EngineDriver) async throws {
             await scheduler.shutdown()
             try await context.client.shutdown()
         }
@@ -278,7 +192,7 @@ import Vocabulary
             pace: .seconds(3600), ["ends", "ends", "slow", "slow"])
         #expect(try await paceEnds(drainedScheduler, since: drainedStart))
         #expect(try await eventually {
-            drained.running.current().0.count == 2 && !drained.running.takeStartedEarly().isEmpty
+            drainedScheduler.current().0.count == 2 && !drainedScheduler.slots.startedEarly.isEmpty
         })
         try await stop(drained, drainedScheduler)
 
@@ -314,8 +228,12 @@ import Vocabulary
             }
             let row = try queued[0].result.get()
             let app = try #require(try context.store.app("app"))
-            let job = TransferJob(context: context, queued: row, app: app, policy: app.policy, blocking: nil) {}
+            let job = TransferJob(
+                context: context, queued: row, app: app, policy: app.policy, blocking: nil, bodyEnded: {},
+                progressed: { try? context.store.save($0) })
             let outcome = try #require(await job.run { $0?.outcome })
+            // As the driver does: the allowance charged what arrived beyond the estimate, then the turn records it.
+            if let charge = outcome.charge { try context.store.charge("app", bytes: charge, essential: row.isEssential) }
             _ = try context.store.record([outcome.row], start: [])
             return try #require(try context.store.downloads(for: "app").first { $0.identifier == identifier })
         }

@@ -48,7 +48,7 @@ final class CompletionRouter: Sendable {
             || (try? context.store.app(appIdentifier))??.hasManagedAssetPacks == true
     }
 
-    /// Starts the deliveries that are due, given the queue as the scheduler read it (at `readSince` or later).
+    /// Starts the deliveries that are due, given the queue as the turn read it (at `readSince` or later).
     /// [engine loop]
     func deliverDue(_ apps: Set<String>, _ snapshot: QueueStore.Snapshot, readSince: ContinuousClock.Instant) {
         for app in apps {

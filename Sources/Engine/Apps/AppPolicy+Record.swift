@@ -23,3 +23,16 @@ extension AppRecord {
         usedEssentialBytes = policy.allowance.usedEssentialBytes
     }
 }
+
+extension QueueStore {
+    /// Charges an app's allowance `bytes` a download received beyond its declared size (the allowance reserved that
+    /// size), when the allowance restricts the app.
+    func charge(_ appIdentifier: String, bytes: Int64, essential: Bool) throws {
+        try updateApp(appIdentifier) { app in
+            var policy = app.policy
+            guard policy.allowance.restricted else { return }
+            policy.allowance.charge(bytes, essential: essential)
+            app.take(policy)
+        }
+    }
+}

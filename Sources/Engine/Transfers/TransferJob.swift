@@ -8,12 +8,12 @@ import Synchronization
 import Transfer
 import Vocabulary
 
-/// One attempt at one download, from the moment the scheduler marked it moving to its outcome (AOSP's
-/// DownloadThread): build the request from the row, run the transfer, then say what happened: finished (the file
-/// synced and renamed into the app group's container), failed for good, waiting to retry or for the network, or
-/// challenged (the server asked for credentials). It only says so: the outcome is recorded by the engine's next turn
-/// (`TransferOutcomes`), in the transaction that starts the next transfers, and a challenge is answered by the
-/// engine (`ChallengeAnswers`), which opens the extension's window when the app's delegate does not answer.
+/// One attempt at one download, from the moment a turn marked it moving to its outcome (AOSP's DownloadThread):
+/// build the request from the row, run the transfer, then say what happened: finished (the file synced and renamed
+/// into the app group's container), failed for good, waiting to retry or for the network, or challenged (the server
+/// asked for credentials). It only reports, and never writes the queue: its body's end, its progress and its ending
+/// go to the engine's driver (`EngineDriver`), whose state records the outcome in the next turn, in the transaction
+/// that starts the next transfers, saves the progress, and asks about a challenge.
 struct TransferJob {
     /// How an attempt ended, for the engine to act on.
     enum Ending: Sendable {
@@ -38,16 +38,21 @@ struct TransferJob {
     /// each is an identifier percent-encoded into a path.
     private let partialPath: String
     private let finishedPath: String
-    /// Called when the body has ended, on the transfer thread: the scheduler gives the slot to the next.
+    /// Called when the body has ended, on the transfer thread: the slot goes to the next.
     private let bodyEnded: @Sendable () -> Void
+    /// Called with the row when its progress (or a new validator) is due to be durable, on the blocking pool; the
+    /// row is saved before this returns (a validator must be durable before the bytes it describes are written).
+    private let progressed: @Sendable (QueuedDownload) -> Void
     /// Where the job waits for the disk and the queue (nil: where it runs).
     private let blocking: (any TaskExecutor)?
 
     init(
         context: EngineContext, queued: QueuedDownload, app: AppRecord, policy: AppPolicy,
-        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void
+        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void,
+        progressed: @escaping @Sendable (QueuedDownload) -> Void
     ) {
         self.blocking = blocking
+        self.progressed = progressed
         self.context = context
         self.queued = queued
         self.app = app
@@ -75,7 +80,8 @@ struct TransferJob {
             }
             : nil
         let recorder = ProgressRecorder(
-            context: context, download: queued, archiveEntry: archiveEntry, blocking: blocking, bodyEnded: bodyEnded)
+            context: context, download: queued, archiveEntry: archiveEntry, blocking: blocking, bodyEnded: bodyEnded,
+            progressed: progressed)
         var request = TransferRequest(
             url: download.url ?? "", headers: download.httpHeaders,
             expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
@@ -154,21 +160,16 @@ struct TransferJob {
             return fail(
                 &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
         }
-        if size != queued.download.fileSize && !queued.download.sizeIsExact {
-            // The allowance reserved the declared size (nothing, for an unknown one): it counts the bytes received.
-            try context.store.updateApp(app.appIdentifier) { app in
-                var policy = app.policy
-                if policy.allowance.restricted {
-                    policy.allowance.charge(size - queued.download.fileSize, essential: queued.isEssential)
-                }
-                app.take(policy)
-            }
-        }
         queued.state = .finished
         queued.bytesReceived = size
         queued.filePath = finishedPath
         queued.error = nil
-        return outcome(queued, .finished(queued.status), completes: true)
+        var finished = outcome(queued, .finished(queued.status), completes: true)
+        // The allowance reserved the declared size (nothing, for an unknown one): it is charged the bytes received.
+        if size != queued.download.fileSize && !queued.download.sizeIsExact {
+            finished.charge = size - queued.download.fileSize
+        }
+        return finished
     }
 
     /// The most bytes a transfer whose size is not promised may receive while the app's allowance restricts it:
@@ -268,7 +269,7 @@ struct TransferJob {
 
     static let spaceRecheck = Duration.seconds(30)
 
-    private func outcome(_ row: QueuedDownload, _ event: LifecycleEvent, completes: Bool) -> TransferOutcome {
+    private func outcome(_ row: QueuedDownload, _ event: LifecycleEvent?, completes: Bool) -> TransferOutcome {
         TransferOutcome(
             row: row, event: event, completes: completes, partialPath: partialPath, finishedPath: finishedPath)
     }
@@ -287,6 +288,8 @@ private final class ProgressRecorder: TransferObserver {
     /// Where the queue's writes and a pack's unpacking are started: off the transfer thread that reports.
     private let blocking: (any TaskExecutor)?
     private let onBodyEnded: @Sendable () -> Void
+    /// Makes the row durable (`TransferJob.progressed`).
+    private let save: @Sendable (QueuedDownload) -> Void
     private let lock: Mutex<State>
     private struct State {
         var download: QueuedDownload
@@ -299,10 +302,12 @@ private final class ProgressRecorder: TransferObserver {
 
     init(
         context: EngineContext, download: QueuedDownload, archiveEntry: DownloadManifest.Entry?,
-        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void
+        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void,
+        progressed: @escaping @Sendable (QueuedDownload) -> Void
     ) {
         self.context = context
         self.archiveEntry = archiveEntry
+        save = progressed
         self.blocking = blocking
         onBodyEnded = bodyEnded
         lock = Mutex(State(download: download))
@@ -329,8 +334,8 @@ private final class ProgressRecorder: TransferObserver {
             return (state.download, storedAny && stored != validator)
         }
         if save || archiveEntry != nil {
-            await withTaskExecutorPreference(blocking) { [context, archiveEntry] in
-                if save { try? context.store.save(download) }
+            await withTaskExecutorPreference(blocking) { [context, archiveEntry, self] in
+                if save { self.save(download) }
                 // The body starts: the file holds `offset` bytes of this body's archive, and the rest follow.
                 if let archiveEntry, let app = try? context.store.app(download.appIdentifier) {
                     ManagedPacks(context: context).startStreamedUnpack(for: download, entry: archiveEntry, app: app)
@@ -358,7 +363,7 @@ private final class ProgressRecorder: TransferObserver {
             }
             return (state.download, due)
         }
-        if save { await withTaskExecutorPreference(blocking) { [context] in try? context.store.save(download) } }
+        if save { await withTaskExecutorPreference(blocking) { [self] in self.save(download) } }
         context.observe(.progress(download.status, received: received, expected: expected))
     }
 }
