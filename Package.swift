@@ -242,6 +242,12 @@ let package = Package(
         // The C app library (libbackgroundassets) through its header, against a real daemon.
         .testTarget(name: "BackgroundAssetsCTests", dependencies: ["ServiceWire", "TestSupport", "bahost", "ExtensionRunner"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        // The modules whose own tests were only end to end: the app's side of the protocol against a scripted
+        // service, StoreKit's one declaration, and the system bus's watch on a private bus.
+        .testTarget(name: "AppClientTests", dependencies: ["AppClient", "ServiceWire", "Vocabulary"]),
+        .testTarget(
+            name: "StoreKitTests", dependencies: ["StoreKit", "BackgroundAssetsTesting", "TestSupport", "ExtensionRunner"]),
+        .testTarget(name: "SystemBusTests", dependencies: ["SystemBus", "HostVocabulary", "TestSupport"]),
         .testTarget(name: "PersonSettingsTests", dependencies: ["PersonSettings", "HostVocabulary"]),
         .testTarget(name: "HostVocabularyTests", dependencies: ["HostVocabulary", "Vocabulary"]),
         .testTarget(name: "ServiceWireTests", dependencies: ["ServiceWire", "Vocabulary", "TestSupport"]),
@@ -261,7 +267,9 @@ let package = Package(
         .testTarget(
             name: "ExtensionRuntimeTests",
             dependencies: ["ExtensionRuntime", "Policy", "Vocabulary", "TestSupport", "ExtensionRunner"]),
-        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "ExtensionRuntime", "Queue", "Vocabulary"]),
+        .testTarget(
+            name: "DeliveryTests",
+            dependencies: ["Delivery", "ExtensionRuntime", "HostVocabulary", "Queue", "Vocabulary"]),
         .testTarget(
             name: "EngineTests",
             dependencies: [

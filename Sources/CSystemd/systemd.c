@@ -71,3 +71,16 @@ int bahost_bus_wait(sd_bus *bus, int wake_fd) {
     }
     return 0;
 }
+
+int bahost_bus_open_address(const char *address, sd_bus **bus) {
+    sd_bus *made = NULL;
+    int r = sd_bus_new(&made);
+    if (r < 0) return r;
+    if ((r = sd_bus_set_address(made, address)) < 0 || (r = sd_bus_set_bus_client(made, 1)) < 0 ||
+        (r = sd_bus_start(made)) < 0) {
+        sd_bus_unref(made);
+        return r;
+    }
+    *bus = made;
+    return 0;
+}

@@ -47,11 +47,11 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
     /// What UPower and power-profiles-daemon said last.
     private var lastPower: PowerState?
 
-    /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS`, else the standard socket) and starts the thread; nil,
-    /// with why, when there is no system bus.
-    public static func start(handlers: Handlers) -> Result<SystemBusWatch, SystemBusError> {
+    /// Connects to the system bus (`address`, else `$DBUS_SYSTEM_BUS_ADDRESS`, else the standard socket) and starts
+    /// the thread; nil, with why, when there is no system bus.
+    public static func start(handlers: Handlers, address: String? = nil) -> Result<SystemBusWatch, SystemBusError> {
         var bus: OpaquePointer?
-        let r = sd_bus_open_system(&bus)
+        let r = address.map { bahost_bus_open_address($0, &bus) } ?? sd_bus_open_system(&bus)
         guard r >= 0, let bus else { return .failure(SystemBusError(operation: "connecting to the system bus", code: r)) }
         let watch = SystemBusWatch(bus: bus, handlers: handlers)
         if let error = watch.subscribe() {

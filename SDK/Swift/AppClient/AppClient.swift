@@ -146,6 +146,8 @@ public final class AppClient: Sendable {
     /// `game.while-playing` setting holds or slows background downloads, as for a GameMode client. Kept across a
     /// reconnection; the app's end is the game's.
     public func setPlaying(_ playing: Bool) throws(HostError) {
+        // Connected before it is recorded: a connection made after would say it, and this call would say it again.
+        _ = try? connection()
         state.withLock { $0.playing = playing }
         try expectOK(.setPlaying(playing))
     }
@@ -385,10 +387,11 @@ private final class Connection: @unchecked Sendable {  // safe: `hello` set befo
         }
         ended.store(true, ordering: .releasing)
         socket.close()
+        // The client forgets the connection before its callers hear it ended: the next call then connects again.
+        client.connectionEnded(self)
         for waiter in waiters.withLock({ waiters in defer { waiters = [:] }; return waiters.values }) {
             waiter.give(nil)
         }
-        client.connectionEnded(self)
         readerFinished.give(true)
     }
 }

@@ -33,6 +33,9 @@ int bahost_bus_stop_pipe(int ends[2]);
  * is written: 1 for the pipe (drained), 0 otherwise, or a negative errno. The bus threads' only wait. */
 int bahost_bus_wait(sd_bus *bus, int wake_fd);
 
+/* A bus client connected to `address` (D-Bus's address syntax, "unix:path=..."), or a negative errno. */
+int bahost_bus_open_address(const char *address, sd_bus **bus);
+
 /* Closes `bus` once what it has queued is sent. */
 void bahost_bus_close(sd_bus *bus);
 
