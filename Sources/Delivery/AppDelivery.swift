@@ -1,8 +1,9 @@
-/// One app's deliveries as `CompletionRouter` keeps them, as a value: its decisions are functions of this state, the
-/// queue's counts and the instant given, so that each rule is tested with no queue, no clock and no window.
+/// One app's deliveries as the engine's state keeps them (`EngineState`), as a value: its decisions are functions of
+/// this state, the queue's counts and the instant given, so that each rule is tested with no queue, no clock and no
+/// window.
 ///
 /// The app's phase, explicit (`phase`): idle (nothing waits); batching (completions wait for the extension's next
-/// batch, since an instant); delivering (one delivery runs, its task the router's); backing off (the last deliveries
+/// batch, since an instant); delivering (one delivery runs, its task the engine driver's); backing off (the last deliveries
 /// failed, the next may start at a time). Beside it, two things that outlive a phase: the claims held by a receiver
 /// (an app process in its callback, a window a killed service left), settled again every `claimCheckInterval`; and
 /// the pace of the extension's batches.
@@ -21,7 +22,7 @@ package struct AppDelivery: Sendable {
         package var retryAt: ContinuousClock.Instant
     }
 
-    /// What the queue says of the app when the router looks (`QueueStore.Snapshot`), and who receives at once.
+    /// What the queue says of the app when the engine looks (`QueueStore.Snapshot`), and who receives at once.
     package struct Queue: Sendable {
         package var pendingCompletions: Int
         package var hasActiveDownloads: Bool
@@ -41,8 +42,8 @@ package struct AppDelivery: Sendable {
     /// the service.
     package static let attemptsBeforeLeavingPending = 3
 
-    /// The running delivery.
-    package var delivery: Task<Void, Never>?
+    /// Whether a delivery runs.
+    package var delivering = false
     /// When the oldest completion waiting for a batch appeared.
     package private(set) var pendingSince: ContinuousClock.Instant?
     package private(set) var failure: Failure?
@@ -52,12 +53,12 @@ package struct AppDelivery: Sendable {
     /// How many completions the extension gets in its next window.
     package var pace = BatchPace()
 
-    package init(delivery: Task<Void, Never>? = nil) {
-        self.delivery = delivery
+    package init(delivering: Bool = false) {
+        self.delivering = delivering
     }
 
     package var phase: Phase {
-        if delivery != nil { return .delivering }
+        if delivering { return .delivering }
         if let failure { return .backingOff(until: failure.retryAt) }
         if let pendingSince { return .batching(since: pendingSince) }
         return .idle
@@ -101,7 +102,7 @@ package struct AppDelivery: Sendable {
 
     /// Whether a delivery may start at `now`: none runs, and no failure asks to wait.
     package func mayStart(at now: ContinuousClock.Instant) -> Bool {
-        delivery == nil && (failure.map { now >= $0.retryAt } ?? true)
+        !delivering && (failure.map { now >= $0.retryAt } ?? true)
     }
 
     /// A delivery starts: what waited for a batch goes with it.
@@ -125,7 +126,7 @@ package struct AppDelivery: Sendable {
 
     /// The delivery ended at `now`, well or with `error`.
     package mutating func ended(error: String?, draining: Bool, at now: ContinuousClock.Instant) -> Ended {
-        delivery = nil
+        delivering = false
         deliveryEnded = now
         guard let error else {
             failure = nil

@@ -10,8 +10,8 @@ import Vocabulary
 
 /// Runs Apple's life cycle for installed apps, in four parts that data flows through one way:
 /// `ContentRequestRunner` (manifest, window, admission) → the queue → `EngineDriver` (the engine's state: what runs
-/// next, each turn's record) → `TransferJob` (one download to its outcome) → `CompletionRouter` (the app's delegate
-/// or an extension window).
+/// next, each turn's record, when each app's completions go) → `TransferJob` (one download to its outcome) →
+/// `CompletionDelivery` (the app's delegate or an extension window).
 ///
 /// Everything the engine decides is in the queue before it acts on it, so a host killed at any moment picks up
 /// where it was with `drain` (partial files resume, finished files are not fetched again, completions are still
@@ -92,7 +92,6 @@ public final class HostEngine: Sendable {
     public var dataRoot: DataRoot { context.dataRoot }
     let context: EngineContext
     let driver: EngineDriver
-    private let completions: CompletionRouter
     /// An exclusive `flock` on the data root, held for the engine's life (the kernel releases it if the host dies).
     private let dataRootLock: Int32
 
@@ -137,9 +136,7 @@ public final class HostEngine: Sendable {
         }
         // What a killed host left half done in a managed app's pack installs (never visible: see PackStore).
         ManagedPacks(context: context).removeLeftovers()
-        let completions = CompletionRouter(context: context)
-        self.completions = completions
-        driver = EngineDriver(context: context) { app in completions.recorded(app) }
+        driver = EngineDriver(context: context)
     }
 
     deinit { close(dataRootLock) }
@@ -148,7 +145,6 @@ public final class HostEngine: Sendable {
     /// stops the transfer threads, then the blocking pool.
     public func shutdown() async {
         await driver.shutdown()
-        await completions.shutdown()
         try? await context.client.shutdown()
         await context.blocking.shutdown()
     }
@@ -181,7 +177,7 @@ public final class HostEngine: Sendable {
         let store = context.store
         guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
         for download in try store.uninstall(appIdentifier) { context.stopTransfer(download.uniqueIdentifier) }
-        completions.forget(appIdentifier)
+        driver.send(.appRemoved(appIdentifier))
         _ = context.launchGate.open(appIdentifier)
         if try !store.apps().contains(where: { $0.appGroupIdentifier == app.appGroupIdentifier }) {
             try? FileManager.default.removeItem(at: context.dataRoot.container(for: app.appGroupIdentifier))
@@ -309,16 +305,16 @@ public final class HostEngine: Sendable {
 
     private func run(_ only: Set<String>?, forever: Bool) async throws {
         let store = context.store
-        completions.setDraining(!forever)
+        driver.send(.draining(!forever))
         while !Task.isCancelled {
             let start = ContinuousClock.now
             let apps = try only ?? Set(store.apps().map(\.appIdentifier))
             let snapshot = try driver.turn(apps)
-            completions.deliverDue(apps, snapshot, readSince: start)
+            driver.deliverDue(apps, snapshot, readSince: start)
             turnStatistics.record(ContinuousClock.now - start)
-            let running = !driver.isIdle || !completions.isIdle
+            let running = !driver.isIdle
             // A drain stops waiting for completions whose deliveries keep failing; the service never does.
-            let leftPending = forever ? [:] : apps.reduce(into: [String: String]()) { $0[$1] = completions.leftPending($1) }
+            let leftPending = forever ? [:] : apps.reduce(into: [String: String]()) { $0[$1] = driver.leftPending($1) }
             let work = apps.contains { app in
                 leftPending[app] == nil ? snapshot.hasWork(app) : snapshot.appsWithActiveDownloads.contains(app)
             }
@@ -335,7 +331,7 @@ public final class HostEngine: Sendable {
                 try store.recoverInterruptedTransfers()
             }
             let came = await context.events.next(
-                of: .wakingTheLoop, timeout: completions.nextDeadline(within: driver.nextWake(snapshot)))
+                of: .wakingTheLoop, timeout: driver.nextDeliveryDeadline(within: driver.nextWake(snapshot)))
             if !came.contains(.turnNow) { await driver.paceNextTurn(since: start) }
         }
     }

@@ -60,7 +60,7 @@ import Testing
         #expect(!noneHeld)
         #expect(app.nextDeadline(delay: delay, at: start) == nil)
 
-        app.delivery = Task {}
+        app.delivering = true
         #expect(app.phase == .delivering && !app.mayStart(at: start))
         _ = app.ended(error: nil, draining: false, at: start + .seconds(1))
         let readBeforeEnd = app.claimsDue(held: true, readSince: start, at: start + .seconds(2))
@@ -73,7 +73,7 @@ import Testing
     /// after three in a row and says the last error; a retry time past is no deadline.
     @Test func failuresBackOffAndADrainStopsWaiting() {
         var app = AppDelivery()
-        app.delivery = Task {}
+        app.delivering = true
         app.deliveryStarted()
         let firstFailure = app.ended(error: "disk full", draining: true, at: start)
         #expect(firstFailure == .retry(after: .seconds(1)))

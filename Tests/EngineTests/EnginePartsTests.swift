@@ -47,7 +47,7 @@ import Vocabulary
         let urls = (0..<5).map { "http://127.0.0.1:\(server.port)/slow?\($0)" }
             + (0..<3).map { "http://localhost:\(server.port)/slow?\($0)" }
         _ = try context.store.enqueue(urls.enumerated().map { download("d\($0.offset)", $0.element) }, for: "app") { _, _ in nil }
-        let scheduler = EngineDriver(context: context) { _ in }
+        let scheduler = EngineDriver(context: context)
 
         _ = try scheduler.turn(["app"])
         let (running, perHost, perApp) = scheduler.current()
@@ -80,7 +80,7 @@ import Vocabulary
         let url = { (query: String) in "http://127.0.0.1:\(server.port)/slow?\(query)" }
         _ = try context.store.enqueue((0..<6).map { download("a\($0)", url("a\($0)")) }, for: "app") { _, _ in nil }
         _ = try context.store.enqueue((0..<2).map { download("b\($0)", url("b\($0)")) }, for: "other") { _, _ in nil }
-        let scheduler = EngineDriver(context: context) { _ in }
+        let scheduler = EngineDriver(context: context)
 
         _ = try scheduler.turn(["app", "other"])
         #expect(scheduler.current().perApp == ["app": 2, "other": 1])
@@ -105,7 +105,7 @@ import Vocabulary
              download("second", "http://127.0.0.1:\(server.port)/slow")], for: "app") { _, _ in nil }
         let rows = try context.store.activeDownloads(for: "app")
         let (first, second) = (rows[0].uniqueIdentifier, rows[1].uniqueIdentifier)
-        let scheduler = EngineDriver(context: context) { _ in }
+        let scheduler = EngineDriver(context: context)
 
         func state(_ identifier: String) throws -> TransferState? {
             try context.store.downloads(for: "app").first { $0.identifier == identifier }?.state
@@ -147,7 +147,7 @@ import Vocabulary
             _ = try context.store.enqueue(
                 paths.enumerated().map { download("d\($0)", "http://127.0.0.1:\(server.port)/\($1)") }, for: "app"
             ) { _, _ in nil }
-            let scheduler = EngineDriver(context: context) { _ in }
+            let scheduler = EngineDriver(context: context)
             let start = ContinuousClock.now
             _ = try scheduler.turn(["app"])
             return (context, scheduler, start)
@@ -304,7 +304,7 @@ import Vocabulary
         try await context.client.shutdown()
     }
 
-    // MARK: The completion router
+    // MARK: Deliveries
 
     /// A running app's delegate gets each completion once, at once; one it declines (its delegate lacks the method)
     /// wakes the extension, which gets it in a window.
@@ -314,9 +314,9 @@ import Vocabulary
         let context = try context(plugin: try TestPlugins.c("example_extension"), delegates: delegates, events: events)
         let taken = try finished("taken", in: context)
         let declined = try finished("declined", in: context)
-        let router = CompletionRouter(context: context)
+        let router = EngineDriver(context: context)
 
-        router.recorded("app")
+        router.completionRecorded("app")
         #expect(try await eventually { try router.isIdle && context.store.pendingCompletionCount(for: "app") == 0 })
         #expect(delegates.offered == ["taken", "declined"])
         #expect(try context.store.download(taken.uniqueIdentifier)?.delivered == true)
@@ -327,7 +327,7 @@ import Vocabulary
         _ = declined
 
         // Nothing is pending: a second look offers nothing again.
-        router.recorded("app")
+        router.completionRecorded("app")
         #expect(try await eventually { router.isIdle })
         #expect(delegates.offered == ["taken", "declined"])
         try await context.client.shutdown()
@@ -339,7 +339,7 @@ import Vocabulary
         let events = Events()
         let context = try context(plugin: try TestPlugins.c("misbehaving/crash_on_every_finish"), events: events)
         let completion = try finished("doomed", in: context)
-        let router = CompletionRouter(context: context)
+        let router = EngineDriver(context: context)
 
         for attempt in 1...3 {
             let readSince = ContinuousClock.now
@@ -363,7 +363,7 @@ import Vocabulary
     @Test func claimsReadBeforeTheLastDeliveryEndedStartNoDelivery() async throws {
         let events = Events()
         let context = try context(plugin: try TestPlugins.c("example_extension"), events: events)
-        let router = CompletionRouter(context: context)
+        let router = EngineDriver(context: context)
         func claimed(_ identifier: String) throws {
             var completion = try finished(identifier, in: context)
             completion.claim = DeliveryClaim.window.text
@@ -396,7 +396,7 @@ import Vocabulary
         let events = Events()
         let context = try context(plugin: try TestPlugins.c("example_extension"), events: events)
         for index in 0..<288 { _ = try finished("f\(index)", in: context) }
-        let router = CompletionRouter(context: context)
+        let router = EngineDriver(context: context)
         for (window, deliveredAfter) in [(1, 32), (2, 288)] {
             let readSince = ContinuousClock.now
             router.deliverDue(["app"], try context.store.snapshot(now: Date(), apps: ["app"]), readSince: readSince)

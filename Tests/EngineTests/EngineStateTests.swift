@@ -1,3 +1,4 @@
+import Delivery
 @testable import Engine
 import Foundation
 @testable import Queue
@@ -48,8 +49,9 @@ import Vocabulary
             case .discardFiles(let partialPath, _): "discard \(partialPath)"
             case .tell(let event):
                 if case .finished(let status) = event { "tell finished \(status.identifier)" } else { "tell" }
-            case .deliver(let app): "deliver \(app)"
+            case .recorded(let app): "recorded \(app)"
             case .announceLaunchIfReady(let apps): "announce \(apps.sorted())"
+            case .startDelivery(let app, let batchSize): "deliver \(app) \(batchSize)"
             }
         }
     }
@@ -146,7 +148,7 @@ import Vocabulary
         let gone = outcome(b), waiting = outcome(c, completes: false)
         #expect(names(state.handle(.turnWritten(
             recorded: taken + [gone, waiting], gone: [b.download.uniqueIdentifier], started: [], reserve: [])))
-            == ["tell finished a", "deliver app", "discard /partial/b", "announce [\"app\"]", "wake ended"])
+            == ["tell finished a", "recorded app", "discard /partial/b", "announce [\"app\"]", "wake ended"])
         #expect(names(state.handle(.turnFailed(recorded: [waiting], error: "disk full"))) == ["tell", "wake ended"])
         #expect(state.handle(.turnFailed(recorded: [], error: "disk full")).isEmpty)
     }
@@ -179,5 +181,34 @@ import Vocabulary
         _ = state.handle(.transferEnded(b.download.uniqueIdentifier, nil))
         #expect(state.handle(.progressed(b.download)).isEmpty)
         #expect(state.handle(.progressed(chosen("never").download)).isEmpty)
+    }
+
+    /// One delivery runs per app at a time: at once for a receiver that takes completions so, else when the batch
+    /// is ready; a failed one is told and waits its backoff; the engine is not idle while one runs.
+    @Test func deliveriesStartWhenDueOneAtATimeAndBackOffAfterAFailure() {
+        var state = EngineState()
+        let start = ContinuousClock.now
+        let delay = Duration.seconds(2)
+        #expect(names(state.handle(.completionRecorded("app", atOnce: true, at: start))) == ["deliver app 32"])
+        #expect(!state.isIdle && state.isDelivering)
+        #expect(state.handle(.completionRecorded("app", atOnce: true, at: start)).isEmpty, "one at a time")
+        #expect(names(state.handle(.deliveryEnded("app", error: "disk full", at: start))) == ["tell", "wake"])
+        #expect(state.isIdle)
+        #expect(state.handle(.completionRecorded("app", atOnce: true, at: start)).isEmpty, "backing off")
+        #expect(state.nextDeliveryDeadline(delay: delay, at: start) == start + .seconds(1))
+        let retried = state.handle(.completionRecorded("app", atOnce: true, at: start + .seconds(1)))
+        #expect(names(retried) == ["deliver app 32"])
+        #expect(names(state.handle(.deliveryEnded("app", error: nil, at: start + .seconds(1)))) == ["wake"])
+
+        // For the extension: batched while the app's transfers run, due once the oldest has waited the delay.
+        let queue = AppDelivery.Queue(pendingCompletions: 1, hasActiveDownloads: true, receivesAtOnce: false)
+        let read = ["other": (queue: queue, claimsHeld: false)]
+        #expect(state.handle(.completionRecorded("other", atOnce: false, at: start)).isEmpty)
+        #expect(state.handle(.queueRead(read, readSince: start, delay: delay, at: start + .seconds(1))).isEmpty)
+        let due = state.handle(.queueRead(read, readSince: start, delay: delay, at: start + delay))
+        #expect(names(due) == ["deliver other 32"])
+        _ = state.handle(.appRemoved("other"))
+        #expect(state.isDelivering, "a delivery running ends on its own")
+        #expect(state.handle(.draining(true)).isEmpty && state.leftPending("other") == nil)
     }
 }

@@ -1,3 +1,4 @@
+import Delivery
 import Foundation
 import HostVocabulary
 import Policy
@@ -9,10 +10,10 @@ import Transfer
 /// under one lock and performs the actions it returns outside the lock. It is the only place a transfer starts, a
 /// task is cancelled, or the queue is written for the transfers (the turn, progress, a charge).
 ///
-/// Who sends: the engine's loop (a turn: `turn`), the transfer threads (a body's end, which starts the next
-/// reserved download without a thread hop: docs/performance/DECISIONS.md #12), the transfers' tasks on the blocking
-/// pool (progress, their end), the tasks that ask about a challenge, and the apps' calls (a cancel). Each method says
-/// where it runs.
+/// Who sends: the engine's loop (a turn: `turn`; the queue as it read it: `deliverDue`), the transfer threads (a
+/// body's end, which starts the next reserved download without a thread hop: docs/performance/DECISIONS.md #12), the
+/// transfers' tasks on the blocking pool (progress, their end), the tasks that ask about a challenge or deliver, and
+/// the apps' calls (a cancel). Each method says where it runs.
 ///
 /// A turn (`turn`) takes the outcomes waiting and the downloads started from the reserve, records them, reads the
 /// queue and marks moving what its `TurnChoice` (a value: the limits, the slots taken, the reserve's room) picks, in
@@ -25,14 +26,13 @@ final class EngineDriver: Sendable {
         /// Each running transfer's task, to cancel it; and each challenge's.
         var tasks: [String: Task<Void, Never>] = [:]
         var asking: [String: Task<Void, Never>] = [:]
+        /// Each app's running delivery.
+        var delivering: [String: Task<Void, Never>] = [:]
     }
     private let held = Mutex(Held())
-    /// What happens to a completion the moment a turn records one: called with the app's identifier.
-    private let completed: @Sendable (String) -> Void
 
-    init(context: EngineContext, completed: @escaping @Sendable (String) -> Void) {
+    init(context: EngineContext) {
         self.context = context
-        self.completed = completed
         context.attach(self)
     }
 
@@ -74,8 +74,10 @@ final class EngineDriver: Sendable {
                 TransferOutcome.discardFiles(partialPath: partialPath, finishedPath: finishedPath)
             case .tell(let event):
                 context.observe(event)
-            case .deliver(let appIdentifier):
-                completed(appIdentifier)
+            case .recorded(let appIdentifier):
+                completionRecorded(appIdentifier)
+            case .startDelivery(let appIdentifier, let batchSize):
+                startDelivery(appIdentifier, batchSize: batchSize)
             case .announceLaunchIfReady(let apps):
                 for app in apps.sorted() {
                     do {
@@ -145,6 +147,60 @@ final class EngineDriver: Sendable {
             context.observe(.queueFailed("\(appIdentifier): charging \(bytes) bytes to the allowance: \(error)"))
         }
     }
+
+    // MARK: Deliveries
+
+    /// A completion of the app's was recorded: a running app's delegate (or the host's pack installer) gets it now,
+    /// without waiting for the loop's next look; for the extension it waits to be batched. [the sender's thread: the
+    /// engine loop, whose turn recorded it]
+    func completionRecorded(_ appIdentifier: String) {
+        let atOnce = CompletionDelivery.receivesAtOnce(appIdentifier, context)
+        send(.completionRecorded(appIdentifier, atOnce: atOnce, at: .now))
+    }
+
+    /// Starts the deliveries that are due, given the queue as the loop read it (at `readSince` or later).
+    /// [engine loop]
+    func deliverDue(_ apps: Set<String>, _ snapshot: QueueStore.Snapshot, readSince: ContinuousClock.Instant) {
+        var read: [String: (queue: AppDelivery.Queue, claimsHeld: Bool)] = [:]
+        for app in apps {
+            let pending = snapshot.pendingCompletions[app, default: 0]
+            // Asked only when something is pending: it reads the app's row.
+            let queue = AppDelivery.Queue(
+                pendingCompletions: pending, hasActiveDownloads: snapshot.appsWithActiveDownloads.contains(app),
+                receivesAtOnce: pending > 0 && CompletionDelivery.receivesAtOnce(app, context))
+            read[app] = (queue, snapshot.appsWithClaimedCompletions.contains(app))
+        }
+        send(.queueRead(read, readSince: readSince, delay: context.settings.deliveryDelay, at: .now))
+    }
+
+    /// Runs one delivery of the app's on a task of its own, which says how it ended. [the sender's thread]
+    private func startDelivery(_ appIdentifier: String, batchSize: Int) {
+        held.withLock { held in
+            held.delivering[appIdentifier] = Task { [context] in
+                var failed: String?
+                do {
+                    let delivery = CompletionDelivery(context: context) { [weak self] in self?.send($0) }
+                    try await delivery.deliver(appIdentifier, batchSize: batchSize)
+                } catch {
+                    failed = "\(error)".printable()
+                }
+                self.held.withLock { _ = $0.delivering.removeValue(forKey: appIdentifier) }
+                self.send(.deliveryEnded(appIdentifier, error: failed, at: .now))
+            }
+        }
+    }
+
+    /// How long until the oldest waiting batch is due, claims are to be settled again, or a failed delivery may be
+    /// tried again, at most `limit`. [engine loop]
+    func nextDeliveryDeadline(within limit: Duration) -> Duration {
+        let now = ContinuousClock.now
+        let next = held.withLock { $0.state.nextDeliveryDeadline(delay: context.settings.deliveryDelay, at: now) }
+        return max(.zero, min(limit, next.map { $0 - now } ?? limit))
+    }
+
+    /// The app's completions are no longer waited for by a drain: its last deliveries failed in a row. Returns the
+    /// last error, or nil. [any thread]
+    func leftPending(_ appIdentifier: String) -> String? { held.withLock { $0.state.leftPending(appIdentifier) } }
 
     // MARK: What the apps' calls send [any thread]
 
@@ -273,7 +329,8 @@ final class EngineDriver: Sendable {
     }
 
     /// Stops every running transfer and waits for each to end, then for the challenges being asked about (a window
-    /// runs to its end: its budget bounds it), then records where each stopped (its partial file stays).
+    /// runs to its end: its budget bounds it), then records where each stopped (its partial file stays), then waits
+    /// for the deliveries.
     /// [engine loop's caller, once the loop ended]
     func shutdown() async {
         // No transfer may start from the reserve while the running ones are stopped.
@@ -283,13 +340,17 @@ final class EngineDriver: Sendable {
         for task in tasks { await task.value }
         for task in held.withLock({ Array($0.asking.values) }) { await task.value }
         let actions = held.withLock { $0.state.handle(.turnBegins) }
-        guard case .writeTurn(let outcomes, let startedEarly)? = actions.first else { return }
-        do {
-            let gone = try context.store.record(outcomes.map(\.row), startedEarly: startedEarly, start: []).gone
-            send(.turnWritten(recorded: outcomes, gone: gone, started: [], reserve: []))
-        } catch {
-            send(.turnFailed(recorded: outcomes, error: "\(error)"))
+        if case .writeTurn(let outcomes, let startedEarly)? = actions.first {
+            do {
+                let gone = try context.store.record(outcomes.map(\.row), startedEarly: startedEarly, start: []).gone
+                send(.turnWritten(recorded: outcomes, gone: gone, started: [], reserve: []))
+            } catch {
+                send(.turnFailed(recorded: outcomes, error: "\(error)"))
+            }
         }
+        // The deliveries in progress, and any that record started: a window runs to its end (its budget bounds it),
+        // so that what it delivered is recorded.
+        while let task = held.withLock({ $0.delivering.values.first }) { await task.value }
     }
 }
 

@@ -1,11 +1,15 @@
+import Delivery
+import ExtensionRuntime
 import Policy
 import Queue
 import Transfer
+import Vocabulary
 
 /// The engine's state as one value: the transfer slots and their reserve (`TransferSlots`), what each download the
-/// slots may start needs, the outcomes waiting for the next turn to record them, and the challenges being asked
-/// about. Events come in (`handle`) and actions go out; no I/O, no clock, no lock, no thread. `EngineDriver` holds it
-/// under its lock, feeds it every event and performs the actions outside the lock; the tests drive it directly.
+/// slots may start needs, the outcomes waiting for the next turn to record them, the challenges being asked about,
+/// and each app's deliveries (`AppDelivery`). Events come in (`handle`) and actions go out; no I/O, no clock (an event
+/// that needs the time carries it), no lock, no thread. `EngineDriver` holds it under its lock, feeds it every event
+/// and performs the actions outside the lock; the tests drive it directly.
 ///
 /// The rules it keeps, each by construction:
 /// - a download starts only through an action of this value, and once (`TransferSlots.add`);
@@ -15,7 +19,9 @@ import Transfer
 ///   started from the reserve), progress (`save`, only while the download still runs and was not cancelled), an
 ///   allowance's charge (`charge`);
 /// - an outcome is told, and its completion delivered, only once the turn that recorded it committed
-///   (`turnWritten`); an outcome whose row was cancelled meanwhile has its files deleted instead.
+///   (`turnWritten`); an outcome whose row was cancelled meanwhile has its files deleted instead;
+/// - one delivery runs per app at a time, when it is due (`AppDelivery`: at once to a receiver that takes them so,
+///   else in batches), and a failed one waits its backoff.
 struct EngineState: Sendable {
     /// A download the slots may start, with what its transfer needs.
     struct Chosen: Sendable {
@@ -54,6 +60,28 @@ struct EngineState: Sendable {
         case progressed(QueuedDownload)
         /// The reserve no longer holds: the conditions it was chosen under changed, or the engine stops.
         case reserveDropped
+
+        /// A turn recorded a completion of the app's, at `at`; `atOnce` when a receiver takes it now (a running
+        /// delegate, the host's pack installer) rather than in the extension's next batch.
+        case completionRecorded(String, atOnce: Bool, at: ContinuousClock.Instant)
+        /// The loop read the queue, at `readSince` or later: what it says of each app (`queue`), and whether a
+        /// receiver holds claims (`claimsHeld`); completions wait `delay` for a batch.
+        case queueRead(
+            [String: (queue: AppDelivery.Queue, claimsHeld: Bool)], readSince: ContinuousClock.Instant,
+            delay: Duration, at: ContinuousClock.Instant)
+        /// A delivery began: what waited for a batch goes with it.
+        case deliveryBegan(String)
+        /// A delivery settled the claims receivers left: some still held (to look at again), or none.
+        case claimsSettled(String, stillHeld: Bool, at: ContinuousClock.Instant)
+        /// The extension's window of a delivery ended so: its pace sets the next batch's size.
+        case windowEnded(String, StopReason, elapsed: Duration, completed: Int, limits: WindowLimits)
+        /// A delivery ended, well or with `error`.
+        case deliveryEnded(String, error: String?, at: ContinuousClock.Instant)
+        /// The app was removed: nothing of it waits any longer (a delivery running ends on its own).
+        case appRemoved(String)
+        /// A drain (`bahost run`, `resume`) runs, which stops waiting after failures, or the service (which keeps
+        /// trying).
+        case draining(Bool)
     }
 
     enum Action: Sendable {
@@ -76,10 +104,13 @@ struct EngineState: Sendable {
         case discardFiles(partialPath: String, finishedPath: String)
         /// Tell the observer.
         case tell(LifecycleEvent)
-        /// A completion of the app's was recorded: deliver it.
-        case deliver(appIdentifier: String)
+        /// A completion of the app's was recorded: say whether a receiver takes it at once (`completionRecorded`).
+        case recorded(appIdentifier: String)
         /// These apps' downloads ended: open the launch gate of those whose essential downloads are all done.
         case announceLaunchIfReady(Set<String>)
+        /// Start a delivery of the app's completions, of at most `batchSize` for the extension; then say how it went
+        /// (`deliveryBegan`, `claimsSettled`, `windowEnded`, `deliveryEnded`).
+        case startDelivery(String, batchSize: Int)
     }
 
     private(set) var slots = TransferSlots()
@@ -90,9 +121,26 @@ struct EngineState: Sendable {
     private(set) var outcomes: [TransferOutcome] = []
     /// Downloads whose challenge is being asked about.
     private(set) var challenges: Set<String> = []
+    /// Each app's deliveries: its phase, its failures, its claims, its pace.
+    private(set) var deliveries: [String: AppDelivery] = [:]
+    /// Whether a drain runs (it stops waiting for completions whose deliveries keep failing; the service never does).
+    private(set) var draining = false
 
-    /// Whether nothing runs: no transfer, no challenge being asked about.
-    var isIdle: Bool { slots.entries.isEmpty && challenges.isEmpty }
+    /// Whether nothing runs: no transfer, no challenge being asked about, no delivery.
+    var isIdle: Bool { slots.entries.isEmpty && challenges.isEmpty && !isDelivering }
+    var isDelivering: Bool { deliveries.values.contains { $0.delivering } }
+
+    /// The app's completions are no longer waited for by a drain: its last deliveries failed in a row. The last
+    /// error, or nil.
+    func leftPending(_ appIdentifier: String) -> String? {
+        deliveries[appIdentifier]?.leftPending(draining: draining)
+    }
+
+    /// When, after `now`, a waiting batch is due, claims are to be settled again, or a failed delivery may be
+    /// tried again: the earliest, or nil.
+    func nextDeliveryDeadline(delay: Duration, at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        deliveries.values.compactMap { $0.nextDeadline(delay: delay, at: now) }.min()
+    }
 
     /// Takes an event and returns what to do, in order.
     mutating func handle(_ event: Event) -> [Action] {
@@ -155,7 +203,58 @@ struct EngineState: Sendable {
         case .reserveDropped:
             slots.dropReserve()
             return []
+
+        case .completionRecorded(let app, let atOnce, let now):
+            deliveries[app, default: AppDelivery()].recorded(at: now)
+            return atOnce ? startDelivery(app, at: now) : []
+
+        case .queueRead(let apps, let readSince, let delay, let now):
+            var actions: [Action] = []
+            for (app, read) in apps.sorted(by: { $0.key < $1.key }) {
+                var delivery = deliveries[app, default: AppDelivery()]
+                let isDue = delivery.isDue(read.queue, delay: delay, at: now)
+                let claimsDue = delivery.claimsDue(held: read.claimsHeld, readSince: readSince, at: now)
+                deliveries[app] = delivery
+                if claimsDue || isDue { actions += startDelivery(app, at: now) }
+            }
+            return actions
+
+        case .deliveryBegan(let app):
+            deliveries[app]?.deliveryStarted()
+            return []
+
+        case .claimsSettled(let app, let stillHeld, let now):
+            deliveries[app]?.claimsSettled(stillHeld: stillHeld, at: now)
+            return []
+
+        case .windowEnded(let app, let stopReason, let elapsed, let completed, let limits):
+            deliveries[app]?.pace.record(stopReason, elapsed: elapsed, completed: completed, limits: limits)
+            return []
+
+        case .deliveryEnded(let app, let error, let now):
+            let ended = deliveries[app, default: AppDelivery()].ended(error: error, draining: draining, at: now)
+            guard let error else { return [.wake(.queueChanged)] }
+            // What the delivery claimed it records before a window opens, so its completions stay pending, to be
+            // delivered again; not at once, since what failed (a full disk?) may take a while.
+            let retryIn: Duration? = if case .retry(let delay) = ended { delay } else { nil }
+            return [.tell(.deliveryFailed(appIdentifier: app, error, retryIn: retryIn)), .wake(.queueChanged)]
+
+        case .appRemoved(let app):
+            let running = deliveries[app]?.delivering ?? false
+            deliveries[app] = running ? AppDelivery(delivering: true) : nil
+            return []
+
+        case .draining(let draining):
+            self.draining = draining
+            return []
         }
+    }
+
+    /// Starts a delivery of the app's, unless one runs or a failure asks to wait.
+    private mutating func startDelivery(_ app: String, at now: ContinuousClock.Instant) -> [Action] {
+        guard deliveries[app, default: AppDelivery()].mayStart(at: now) else { return [] }
+        deliveries[app]!.delivering = true
+        return [.startDelivery(app, batchSize: deliveries[app]!.pace.size)]
     }
 
     /// The slots' actions, made concrete: a start with what its transfer needs, a wake with its kinds.
@@ -186,7 +285,7 @@ struct EngineState: Sendable {
                 continue
             }
             if let event = outcome.event { actions.append(.tell(event)) }
-            if outcome.completes { actions.append(.deliver(appIdentifier: row.appIdentifier)) }
+            if outcome.completes { actions.append(.recorded(appIdentifier: row.appIdentifier)) }
             apps.insert(row.appIdentifier)
         }
         if !apps.isEmpty { actions.append(.announceLaunchIfReady(apps)) }

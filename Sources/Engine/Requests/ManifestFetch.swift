@@ -16,6 +16,9 @@ struct ManifestFetch {
     /// nothing else would stop a server from filling the disk with one. A managed app's download manifest is read
     /// up to the same size (`DownloadManifest.maximumBytes`).
     static let maximumBytes: Int64 = 64 << 20
+    /// The longest a manifest held by the machine's conditions waits before it is tried again, should no change be
+    /// told (a guard: every change the system bus reports wakes it).
+    static let heldRecheck = Duration.seconds(30)
 
     /// The path of the fetched manifest, or why it could not be fetched.
     func fetch(for app: AppRecord) async -> Result<String, HostError> {
@@ -35,6 +38,8 @@ struct ManifestFetch {
         var offlineSince: Date?
         while true {
             attempt += 1
+            // Taken before the attempt: a change to the machine's conditions after it is not missed by the wait below.
+            let mark = context.events.mark()
             // The transfer as any download's, then the disk and the queue on the blocking pool.
             let result = await context.client.perform(request, observer: NoProgress(), blocking: context.blocking) {
                 result in result.map { bytes in record(bytes, for: app, at: partial) }
@@ -52,11 +57,12 @@ struct ManifestFetch {
                     return .failure(Allowance.exceeded("the manifest", limit: limit))
                 }
                 if error.held != nil {
-                    // Held by the machine's conditions (asleep, no connectivity): no attempt, looked at each second.
+                    // Held by the machine's conditions (asleep, no connectivity): no attempt; tried again when they
+                    // change (`HostEngine.apply` wakes the engine at once), or after `heldRecheck` at the latest.
                     guard !Task.isCancelled else { return .failure(error.error) }
                     attempt -= 1
-                    context.observe(.manifestWaiting(error.error, retryIn: .seconds(1)))
-                    try? await Task.sleep(for: .seconds(1))
+                    context.observe(.manifestWaiting(error.error, retryIn: Self.heldRecheck))
+                    await context.events.wait(for: .turnNow, after: mark, timeout: Self.heldRecheck)
                     continue
                 }
                 if error.offline {
