@@ -63,8 +63,8 @@ final class EngineContext: Sendable {
         }
     }
 
-    /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file
-    /// (`EngineDriver.stopTransfer`).
+    /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file: the driver's
+    /// state cancels its task, or drops it from the reserve (`cancelled`).
     func stopTransfer(_ uniqueIdentifier: String) {
         driver?.send(.cancelled(uniqueIdentifier))
         credentials.forget(uniqueIdentifier)

@@ -53,12 +53,14 @@ import TestSupport
         #expect(try daemon.bahost(["debug", "downloads", "--app", "com.example.levels"]).stdout
             .contains("held: a game is running"))
 
-        // What the person is waiting for goes while the game runs.
+        // What the person is waiting for goes while the game runs. The app stays connected meanwhile, as one the
+        // person waits on does: a foreground download goes back to the background when its app disconnects (Apple's
+        // rule), and a game holds that.
         let name = "person-fg-\(UUID().uuidString.prefix(8)).pack"
         try nginx.serve(Data.random(count: 50_000), at: name)
         let run = try LevelsApp.c.run(
-            ["--delegate", "none", "--foreground", "fg=\(nginx.https(name))@50000"], app: "com.example.levels",
-            daemon: daemon)
+            ["--delegate", "none", "--foreground", "fg=\(nginx.https(name))@50000", "--stay", "5"],
+            app: "com.example.levels", daemon: daemon)
         #expect(run.events("startForeground").first?["ok"] as? Bool == true, "\(run)")
         #expect(try ServiceDaemon.waitUntil(15) { state(daemon, "fg")["state"] as? String == "finished" },
                 "the foreground download was held: \(state(daemon, "fg"))")

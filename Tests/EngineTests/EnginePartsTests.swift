@@ -35,11 +35,11 @@ import Vocabulary
         Download(identifier: identifier, url: url, applicationGroupIdentifier: "group.com.example.levels", fileSize: 0)
     }
 
-    // MARK: The scheduler
+    // MARK: The driver
 
     /// No more transfers than the global limit, no more to one host than its limit, and a turn with no free slot
     /// starts nothing.
-    @Test func theSchedulerKeepsToTheGlobalAndPerHostLimits() async throws {
+    @Test func aTurnKeepsToTheGlobalAndPerHostLimits() async throws {
         let server = try FaultServer()
         server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: .trickle(chunk: 1, every: .milliseconds(200)), count: 10))
         let settings = HostEngine.Settings(maximumConcurrentTransfers: 3, maximumTransfersPerHost: 2)
@@ -47,10 +47,10 @@ import Vocabulary
         let urls = (0..<5).map { "http://127.0.0.1:\(server.port)/slow?\($0)" }
             + (0..<3).map { "http://localhost:\(server.port)/slow?\($0)" }
         _ = try context.store.enqueue(urls.enumerated().map { download("d\($0.offset)", $0.element) }, for: "app") { _, _ in nil }
-        let scheduler = EngineDriver(context: context)
+        let driver = EngineDriver(context: context)
 
-        _ = try scheduler.turn(["app"])
-        let (running, perHost, perApp) = scheduler.current()
+        _ = try driver.turn(["app"])
+        let (running, perHost, perApp) = driver.current()
         #expect(running.count == 3)
         #expect(perHost == ["127.0.0.1": 2, "localhost": 1] && perApp == ["app": 3])
         #expect(try context.store.activeDownloads(for: "app").filter { $0.state == .downloading }.count == 3)
@@ -58,19 +58,19 @@ import Vocabulary
         let moving = try context.store.activeDownloads(for: "app").filter { running.contains($0.uniqueIdentifier) }
         #expect(Set(moving.map(\.identifier)) == ["d0", "d1", "d5"])
 
-        _ = try scheduler.turn(["app"])
-        #expect(scheduler.current().0 == running)
+        _ = try driver.turn(["app"])
+        #expect(driver.current().0 == running)
 
-        await scheduler.shutdown()
+        await driver.shutdown()
         try await context.client.shutdown()
         // Stopped, not lost: what was moving is recorded as waiting again, its partial file kept to resume.
         #expect(try context.store.activeDownloads(for: "app").count == 8, "\((try? context.store.downloads(for: "app"))?.map { ($0.identifier, $0.state, $0.error?.description ?? "") } ?? [])")
         #expect(try context.store.activeDownloads(for: "app").allSatisfy { $0.state != .downloading })
     }
 
-    /// The scheduler shares the slots between apps by what each has running: an app that queued many first does
+    /// A turn shares the slots between apps by what each has running: an app that queued many first does
     /// not take them all from one that queued after it.
-    @Test func theSchedulerSharesTheSlotsBetweenApps() async throws {
+    @Test func aTurnSharesTheSlotsBetweenApps() async throws {
         let server = try FaultServer()
         server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: .trickle(chunk: 1, every: .milliseconds(200)), count: 10))
         let context = try context(settings: HostEngine.Settings(maximumConcurrentTransfers: 3, maximumTransfersPerHost: 8))
@@ -80,15 +80,15 @@ import Vocabulary
         let url = { (query: String) in "http://127.0.0.1:\(server.port)/slow?\(query)" }
         _ = try context.store.enqueue((0..<6).map { download("a\($0)", url("a\($0)")) }, for: "app") { _, _ in nil }
         _ = try context.store.enqueue((0..<2).map { download("b\($0)", url("b\($0)")) }, for: "other") { _, _ in nil }
-        let scheduler = EngineDriver(context: context)
+        let driver = EngineDriver(context: context)
 
-        _ = try scheduler.turn(["app", "other"])
-        #expect(scheduler.current().perApp == ["app": 2, "other": 1])
+        _ = try driver.turn(["app", "other"])
+        #expect(driver.current().perApp == ["app": 2, "other": 1])
         let moving = try (context.store.activeDownloads(for: "app") + context.store.activeDownloads(for: "other"))
-            .filter { scheduler.current().0.contains($0.uniqueIdentifier) }
+            .filter { driver.current().0.contains($0.uniqueIdentifier) }
         #expect(Set(moving.map(\.identifier)) == ["a0", "a1", "b0"])
 
-        await scheduler.shutdown()
+        await driver.shutdown()
         try await context.client.shutdown()
     }
 
@@ -105,25 +105,25 @@ import Vocabulary
              download("second", "http://127.0.0.1:\(server.port)/slow")], for: "app") { _, _ in nil }
         let rows = try context.store.activeDownloads(for: "app")
         let (first, second) = (rows[0].uniqueIdentifier, rows[1].uniqueIdentifier)
-        let scheduler = EngineDriver(context: context)
+        let driver = EngineDriver(context: context)
 
         func state(_ identifier: String) throws -> TransferState? {
             try context.store.downloads(for: "app").first { $0.identifier == identifier }?.state
         }
-        _ = try scheduler.turn(["app"])
+        _ = try driver.turn(["app"])
         #expect(try state("first") == .downloading && state("second") == .queued)
         // No turn between: only the reserve can start the second, once the first's body has ended.
-        #expect(try await eventually { scheduler.current().0 == [second] })
+        #expect(try await eventually { driver.current().0 == [second] })
         #expect(try state("second") == .queued)
 
-        _ = try scheduler.turn(["app"])
-        #expect(scheduler.current().0 == [second] && !scheduler.current().0.contains(first))
+        _ = try driver.turn(["app"])
+        #expect(driver.current().0 == [second] && !driver.current().0.contains(first))
         let after = try context.store.downloads(for: "app")
         #expect(after.first { $0.identifier == "first" }?.state == .finished)
         #expect(after.first { $0.identifier == "second" }?.state == .downloading)
         #expect(after.first { $0.identifier == "second" }?.attempts == 1)
 
-        await scheduler.shutdown()
+        await driver.shutdown()
         try await context.client.shutdown()
         // Stopped, not lost, as a download a turn started.
         let stopped = try context.store.activeDownloads(for: "app")
@@ -135,38 +135,38 @@ import Vocabulary
     /// the wait; with nothing reserved the turn is due at once.
     @Test func theNextTurnWaitsForItsPaceOnlyWhileTheReserveLasts() async throws {
         let server = try FaultServer()
-        // Each path answers its requests so (a fault a request): the scheduler's below make ten in all.
+        // Each path answers its requests so (a fault a request): the driver's below make ten in all.
         let ends = FaultServer.Fault.trickle(chunk: 1024, every: .milliseconds(100))
         let slow = FaultServer.Fault.trickle(chunk: 1, every: .milliseconds(200))
         server.serve(Data(count: 4096), at: "ends", faults: Array(repeating: ends, count: 10))
         server.serve(Data(count: 4096), at: "slow", faults: Array(repeating: slow, count: 10))
-        /// A scheduler whose first turn started the first two of `paths` and reserved the others.
+        /// A driver whose first turn started the first two of `paths` and reserved the others.
         func turned(pace: Duration, _ paths: [String]) throws -> (EngineContext, EngineDriver, ContinuousClock.Instant) {
             let context = try context(settings: HostEngine.Settings(
                 maximumConcurrentTransfers: 2, maximumTransfersPerHost: 2, turnPace: pace))
             _ = try context.store.enqueue(
                 paths.enumerated().map { download("d\($0)", "http://127.0.0.1:\(server.port)/\($1)") }, for: "app"
             ) { _, _ in nil }
-            let scheduler = EngineDriver(context: context)
+            let driver = EngineDriver(context: context)
             let start = ContinuousClock.now
-            _ = try scheduler.turn(["app"])
-            return (context, scheduler, start)
+            _ = try driver.turn(["app"])
+            return (context, driver, start)
         }
         /// Whether the wait for the next turn ends (within `eventually`'s ten seconds) once `meanwhile` has run.
         func paceEnds(
-            _ scheduler: EngineDriver, since start: ContinuousClock.Instant, meanwhile: () async throws -> Void = {}
+            _ driver: EngineDriver, since start: ContinuousClock.Instant, meanwhile: () async throws -> Void = {}
         ) async throws -> Bool {
             let ended = Atomic(false)
             let waiting = Task {
-                await scheduler.paceNextTurn(since: start)
+                await driver.paceNextTurn(since: start)
                 ended.store(true, ordering: .relaxed)
             }
             defer { waiting.cancel() }
             try await meanwhile()
             return try await eventually { ended.load(ordering: .relaxed) }
         }
-        func stop(_ context: EngineContext, _ scheduler: EngineDriver) async throws {
-            await scheduler.shutdown()
+        func stop(_ context: EngineContext, _ driver: EngineDriver) async throws {
+            await driver.shutdown()
             try await context.client.shutdown()
         }
 
@@ -178,28 +178,28 @@ import Vocabulary
         try await stop(lasting, paced)
 
         // With an hour's pace: a wake that must not wait ends it, whether it comes during the wait or before it.
-        let (woken, wokenScheduler, wokenStart) = try turned(pace: .seconds(3600), ["slow", "slow", "slow", "slow"])
-        #expect(try await paceEnds(wokenScheduler, since: wokenStart) {
+        let (woken, wokenDriver, wokenStart) = try turned(pace: .seconds(3600), ["slow", "slow", "slow", "slow"])
+        #expect(try await paceEnds(wokenDriver, since: wokenStart) {
             try await Task.sleep(for: .milliseconds(200))
             woken.wakeNow()
         })
         woken.wakeNow()
-        #expect(try await paceEnds(wokenScheduler, since: wokenStart))
-        try await stop(woken, wokenScheduler)
+        #expect(try await paceEnds(wokenDriver, since: wokenStart))
+        try await stop(woken, wokenDriver)
 
         // The two running end (in about 400 ms), the reserve starts the other two and runs out: the turn is due.
-        let (drained, drainedScheduler, drainedStart) = try turned(
+        let (drained, drainedDriver, drainedStart) = try turned(
             pace: .seconds(3600), ["ends", "ends", "slow", "slow"])
-        #expect(try await paceEnds(drainedScheduler, since: drainedStart))
+        #expect(try await paceEnds(drainedDriver, since: drainedStart))
         #expect(try await eventually {
-            drainedScheduler.current().0.count == 2 && !drainedScheduler.slots.startedEarly.isEmpty
+            drainedDriver.current().0.count == 2 && !drainedDriver.slots.startedEarly.isEmpty
         })
-        try await stop(drained, drainedScheduler)
+        try await stop(drained, drainedDriver)
 
         // Nothing reserved: due at once.
-        let (unreserved, unreservedScheduler, unreservedStart) = try turned(pace: .seconds(3600), ["slow"])
-        #expect(try await paceEnds(unreservedScheduler, since: unreservedStart))
-        try await stop(unreserved, unreservedScheduler)
+        let (unreserved, unreservedDriver, unreservedStart) = try turned(pace: .seconds(3600), ["slow"])
+        #expect(try await paceEnds(unreservedDriver, since: unreservedStart))
+        try await stop(unreserved, unreservedDriver)
     }
 
     // MARK: One transfer

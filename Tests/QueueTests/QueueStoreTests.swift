@@ -97,7 +97,7 @@ import Vocabulary
     @Test func aDownloadStartedEarlyAndEndedByTheSameTurnIsWrittenOnce() throws {
         let (store, _) = try store()
         _ = try store.enqueue((1...3).map { download("d\($0)") }, for: "app") { _, _ in nil }
-        // As `RunningTransfers.takeReserved` starts them: moving, their attempt counted, the queue not told yet.
+        // As `TransferSlots.takeReserved` starts them: moving, their attempt counted, the queue not told yet.
         let early = try store.runnable(now: Date(), backgroundLimit: 3).map { queued in
             var started = queued
             started.state = .downloading

@@ -12,7 +12,7 @@ final class EngineEvents: Sendable {
         /// Something to look at again: a download queued, a transfer or a delivery ended, a deadline moved.
         static let queueChanged = Kinds(rawValue: 1 << 0)
         /// A wake that must not wait for the turns' pace: a foreground download, a promotion, a delegate, the network's
-        /// conditions changed (`Scheduler.paceNextTurn`).
+        /// conditions changed (`EngineDriver.paceNextTurn`).
         static let turnNow = Kinds(rawValue: 1 << 1)
         /// The reserve ran low: the paced wait for the next turn ends.
         static let reserveLow = Kinds(rawValue: 1 << 2)

@@ -3,7 +3,7 @@ import Queue
 /// The engine's transfer slots as a state machine: which downloads run, which hold a slot, which were started from
 /// the reserve without their row saying so yet, and the reserve itself. Events come in (`handle`: a turn's choice, a
 /// body's end, a task's end, a cancel) and actions go out (start a transfer, cancel a task, wake the engine). No
-/// I/O, no clock, no lock: `RunningTransfers` holds one under its lock and carries out the actions; the tests drive
+/// I/O, no clock, no lock: a part of `EngineState`, whose driver carries out the actions; the tests drive
 /// it directly.
 ///
 /// A download's state, explicit:
@@ -61,7 +61,7 @@ struct TransferSlots: Sendable {
     }
 
     /// Whether the reserve holds enough to fill the slots that free while the next turn waits
-    /// (`Scheduler.paceNextTurn`): a quarter of the limit at least.
+    /// (`EngineDriver.paceNextTurn`): a quarter of the limit at least.
     func reserveLasts(_ limits: Limits) -> Bool { reserved.count >= max(1, limits.total / 4) }
 
     enum Phase: Sendable, Hashable {

@@ -111,7 +111,7 @@ struct TransferJob {
             }
 
             // Nothing but a cancel changes a moving row's columns that the engine saves (a promotion sets only
-            // `foreground`), so the copy here is current; a cancel deleted the row, which the save finds (below).
+            // `foreground`), so the copy here is current; a cancel deleted the row, which the recording turn finds.
             var current = queued
             current.etag = validator?.etag ?? current.etag
             current.lastModified = validator?.lastModified ?? current.lastModified
@@ -136,12 +136,9 @@ struct TransferJob {
                 credentials.forget(uniqueIdentifier)
                 return .outcome(otherwise)
             }
-        } catch QueueError.unknownDownload {
-            // Cancelled while it ran: the row is gone, and so must the bytes be, wherever the outcome had put them.
-            TransferOutcome.discardFiles(partialPath: partialPath, finishedPath: finishedPath)
-            return nil
         } catch {
-            // The queue itself failed (the disk under the database is full?): the row stays as it was, to resume.
+            // The container's folder could not be made: the row stays marked moving, and is queued again to resume
+            // once nothing runs (`HostEngine`'s loop). A row cancelled meanwhile is the turn's: it discards the files.
             context.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
             return nil
         }
