@@ -220,7 +220,7 @@ final class EngineDriver: Sendable {
 
     // MARK: What the state says now [any thread]
 
-    /// Whether nothing runs: no transfer, no challenge being asked about.
+    /// Whether nothing runs: no transfer, no challenge being asked about, no delivery.
     var isIdle: Bool { held.withLock { $0.state.isIdle } }
 
     /// The slots as they are now.
@@ -252,10 +252,19 @@ final class EngineDriver: Sendable {
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
         let limits = context.settings.slotLimits
         var records: [String: (AppRecord, AppPolicy)] = [:]
-        func chosen(_ download: QueuedDownload) throws -> EngineState.Chosen? {
+        var unreadable = Set<String>()
+        func chosen(_ download: QueuedDownload) -> EngineState.Chosen? {
             // Each app read once a turn: its policy (its allow list canonicalized) serves every transfer it starts.
+            // One that cannot be read starts nothing: its rows, marked moving, are queued again once nothing runs.
             let id = download.appIdentifier
-            if records[id] == nil, let app = try context.store.app(id) { records[id] = (app, app.policy) }
+            if records[id] == nil && !unreadable.contains(id) {
+                do {
+                    if let app = try context.store.app(id) { records[id] = (app, app.policy) }
+                } catch {
+                    unreadable.insert(id)
+                    context.observe(.queueFailed("\(id): \(error)"))
+                }
+            }
             return records[id].map { EngineState.Chosen(download, app: $0.0, policy: $0.1) }
         }
         var reserve: [QueuedDownload] = []
@@ -289,8 +298,8 @@ final class EngineDriver: Sendable {
             // The state records the chosen running and puts the reserve in place in one event, before any of their
             // tasks exists: a transfer that ends at once then finds its successor in this turn's reserve.
             send(.turnWritten(
-                recorded: outcomes, gone: written.gone, started: try written.started.compactMap(chosen),
-                reserve: try reserve.compactMap(chosen)))
+                recorded: outcomes, gone: written.gone, started: written.started.compactMap(chosen),
+                reserve: reserve.compactMap(chosen)))
             if !choice.turnedAway || choice.slotsFull || written.started.isEmpty { return written.snapshot }
         }
     }
