@@ -46,7 +46,6 @@ int bahost_bus_inhibit(sd_bus *bus, const char *what, const char *who, const cha
 
 void bahost_bus_close(sd_bus *bus) { sd_bus_flush_close_unref(bus); }
 
-int bahost_bus_stop_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC | O_NONBLOCK); }
 
 int bahost_bus_wait(sd_bus *bus, int wake_fd) {
     struct pollfd fds[2] = {

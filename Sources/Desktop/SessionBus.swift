@@ -40,7 +40,7 @@ final class SessionBus: @unchecked Sendable {  // safe: `bus` and `handlers` are
     private init(bus: OpaquePointer) {
         self.bus = bus
         var ends: [Int32] = [-1, -1]
-        _ = bahost_bus_stop_pipe(&ends)
+        _ = bahost_wake_pipe(&ends)
         wakePipe = (ends[0], ends[1])
     }
 

@@ -1,6 +1,7 @@
 import CHostSupport
 import Foundation
 import Synchronization
+import Vocabulary
 
 /// The cgroup a window's processes live in, so that its memory and process limits hold for the window as a whole:
 /// whatever the extension forks is counted with it, and the kernel stops the window at a ceiling the host's sampling
@@ -119,7 +120,7 @@ final class WindowCgroup {
             // The kernel notifies a change of `cgroup.events` as POLLPRI on an open descriptor of it.
             while events >= 0 && Self.populated(events) && ContinuousClock.now < deadline {
                 var fd = pollfd(fd: events, events: Int16(POLLPRI), revents: 0)
-                _ = poll(&fd, 1, Self.milliseconds(until: deadline))
+                _ = bahost_poll(&fd, 1, max(0, (deadline - ContinuousClock.now).inNanoseconds))
             }
         } else {
             let exits = members().map { pid in (pid, bahost_pidfd_open(pid)) }
@@ -127,7 +128,7 @@ final class WindowCgroup {
             var waiting = exits.compactMap { $0.1 >= 0 ? pollfd(fd: $0.1, events: Int16(POLLIN), revents: 0) : nil }
             defer { waiting.forEach { close($0.fd) } }
             while waiting.contains(where: { $0.revents == 0 }) && ContinuousClock.now < deadline {
-                _ = poll(&waiting, nfds_t(waiting.count), Self.milliseconds(until: deadline))
+                _ = bahost_poll(&waiting, nfds_t(waiting.count), max(0, (deadline - ContinuousClock.now).inNanoseconds))
             }
         }
         folders.forEach { rmdir($0) }
@@ -142,11 +143,6 @@ final class WindowCgroup {
         let count = pread(descriptor, &buffer, buffer.count, 0)
         guard count > 0 else { return false }
         return String(decoding: buffer[..<count], as: UTF8.self).contains("populated 1")
-    }
-
-    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
-        let left = deadline - ContinuousClock.now
-        return Int32(max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)) + 1
     }
 
     /// What each window gets on this machine, in a sentence.

@@ -75,7 +75,7 @@ public final class SystemBusWatch: @unchecked Sendable {  // safe: `bus` is touc
         self.bus = bus
         self.handlers = handlers
         var ends: [Int32] = [-1, -1]
-        _ = bahost_bus_stop_pipe(&ends)
+        _ = bahost_wake_pipe(&ends)
         stopPipe = (ends[0], ends[1])
     }
 

@@ -26,8 +26,6 @@ int bahost_bus_get_string(sd_bus *bus, const char *destination, const char *path
  * O_CLOEXEC so that it outlives the reply; or a negative errno. */
 int bahost_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode);
 
-/* A pipe, both ends close-on-exec and non-blocking: the watch's thread polls it to know when to end. */
-int bahost_bus_stop_pipe(int ends[2]);
 
 /* Waits until the bus has something to process, its next timeout passes, or `wake_fd` (a stop pipe's read end)
  * is written: 1 for the pipe (drained), 0 otherwise, or a negative errno. The bus threads' only wait. */
