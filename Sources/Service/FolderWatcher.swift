@@ -56,23 +56,44 @@ final class FolderWatcher: Sendable {
 
     /// [owner] Watches `roots` and `folders` afresh. A change after this call is seen by `takeChange`; what changed
     /// before it is seen by the scan that follows it.
-    func arm(roots: [String], folders: [String]) {
+    /// - Parameter afterLooking: runs once the roots' deepest folders are found, before they are watched (what a
+    ///   package manager may do in between, for the tests).
+    func arm(roots: [String], folders: [String], afterLooking: () -> Void = {}) {
         guard inotify >= 0 else { return }
         let changes = UInt32(
             IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF
                 | IN_MOVE_SELF)
-        let wanted = Set(roots.map(Self.deepestExisting) + folders)
-        watches.withLock { watches in
-            // Only what is no longer wanted is removed: a removal reports `IN_IGNORED`, which is no change.
-            for (path, watch) in watches where !wanted.contains(path) {
-                inotify_rm_watch(inotify, watch)
-                watches[path] = nil
+        // A root's next folder made between finding its deepest folder and watching that is reported to no watch:
+        // looked for again until the deepest folders stand (a package manager makes a whole path at once).
+        var deepest = roots.map(Self.deepestExisting)
+        afterLooking()
+        for _ in 0..<Self.maximumArmRounds {
+            let wanted = Set(deepest + folders)
+            watches.withLock { watches in
+                // Only what is no longer wanted is removed: a removal reports `IN_IGNORED`, which is no change.
+                for (path, watch) in watches where !wanted.contains(path) {
+                    inotify_rm_watch(inotify, watch)
+                    watches[path] = nil
+                }
+                for path in wanted {
+                    let watch = inotify_add_watch(inotify, path, changes)
+                    watches[path] = watch >= 0 ? watch : nil
+                }
             }
-            for path in wanted {
-                let watch = inotify_add_watch(inotify, path, changes)
-                watches[path] = watch >= 0 ? watch : nil
-            }
+            let now = roots.map(Self.deepestExisting)
+            if now == deepest { return }
+            deepest = now
+            changesSeen()
         }
+    }
+
+    /// How many times `arm` looks again for roots being made while it watches them: more than a path has folders.
+    static let maximumArmRounds = 64
+
+    /// A change `arm` found by looking: reported as one inotify reported is.
+    private func changesSeen() {
+        changes.seen.store(true, ordering: .releasing)
+        changes.signal.fire()
     }
 
     /// [owner] Whether anything changed since the last call.

@@ -25,6 +25,30 @@ import TestSupport
         #expect(ContinuousClock.now - start < .seconds(10))
     }
 
+    /// A package manager makes a root's whole path at once, maybe between the watcher finding the root's deepest
+    /// folder and watching it (no watch reports what was made then): arming looks again, so that once the service
+    /// has armed for every change told, a file made in the root is told.
+    @Test func aRootMadeWhileArmingIsWatched() async throws {
+        let base = TestPlugins.freshFolder("made-while-arming")
+        let root = base.appendingPathComponent("share/bahost/apps")
+        let watcher = FolderWatcher()
+        watcher.arm(roots: [root.path], folders: []) {
+            try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        }
+        // The service's loop: each change told is followed by arming again, until none is told.
+        while true {
+            await watcher.changed.wait(for: .milliseconds(100))
+            guard watcher.takeChange() else { break }
+            watcher.arm(roots: [root.path], folders: [])
+        }
+        try Data("x".utf8).write(to: root.appendingPathComponent("com.example.levels"))
+        let start = ContinuousClock.now
+        while !watcher.takeChange(), ContinuousClock.now - start < .seconds(5) {
+            await watcher.changed.wait(for: .milliseconds(100))
+        }
+        #expect(ContinuousClock.now - start < .seconds(5), "a file made in the root was not told")
+    }
+
     @Test func aBatchOfOnlyIgnoredEventsHoldsNoChange() {
         func event(_ mask: Int32, name: String = "") -> [UInt8] {
             var bytes = [UInt8](repeating: 0, count: 16)

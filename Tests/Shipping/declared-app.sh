@@ -34,7 +34,9 @@ test_declared_app() {
             sleep 0.1
         done
         echo "the service's last actions: $(last_actions)" >&2
-        tail -20 "$work/declared-daemon.log" >&2
+        echo "its status:" >&2
+        as_player bahost debug status >&2 || true
+        tail -40 "$work/declared-daemon.log" >&2
         fail "no '$1' from the service"
     }
 

@@ -142,6 +142,8 @@ wait_for_action() {  # TEXT: waits until an action of the last reconciliation ho
         sleep 0.1
     done
     echo "the service's last actions: $(last_actions)" >&2
+    "$release/bahost" debug status >&2 || true
+    tail -40 "$work/daemon.log" >&2
     fail "no '$1' from the service"
 }
 "$release/bahost" daemon --allow-insecure-loopback --settle-seconds 0.5 --removal-grace-seconds 2 \
