@@ -88,9 +88,31 @@ public final class HostEngine: Sendable {
         }
     }
 
-    var store: QueueStore { context.store }
-    public var dataRoot: DataRoot { context.dataRoot }
-    let context: EngineContext
+    // What the engine's parts share, made once here; each part is given what it uses (below, and `EngineDriver`).
+    let store: QueueStore
+    public let dataRoot: DataRoot
+    let settings: Settings
+    let observe: LifecycleObserver
+    let client: TransferClient
+    /// The blocking pool: where what waits for the disk or the queue's writer runs, for the transfers (from a body's
+    /// end to its outcome) and the manifest fetch, two threads per concurrent transfer and one more for manifests;
+    /// and, on threads beyond those, what blocks for long: windows, pack installs, archives unpacked as they arrive.
+    /// Stopped by `shutdown`, last.
+    let blocking: BlockingPool
+    /// Running apps' delegates, which get completions and challenges before the extension (the service's apps).
+    let delegates: AppDelegateRouter?
+    /// What wakes the engine's loop, and what its drains wait for: one stream.
+    let events = EngineEvents()
+    let launchGate: LaunchGate
+    let credentials = Credentials()
+    /// The hosts the machine has no path to, and when each is probed next; the machine's conditions.
+    let networkWaits = NetworkWaitsDriver()
+    /// Managed packs' archives unpacked while they download.
+    let streamedUnpacks = StreamedUnpacks()
+    /// A managed app's packs.
+    let managedPacks: ManagedPacks
+    /// Makes each transfer's job (the driver's).
+    let jobs: TransferJobs
     let driver: EngineDriver
     /// An exclusive `flock` on the data root, held for the engine's life (the kernel releases it if the host dies).
     private let dataRootLock: Int32
@@ -126,17 +148,50 @@ public final class HostEngine: Sendable {
             close(dataRootLock)
             throw error
         }
-        context = EngineContext(
-            store: store, dataRoot: dataRoot, settings: settings, observe: observe, client: client, delegates: router)
+        self.store = store
+        self.dataRoot = dataRoot
+        self.settings = settings
+        self.observe = observe
+        self.client = client
+        delegates = router
+        blocking = BlockingPool(threads: 2 * settings.maximumConcurrentTransfers + 1)
+        launchGate = LaunchGate(store: store, observe: observe)
+        managedPacks = ManagedPacks(
+            store: store, dataRoot: dataRoot, blocking: blocking, streamedUnpacks: streamedUnpacks,
+            launchGate: launchGate, events: events, observe: observe)
+        jobs = TransferJobs(
+            client: client, dataRoot: dataRoot, credentials: credentials, networkWaits: networkWaits,
+            packs: managedPacks, settings: settings, observe: observe)
+        driver = EngineDriver(
+            store: store, dataRoot: dataRoot, settings: settings, observe: observe, events: events,
+            launchGate: launchGate, networkWaits: networkWaits, blocking: blocking, delegates: delegates,
+            packs: managedPacks, jobs: jobs, credentials: credentials)
         client.limitRate(to: settings.maximumRate)
         // The network's changes (links, addresses, routes): every download waiting for it is tried again at once.
-        client.onNetworkChange { [context] in
-            context.networkWaits.networkChanged()
-            context.wakeNow()
+        client.onNetworkChange { [networkWaits, events] in
+            networkWaits.networkChanged()
+            events.wakeNow()
         }
         // What a killed host left half done in a managed app's pack installs (never visible: see PackStore).
-        ManagedPacks(context: context).removeLeftovers()
-        driver = EngineDriver(context: context)
+        managedPacks.removeLeftovers()
+    }
+
+    /// The manifests' fetch.
+    var manifests: ManifestFetch {
+        ManifestFetch(
+            store: store, dataRoot: dataRoot, client: client, blocking: blocking, events: events,
+            networkWaits: networkWaits, retry: settings.retry, resourceTimeout: settings.resourceTimeout,
+            observe: observe)
+    }
+
+    /// The extension windows the content requests and the packs' questions open.
+    var windows: WindowLauncher { driver.windows }
+
+    /// An unmanaged app's content requests.
+    var contentRequests: ContentRequestRunner {
+        ContentRequestRunner(
+            store: store, dataRoot: dataRoot, manifests: manifests, windows: windows, launchGate: launchGate,
+            events: events, observe: observe)
     }
 
     deinit { close(dataRootLock) }
@@ -145,16 +200,16 @@ public final class HostEngine: Sendable {
     /// stops the transfer threads, then the blocking pool.
     public func shutdown() async {
         await driver.shutdown()
-        try? await context.client.shutdown()
-        await context.blocking.shutdown()
+        try? await client.shutdown()
+        await blocking.shutdown()
     }
 
     /// Wakes the engine at once: something was queued or promoted, or a delegate arrived.
-    public func wake() { context.wakeNow() }
+    public func wake() { events.wakeNow() }
 
     /// What an app's `BADownloadManager` reaches: from its extension's windows, or from the app through the service.
     public func downloads(for appIdentifier: String) -> AppDownloads {
-        AppDownloads(context: context, appIdentifier: appIdentifier)
+        AppDownloads(appIdentifier: appIdentifier, store: store, dataRoot: dataRoot, observe: observe, driver: driver)
     }
 
     // MARK: Content requests
@@ -165,7 +220,7 @@ public final class HostEngine: Sendable {
     public func contentRequest(_ request: ContentRequest, appIdentifier: String, localManifest: String? = nil)
         async throws -> WindowOutcome?
     {
-        try await ContentRequestRunner(context: context).run(
+        try await contentRequests.run(
             request, appIdentifier: appIdentifier, localManifest: localManifest)
     }
 
@@ -174,21 +229,20 @@ public final class HostEngine: Sendable {
     /// Removes an app: its queue, its running transfers and their partial files, its undelivered files, and its
     /// group's container when no other installed app shares the group.
     public func uninstall(_ appIdentifier: String) throws {
-        let store = context.store
         guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        for download in try store.uninstall(appIdentifier) { context.stopTransfer(download.uniqueIdentifier) }
+        for download in try store.uninstall(appIdentifier) { driver.stopTransfer(download.uniqueIdentifier) }
         driver.send(.appRemoved(appIdentifier))
-        _ = context.launchGate.open(appIdentifier)
+        _ = launchGate.open(appIdentifier)
         if try !store.apps().contains(where: { $0.appGroupIdentifier == app.appGroupIdentifier }) {
-            try? FileManager.default.removeItem(at: context.dataRoot.container(for: app.appGroupIdentifier))
+            try? FileManager.default.removeItem(at: dataRoot.container(for: app.appGroupIdentifier))
         }
-        context.dataRoot.sandboxHomes.place(appIdentifier, group: app.appGroupIdentifier, home: nil)
+        dataRoot.sandboxHomes.place(appIdentifier, group: app.appGroupIdentifier, home: nil)
     }
 
     /// Forgets downloads whose completion was delivered before `cutoff` (QueueStore.pruneDelivered).
     @discardableResult
     public func pruneDelivered(before cutoff: Date) throws -> Int {
-        try context.store.pruneDelivered(before: cutoff)
+        try store.pruneDelivered(before: cutoff)
     }
 
     // MARK: Draining the queue
@@ -206,25 +260,25 @@ public final class HostEngine: Sendable {
     }
 
     /// The most bytes a second all transfers may receive together, nil for no limit.
-    public var maximumRate: Int64? { context.client.maximumRate }
+    public var maximumRate: Int64? { client.maximumRate }
 
     /// Changes `maximumRate`, for the transfers running and those to come (`bahost debug max-rate`).
-    public func limitRate(to bytesPerSecond: Int64?) { context.client.limitRate(to: bytesPerSecond) }
+    public func limitRate(to bytesPerSecond: Int64?) { client.limitRate(to: bytesPerSecond) }
 
     /// Whether background downloads yield to the machine's other traffic.
-    public var backgroundYields: Bool { context.settings.backgroundYields }
+    public var backgroundYields: Bool { settings.backgroundYields }
 
     /// The bytes a second the transfers receive together now.
-    public var currentRate: Int64 { context.client.currentRate }
+    public var currentRate: Int64 { client.currentRate }
 
     /// The proxies the transfers follow (`bahost debug status`).
-    public var proxies: ProxySettings { context.client.proxies }
+    public var proxies: ProxySettings { client.proxies }
 
     /// The hosts the machine has found no path to, and when each is tried next (`bahost debug status`).
-    public var hostsWaitingForNetwork: [String: NetworkWaits.Host] { context.networkWaits.waitingHosts }
+    public var hostsWaitingForNetwork: [String: NetworkWaits.Host] { networkWaits.waitingHosts }
 
     /// What the machine says of its network (NetworkManager, logind) now (`bahost debug status`).
-    public var networkConditions: NetworkConditions { context.networkWaits.conditions }
+    public var networkConditions: NetworkConditions { networkWaits.conditions }
 
     /// Takes what the machine now says of its network (the service's system-bus watch): running transfers they hold
     /// back stop, keeping their bytes, and wait without consuming an attempt; downloads they no longer hold go at
@@ -245,16 +299,16 @@ public final class HostEngine: Sendable {
 
     /// Sets the person's ceilings (`rate.background`, `rate.all`, the schedule's and a game's), for the transfers
     /// running and those to come. `--max-rate` stays a ceiling of its own, for every download. [any thread]
-    public func limitRates(_ ceilings: RateCeilings) { context.client.limitRates(ceilings) }
+    public func limitRates(_ ceilings: RateCeilings) { client.limitRates(ceilings) }
 
     /// The person's ceilings in force.
-    public var rateCeilings: RateCeilings { context.client.rateCeilings }
+    public var rateCeilings: RateCeilings { client.rateCeilings }
 
     /// The free space every download must leave on its volume (the person's `storage.*`): applied as each starts,
     /// and as it writes. [any thread]
     public var storageFloor: StorageFloor? {
-        get { context.client.storageFloor }
-        set { context.client.storageFloor = newValue }
+        get { client.storageFloor }
+        set { client.storageFloor = newValue }
     }
 
     /// The machine is about to sleep (logind's `PrepareForSleep(true)`): every transfer stops where it is, and the
@@ -268,13 +322,13 @@ public final class HostEngine: Sendable {
         // Each transfer's task, ending, posts `queueChanged`: the wait looks again then, never after a sleep.
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
-            let mark = context.events.mark()
+            let mark = events.mark()
             guard !driver.slots.entries.isEmpty else { break }
-            await context.events.wait(for: .queueChanged, after: mark, timeout: deadline - ContinuousClock.now)
+            await events.wait(for: .queueChanged, after: mark, timeout: deadline - ContinuousClock.now)
         }
-        await withTaskExecutorPreference(context.blocking) { [context] in
+        await withTaskExecutorPreference(blocking) { [dataRoot] in
             for uniqueIdentifier in stopping {
-                let fd = open(context.dataRoot.partialPath(for: uniqueIdentifier), O_RDONLY | O_CLOEXEC)
+                let fd = open(dataRoot.partialPath(for: uniqueIdentifier), O_RDONLY | O_CLOEXEC)
                 if fd >= 0 {
                     fsync(fd)
                     close(fd)
@@ -292,11 +346,11 @@ public final class HostEngine: Sendable {
 
     /// Changes the conditions in one step (the system bus's thread and the person's rules both write them).
     private func apply(_ change: (inout NetworkConditions) -> Void) {
-        let conditions = context.networkWaits.updateConditions(change)
+        let conditions = networkWaits.updateConditions(change)
         // The reserve was chosen under the old conditions: the next turn chooses again.
         if conditions.holdsAny { driver.dropReserve() }
-        context.client.apply(context.networkWaits.conditions)
-        context.wakeNow()
+        client.apply(networkWaits.conditions)
+        events.wakeNow()
     }
 
     /// How long the engine's turns (a read of the queue, the transfers and deliveries it starts) have taken.
@@ -304,7 +358,6 @@ public final class HostEngine: Sendable {
     private let turnStatistics = TurnStatistics()
 
     private func run(_ only: Set<String>?, forever: Bool) async throws {
-        let store = context.store
         driver.send(.draining(!forever))
         while !Task.isCancelled {
             let start = ContinuousClock.now
@@ -321,7 +374,7 @@ public final class HostEngine: Sendable {
             if !running && !work && !forever {
                 for (app, error) in leftPending.sorted(by: { $0.key < $1.key }) {
                     let count = snapshot.pendingCompletions[app, default: 0]
-                    if count > 0 { context.observe(.deliveriesLeftPending(appIdentifier: app, count: count, error)) }
+                    if count > 0 { observe(.deliveriesLeftPending(appIdentifier: app, count: count, error)) }
                 }
                 return
             }
@@ -330,7 +383,7 @@ public final class HostEngine: Sendable {
                 // to record how it ended): queue it again rather than wait for it forever.
                 try store.recoverInterruptedTransfers()
             }
-            let came = await context.events.next(
+            let came = await events.next(
                 of: .wakingTheLoop, timeout: driver.nextDeliveryDeadline(within: driver.nextWake(snapshot)))
             if !came.contains(.turnNow) { await driver.paceNextTurn(since: start) }
         }

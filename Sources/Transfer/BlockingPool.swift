@@ -15,8 +15,8 @@ import Vocabulary
 ///   those `threads`: an idle one, else a new one. Long work thus never takes a thread the transfers wait for. A
 ///   thread more than is owed ends once it has idled for `linger`.
 ///
-/// Any thread takes any work, long work first; only the count is kept. Owner: `EngineContext` (made by
-/// `HostEngine.init`); `HostEngine.shutdown` stops it, last.
+/// Any thread takes any work, long work first; only the count is kept. Owner: `HostEngine` (made by its
+/// `init`); `HostEngine.shutdown` stops it, last.
 public final class BlockingPool: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     /// Under `condition`, as is everything below. Long work is taken first: it has a thread owed, and a window's

@@ -1,6 +1,7 @@
 import CBAExtension
 import ExtensionRuntime
 import Foundation
+import HostVocabulary
 import Policy
 import Queue
 import Vocabulary
@@ -10,16 +11,25 @@ import Vocabulary
 ///
 /// Thread rule: one caller at a time (a window's thread, or an app connection's).
 public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  // safe: one caller at a time (above)
-    private let context: EngineContext
     private let appIdentifier: String
+    private let store: QueueStore
+    private let dataRoot: DataRoot
+    private let observe: LifecycleObserver
+    /// Hears of each download queued, promoted or cancelled.
+    private let driver: EngineDriver
     /// Made at the first exclusive-control call: most callers never make one.
     private lazy var lock = ExclusiveControlLock(path: ExclusiveControlLock.path(
-        forApp: appIdentifier, sandboxHome: context.dataRoot.sandboxHomes.home(ofApp: appIdentifier)))
-    private var store: QueueStore { context.store }
+        forApp: appIdentifier, sandboxHome: dataRoot.sandboxHomes.home(ofApp: appIdentifier)))
 
-    init(context: EngineContext, appIdentifier: String) {
-        self.context = context
+    init(
+        appIdentifier: String, store: QueueStore, dataRoot: DataRoot, observe: @escaping LifecycleObserver,
+        driver: EngineDriver
+    ) {
         self.appIdentifier = appIdentifier
+        self.store = store
+        self.dataRoot = dataRoot
+        self.observe = observe
+        self.driver = driver
     }
 
     public func schedule(_ download: Download) -> Result<Void, HostError> {
@@ -34,8 +44,8 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
             if let promoted = try store.promote(
                 appIdentifier: appIdentifier, uniqueIdentifier: nil, identifier: download.identifier)
             {
-                context.observe(.promoted(promoted.status))
-                context.wakeNow()
+                observe(.promoted(promoted.status))
+                driver.wakeNow()
                 return .success(())
             }
         } catch {
@@ -59,11 +69,11 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
             }
             switch results.first?.result {
             case .success(let queued)?:
-                context.observe(.queued(queued.status))
-                context.queued(queued)
+                observe(.queued(queued.status))
+                driver.queued(queued)
                 return .success(())
             case .failure(let error)?:
-                context.observe(.rejected(download, error))
+                observe(.rejected(download, error))
                 return .failure(error)
             case nil:
                 return .success(())
@@ -83,7 +93,7 @@ public final class AppDownloads: ExtensionHostServices, @unchecked Sendable {  /
                 return .failure(HostError(
                     BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download '\(download.identifier)' is scheduled"))
             }
-            context.stopTransfer(cancelled.uniqueIdentifier)
+            driver.stopTransfer(cancelled.uniqueIdentifier)
             return .success(())
         } catch {
             return .failure(Self.storeFailure(error))

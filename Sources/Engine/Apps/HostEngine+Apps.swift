@@ -38,7 +38,7 @@ extension HostEngine {
                 withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         try store.install(app)
-        context.dataRoot.sandboxHomes.place(app.appIdentifier, group: app.appGroupIdentifier, home: sandboxHome)
+        dataRoot.sandboxHomes.place(app.appIdentifier, group: app.appGroupIdentifier, home: sandboxHome)
         guard let directory else { return }
         var schedule = try store.schedule(app.appIdentifier)
             ?? AppSchedule(appIdentifier: app.appIdentifier, appDirectory: directory)
@@ -90,7 +90,7 @@ extension HostEngine {
     /// Waits until none of the app's essential downloads is active (and each essential pack downloaded is installed),
     /// woken by each transfer's end; returns those of the latest install or update that failed.
     public func awaitEssentials(_ appIdentifier: String) async throws -> [DownloadStatus] {
-        try await context.events.waitForTransfers {
+        try await events.waitForTransfers {
             try store.hasActiveDownloads(for: appIdentifier, essential: true)
                 || store.hasPendingPackCompletions(for: appIdentifier, essential: true)
         }

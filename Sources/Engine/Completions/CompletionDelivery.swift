@@ -3,6 +3,7 @@ import ExtensionRuntime
 import Foundation
 import HostVocabulary
 import Queue
+import Transfer
 import Vocabulary
 
 /// One delivery of an app's completions, once the engine's state said it is due (`EngineState`'s `startDelivery`):
@@ -12,35 +13,44 @@ import Vocabulary
 /// failed one backs off, is the state's (`AppDelivery`). What this learns on the way (the claims still held, the
 /// window's pace) it reports as events. [a task of the driver's, one per app at a time]
 struct CompletionDelivery {
-    let context: EngineContext
+    let store: QueueStore
+    let dataRoot: DataRoot
+    /// The running apps' delegates, which get completions before the extension.
+    let delegates: AppDelegateRouter?
+    /// A managed app's packs, installed by the host.
+    let packs: ManagedPacks
+    let windows: WindowLauncher
+    let blocking: BlockingPool
+    let launchGate: LaunchGate
+    /// What hears of a pack installed (`transferEnded`, for the drains of essential downloads).
+    let events: EngineEvents
+    let observe: LifecycleObserver
     /// Hands the engine's state what the delivery learned.
     let report: @Sendable (EngineState.Event) -> Void
 
     /// Delivers what is pending for `appIdentifier`, at most `batchSize` completions to the extension's window.
     func deliver(_ appIdentifier: String, batchSize: Int) async throws {
-        let store = context.store
         guard let app = try store.app(appIdentifier) else { return }
         report(.deliveryBegan(appIdentifier))
         if app.hasManagedAssetPacks {
-            let packs = ManagedPacks(context: context)
-            let discarded = try await context.blocking.run { try packs.installFinished(appIdentifier) }
+            let discarded = try await blocking.run { try packs.installFinished(appIdentifier) }
             // An essential pack counts for launch once installed.
-            context.events.post(.transferEnded)
-            try context.announceLaunchIfReady(appIdentifier)
-            try await context.blocking.run { discarded.forEach { try? FileManager.default.removeItem(at: $0) } }
+            events.post(.transferEnded)
+            try launchGate.announceIfReady(appIdentifier)
+            try await blocking.run { discarded.forEach { try? FileManager.default.removeItem(at: $0) } }
         }
-        let deliveries = context.dataRoot.deliveries(for: app.appGroupIdentifier)
+        let deliveries = dataRoot.deliveries(for: app.appGroupIdentifier)
         let settlement = try ClaimSettlement.settle(store, appIdentifier: appIdentifier, deliveries: deliveries)
         report(.claimsSettled(appIdentifier, stillHeld: settlement.inFlight > 0, at: .now))
         for (completion, claim) in settlement.delivered {
-            context.observe(claim == .window ? .delivered(completion.status) : .deliveredToApp(completion.status))
+            observe(claim == .window ? .delivered(completion.status) : .deliveredToApp(completion.status))
         }
-        if let delegates = context.delegates, let pid = delegates.delegateProcess(appIdentifier),
+        if let delegates = delegates, let pid = delegates.delegateProcess(appIdentifier),
             let process = ProcessStamp(pid: pid)
         {
             let outcome = try await DelegateDelivery(store: store, deliveries: deliveries).offer(
                 appIdentifier, to: process, send: { await delegates.offer($0, of: appIdentifier, to: pid) },
-                delivered: { context.observe(.deliveredToApp($0.status)) })
+                delivered: { observe(.deliveredToApp($0.status)) })
             switch outcome {
             case .declinedSome: break
             case .done: return
@@ -52,19 +62,19 @@ struct CompletionDelivery {
         let delivery = ExtensionDelivery(store: store, deliveries: deliveries, batchSize: batchSize)
         guard let batch = try delivery.claimBatch(for: appIdentifier) else { return }
         let purpose = WindowPurpose.completions(batch.events.count)
-        let outcome = try await WindowLauncher(context: context).open(app, for: purpose, batch.events)
+        let outcome = try await windows.open(app, for: purpose, batch.events)
         let settled = try delivery.settle(batch, outcome: outcome)
         report(.windowEnded(
             appIdentifier, outcome.stopReason, elapsed: outcome.elapsed, completed: outcome.completedEvents,
-            limits: context.settings.limits))
-        settled.delivered.forEach { context.observe(.delivered($0.status)) }
-        settled.abandoned.forEach { context.observe(.abandoned($0.status)) }
+            limits: windows.limits))
+        settled.delivered.forEach { observe(.delivered($0.status)) }
+        settled.abandoned.forEach { observe(.abandoned($0.status)) }
     }
 
     /// Whether the app's completions go at once rather than in the extension's batches: it has a running delegate,
     /// or it is a managed app (its completions are its packs, installed by the host).
-    static func receivesAtOnce(_ appIdentifier: String, _ context: EngineContext) -> Bool {
-        context.delegates?.hasDelegate(appIdentifier) == true
-            || (try? context.store.app(appIdentifier))??.hasManagedAssetPacks == true
+    static func receivesAtOnce(_ appIdentifier: String, delegates: AppDelegateRouter?, store: QueueStore) -> Bool {
+        delegates?.hasDelegate(appIdentifier) == true
+            || (try? store.app(appIdentifier))??.hasManagedAssetPacks == true
     }
 }

@@ -20,7 +20,26 @@ import Transfer
 /// one transaction (`QueueStore.turn`); then the state tells the outcomes and starts what was chosen, and reserves
 /// what it chose beyond the free slots (up to `reserveDepth` times the limit), started the moment a body ends.
 final class EngineDriver: Sendable {
-    private let context: EngineContext
+    private let store: QueueStore
+    private let dataRoot: DataRoot
+    /// The limits of the slots and the windows, the deliveries' delay, the turns' pace.
+    private let settings: HostEngine.Settings
+    private let observe: LifecycleObserver
+    /// What the driver wakes (the loop, the drains), and what the paced wait for a turn waits on.
+    private let events: EngineEvents
+    private let launchGate: LaunchGate
+    /// The hosts found with no path, woken at a turn; the machine's conditions a turn judges by.
+    private let networkWaits: NetworkWaitsDriver
+    /// Where the transfers' jobs wait for the disk and the queue, and where windows run.
+    private let blocking: BlockingPool
+    /// The running apps' delegates: completions and challenges go to them first.
+    private let delegates: AppDelegateRouter?
+    /// A managed app's packs, installed by the host when their downloads end.
+    private let packs: ManagedPacks
+    /// Makes each transfer's job.
+    private let jobs: TransferJobs
+    /// The credentials given for a challenge.
+    private let credentials: Credentials
     private struct Held {
         var state = EngineState()
         /// Each running transfer's task, to cancel it; and each challenge's.
@@ -31,9 +50,31 @@ final class EngineDriver: Sendable {
     }
     private let held = Mutex(Held())
 
-    init(context: EngineContext) {
-        self.context = context
-        context.attach(self)
+    init(
+        store: QueueStore, dataRoot: DataRoot, settings: HostEngine.Settings, observe: @escaping LifecycleObserver,
+        events: EngineEvents, launchGate: LaunchGate, networkWaits: NetworkWaitsDriver, blocking: BlockingPool,
+        delegates: AppDelegateRouter?, packs: ManagedPacks, jobs: TransferJobs, credentials: Credentials
+    ) {
+        self.store = store
+        self.dataRoot = dataRoot
+        self.settings = settings
+        self.observe = observe
+        self.events = events
+        self.launchGate = launchGate
+        self.networkWaits = networkWaits
+        self.blocking = blocking
+        self.delegates = delegates
+        self.packs = packs
+        self.jobs = jobs
+        self.credentials = credentials
+    }
+
+    /// The extension windows the engine opens (content requests, packs' questions, challenges, completions), whose
+    /// apps' download managers report to this driver. [any thread]
+    var windows: WindowLauncher {
+        WindowLauncher(
+            limits: settings.limits, dataRoot: dataRoot, blocking: blocking, observe: observe, store: store,
+            driver: self)
     }
 
     /// How many times the limit the reserve holds. Small files free slots faster than turns come (paced, and each
@@ -60,20 +101,20 @@ final class EngineDriver: Sendable {
             case .cancelTask(let uniqueIdentifier):
                 held.withLock { $0.tasks[uniqueIdentifier] }?.cancel()
             case .wake(let kinds):
-                context.events.post(kinds)
+                events.post(kinds)
             case .writeTurn:
                 // Only `turnBegins` asks for it, and only `turn` sends that.
                 preconditionFailure("a turn is written by the engine's loop")
             case .ask(let challenge, let row, let otherwise):
                 ask(challenge, row: row, otherwise: otherwise)
             case .save(let row):
-                try? context.store.save(row)
+                try? store.save(row)
             case .charge(let appIdentifier, let bytes, let essential):
                 charge(appIdentifier, bytes, essential: essential)
             case .discardFiles(let partialPath, let finishedPath):
                 TransferOutcome.discardFiles(partialPath: partialPath, finishedPath: finishedPath)
             case .tell(let event):
-                context.observe(event)
+                observe(event)
             case .recorded(let appIdentifier):
                 completionRecorded(appIdentifier)
             case .startDelivery(let appIdentifier, let batchSize):
@@ -81,9 +122,9 @@ final class EngineDriver: Sendable {
             case .announceLaunchIfReady(let apps):
                 for app in apps.sorted() {
                     do {
-                        try context.announceLaunchIfReady(app)
+                        try launchGate.announceIfReady(app)
                     } catch {
-                        context.observe(.queueFailed("\(app): \(error)"))
+                        observe(.queueFailed("\(app): \(error)"))
                     }
                 }
             }
@@ -96,11 +137,10 @@ final class EngineDriver: Sendable {
     /// freed slot, so that its request is made without a thread hop]
     private func start(_ chosen: EngineState.Chosen) {
         let uniqueIdentifier = chosen.download.uniqueIdentifier
-        let limits = context.settings.slotLimits
-        attach(uniqueIdentifier, Task(executorPreference: context.client.transferExecutor) { [context] in
-            let job = TransferJob(
-                context: context, queued: chosen.download, app: chosen.app, policy: chosen.policy,
-                blocking: context.blocking,
+        let limits = settings.slotLimits
+        attach(uniqueIdentifier, Task(executorPreference: jobs.client.transferExecutor) { [jobs, blocking] in
+            let job = jobs.job(
+                chosen.download, app: chosen.app, policy: chosen.policy, blocking: blocking,
                 bodyEnded: { [weak self] in self?.send(.bodyEnded(uniqueIdentifier, limits: limits)) },
                 progressed: { [weak self] row in self?.send(.progressed(row)) })
             await job.run { ending in self.send(.transferEnded(uniqueIdentifier, ending)) }
@@ -124,12 +164,12 @@ final class EngineDriver: Sendable {
     private func ask(_ challenge: ServerChallenge, row: QueuedDownload, otherwise: TransferOutcome) {
         let uniqueIdentifier = row.uniqueIdentifier
         held.withLock { held in
-            held.asking[uniqueIdentifier] = Task { [context] in
+            held.asking[uniqueIdentifier] = Task { [credentials, delegates, windows] in
                 let outcome: TransferOutcome
-                if await context.credentials.ask(context, challenge, for: row) {
+                if await credentials.ask(challenge, for: row, delegates: delegates, windows: windows) {
                     outcome = otherwise.queuedAgain(row)
                 } else {
-                    context.credentials.forget(uniqueIdentifier)
+                    credentials.forget(uniqueIdentifier)
                     outcome = otherwise
                 }
                 self.held.withLock { _ = $0.asking.removeValue(forKey: uniqueIdentifier) }
@@ -142,9 +182,9 @@ final class EngineDriver: Sendable {
     /// blocking pool]
     private func charge(_ appIdentifier: String, _ bytes: Int64, essential: Bool) {
         do {
-            try context.store.charge(appIdentifier, bytes: bytes, essential: essential)
+            try store.charge(appIdentifier, bytes: bytes, essential: essential)
         } catch {
-            context.observe(.queueFailed("\(appIdentifier): charging \(bytes) bytes to the allowance: \(error)"))
+            observe(.queueFailed("\(appIdentifier): charging \(bytes) bytes to the allowance: \(error)"))
         }
     }
 
@@ -154,7 +194,7 @@ final class EngineDriver: Sendable {
     /// without waiting for the loop's next look; for the extension it waits to be batched. [the sender's thread: the
     /// engine loop, whose turn recorded it]
     func completionRecorded(_ appIdentifier: String) {
-        let atOnce = CompletionDelivery.receivesAtOnce(appIdentifier, context)
+        let atOnce = CompletionDelivery.receivesAtOnce(appIdentifier, delegates: delegates, store: store)
         send(.completionRecorded(appIdentifier, atOnce: atOnce, at: .now))
     }
 
@@ -167,19 +207,23 @@ final class EngineDriver: Sendable {
             // Asked only when something is pending: it reads the app's row.
             let queue = AppDelivery.Queue(
                 pendingCompletions: pending, hasActiveDownloads: snapshot.appsWithActiveDownloads.contains(app),
-                receivesAtOnce: pending > 0 && CompletionDelivery.receivesAtOnce(app, context))
+                receivesAtOnce: pending > 0
+                    && CompletionDelivery.receivesAtOnce(app, delegates: delegates, store: store))
             read[app] = (queue, snapshot.appsWithClaimedCompletions.contains(app))
         }
-        send(.queueRead(read, readSince: readSince, delay: context.settings.deliveryDelay, at: .now))
+        send(.queueRead(read, readSince: readSince, delay: settings.deliveryDelay, at: .now))
     }
 
     /// Runs one delivery of the app's on a task of its own, which says how it ended. [the sender's thread]
     private func startDelivery(_ appIdentifier: String, batchSize: Int) {
+        let delivery = CompletionDelivery(
+            store: store, dataRoot: dataRoot, delegates: delegates, packs: packs, windows: windows, blocking: blocking,
+            launchGate: launchGate, events: events, observe: observe
+        ) { [weak self] in self?.send($0) }
         held.withLock { held in
-            held.delivering[appIdentifier] = Task { [context] in
+            held.delivering[appIdentifier] = Task {
                 var failed: String?
                 do {
-                    let delivery = CompletionDelivery(context: context) { [weak self] in self?.send($0) }
                     try await delivery.deliver(appIdentifier, batchSize: batchSize)
                 } catch {
                     failed = "\(error)".printable()
@@ -194,7 +238,7 @@ final class EngineDriver: Sendable {
     /// tried again, at most `limit`. [engine loop]
     func nextDeliveryDeadline(within limit: Duration) -> Duration {
         let now = ContinuousClock.now
-        let next = held.withLock { $0.state.nextDeliveryDeadline(delay: context.settings.deliveryDelay, at: now) }
+        let next = held.withLock { $0.state.nextDeliveryDeadline(delay: settings.deliveryDelay, at: now) }
         return max(.zero, min(limit, next.map { $0 - now } ?? limit))
     }
 
@@ -209,10 +253,22 @@ final class EngineDriver: Sendable {
     /// time then costs the engine nothing per call. A foreground download wakes it at once (`wakeNow`).
     func queued(_ download: QueuedDownload) {
         if download.foreground {
-            context.wakeNow()
+            events.wakeNow()
         } else if couldStart(download) {
-            context.events.post(.queueChanged)
+            events.post(.queueChanged)
         }
+    }
+
+    /// Wakes the engine for what must not wait for the pace of its turns: a promotion, a delegate.
+    func wakeNow() { events.wakeNow() }
+
+    /// Stops a running transfer whose row is gone (cancelled, uninstalled) and deletes its partial file: the state
+    /// cancels its task, or drops it from the reserve (`cancelled`).
+    func stopTransfer(_ uniqueIdentifier: String) {
+        send(.cancelled(uniqueIdentifier))
+        credentials.forget(uniqueIdentifier)
+        unlink(dataRoot.partialPath(for: uniqueIdentifier))
+        events.post(.transferEnded)
     }
 
     /// The reserve was chosen under conditions that no longer hold: the next turn chooses again.
@@ -235,7 +291,7 @@ final class EngineDriver: Sendable {
 
     /// Whether a download could start now: a free slot, and a free slot for its host (foreground ones always can).
     func couldStart(_ download: QueuedDownload) -> Bool {
-        held.withLock { $0.state.slots.couldStart(download, context.settings.slotLimits) }
+        held.withLock { $0.state.slots.couldStart(download, settings.slotLimits) }
     }
 
     // MARK: The turn [engine loop]
@@ -250,7 +306,7 @@ final class EngineDriver: Sendable {
     /// transaction), and a freed slot waited for the next one: time lost on every file, which shows as soon as the
     /// server is not on the same machine (docs/performance/DECISIONS.md #12). [engine loop]
     func turn(_ apps: Set<String>) throws -> QueueStore.Snapshot {
-        let limits = context.settings.slotLimits
+        let limits = settings.slotLimits
         var records: [String: (AppRecord, AppPolicy)] = [:]
         var unreadable = Set<String>()
         func chosen(_ download: QueuedDownload) -> EngineState.Chosen? {
@@ -259,10 +315,10 @@ final class EngineDriver: Sendable {
             let id = download.appIdentifier
             if records[id] == nil && !unreadable.contains(id) {
                 do {
-                    if let app = try context.store.app(id) { records[id] = (app, app.policy) }
+                    if let app = try store.app(id) { records[id] = (app, app.policy) }
                 } catch {
                     unreadable.insert(id)
-                    context.observe(.queueFailed("\(id): \(error)"))
+                    observe(.queueFailed("\(id): \(error)"))
                 }
             }
             return records[id].map { EngineState.Chosen(download, app: $0.0, policy: $0.1) }
@@ -272,8 +328,8 @@ final class EngineDriver: Sendable {
         try wakeWaitingForNetwork()
         // Hosts the machine has no path to wait for their probe: their downloads would only fail again. And what the
         // machine says of its network (metered, no connectivity, asleep) holds back the downloads it rules out.
-        let offline = context.networkWaits.held()
-        let conditions = context.networkWaits.conditions
+        let offline = networkWaits.held()
+        let conditions = networkWaits.conditions
         while true {
             let slots = slots
             var choice = TurnChoice(slots: slots, limits: limits, reserve: reserve, reserveLimit: reserveLimit)
@@ -286,7 +342,7 @@ final class EngineDriver: Sendable {
             guard case .writeTurn(let outcomes, let startedEarly)? = actions.first else { preconditionFailure() }
             let written: (snapshot: QueueStore.Snapshot, started: [QueuedDownload], gone: Set<String>)
             do {
-                written = try context.store.turn(
+                written = try store.turn(
                     recording: outcomes.map(\.row), startedEarly: startedEarly, now: Date(), apps: apps,
                     excluding: excluding, saturatedHosts: saturated, running: slots.perApp, conditions: conditions,
                     choice: &choice)
@@ -307,10 +363,10 @@ final class EngineDriver: Sendable {
     /// Makes due at once the downloads waiting for the network that `NetworkWaits` says may go: after a change to
     /// the network, every one; after a transfer reached its host, that host's. [engine loop]
     private func wakeWaitingForNetwork() throws {
-        switch context.networkWaits.takeToWake() {
+        switch networkWaits.takeToWake() {
         case nil: break
-        case .all: try context.store.wakeWaitingForNetwork()
-        case .hosts(let hosts): try context.store.wakeWaitingForNetwork(hosts: hosts)
+        case .all: try store.wakeWaitingForNetwork()
+        case .hosts(let hosts): try store.wakeWaitingForNetwork(hosts: hosts)
         }
     }
 
@@ -319,14 +375,14 @@ final class EngineDriver: Sendable {
     /// record what ended and deliver it; letting what ends gather until `turnPace` after `start` (the last turn's)
     /// makes one transaction and one delivery of several, where many small files had a turn for every one or two
     /// (docs/performance/DECISIONS.md #13). The reserve running low (`reserveLow`), or a wake that must not wait
-    /// (`turnNow`: `EngineContext.wakeNow`), ends the wait. [engine loop]
+    /// (`turnNow`: `EngineEvents.wakeNow`), ends the wait. [engine loop]
     func paceNextTurn(since start: ContinuousClock.Instant) async {
-        let limits = context.settings.slotLimits
+        let limits = settings.slotLimits
         while held.withLock({ $0.state.slots.reserveLasts(limits) }) && !Task.isCancelled {
             let elapsed = ContinuousClock.now - start
-            guard elapsed < context.settings.turnPace else { return }
-            let left = context.settings.turnPace - elapsed
-            if await context.events.next(of: [.turnNow, .reserveLow], timeout: left).contains(.turnNow) { return }
+            guard elapsed < settings.turnPace else { return }
+            let left = settings.turnPace - elapsed
+            if await events.next(of: [.turnNow, .reserveLow], timeout: left).contains(.turnNow) { return }
         }
     }
 
@@ -351,7 +407,7 @@ final class EngineDriver: Sendable {
         let actions = held.withLock { $0.state.handle(.turnBegins) }
         if case .writeTurn(let outcomes, let startedEarly)? = actions.first {
             do {
-                let gone = try context.store.record(outcomes.map(\.row), startedEarly: startedEarly, start: []).gone
+                let gone = try store.record(outcomes.map(\.row), startedEarly: startedEarly, start: []).gone
                 send(.turnWritten(recorded: outcomes, gone: gone, started: [], reserve: []))
             } catch {
                 send(.turnFailed(recorded: outcomes, error: "\(error)"))

@@ -47,6 +47,10 @@ final class EngineEvents: Sendable {
 
     private let state = Mutex(State())
 
+    /// [any thread] Wakes the loop for what must not wait for the pace of its turns (`EngineDriver.paceNextTurn`): a
+    /// foreground download, a promotion, a delegate, the machine's conditions changed.
+    func wakeNow() { post([.queueChanged, .turnNow]) }
+
     /// [any thread] Posts `kinds`: wakes the loop if it waits for one of them, and every drain that does.
     func post(_ kinds: Kinds) {
         let (loop, drains) = state.withLock { state -> ((CheckedContinuation<Kinds, Never>, Kinds)?, [CheckedContinuation<Void, Never>]) in

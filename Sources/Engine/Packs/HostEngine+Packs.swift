@@ -9,14 +9,15 @@ extension HostEngine {
     /// A content request for a managed app (`BAHasManagedAssetPacks`): fetches its download manifest and queues the
     /// packs the request downloads. Nil when the download manifest could not be fetched or read.
     public func packRequest(_ request: ContentRequest, appIdentifier: String) async throws -> (offered: Int, queued: Int)? {
-        try await ManagedPacks(context: context).run(request, appIdentifier: appIdentifier).map { ($0.offered, $0.queued) }
+        try await managedPacks.run(request, appIdentifier: appIdentifier, manifests: manifests, windows: windows)
+            .map { ($0.offered, $0.queued) }
     }
 
     /// A managed app's packs: each in its catalogue with the version installed, if any (`bahost debug packs`).
     public func packs(_ appIdentifier: String) throws -> [PackListing] {
         guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        let packs = ManagedPacks(context: context)
-        let installed = packs.store(for: app).installed()
+        let packs = managedPacks
+        let installed = packs.packStore(for: app).installed()
         let downloading = Set(try store.activeDownloads(for: appIdentifier).filter { $0.download.kind == .assetPack }.map(\.identifier))
         let offered = packs.catalogue(for: app)?.assetPacks ?? []
         var listing = offered.map { entry in
@@ -43,7 +44,7 @@ extension HostEngine {
     public func offeredPacks(_ appIdentifier: String) async throws -> [DownloadManifest.Entry] {
         let (packs, app) = try managed(appIdentifier)
         if packs.catalogue(for: app) == nil { _ = try await packRequest(.periodic, appIdentifier: appIdentifier) }
-        let installed = packs.store(for: app).installed()
+        let installed = packs.packStore(for: app).installed()
         return packs.offered(app).map { entry in
             var entry = entry
             entry.downloadSize = ManagedPacks.downloadSize(of: entry, installed: installed[entry.id])
@@ -56,7 +57,7 @@ extension HostEngine {
     public func packStatus(_ appIdentifier: String, id: String) async throws -> Int {
         let offered = try await offeredPacks(appIdentifier).first { $0.id == id }
         let (packs, app) = try managed(appIdentifier)
-        let installed = packs.store(for: app).installed(id)
+        let installed = packs.packStore(for: app).installed(id)
         var status = 0
         if offered != nil { status |= 1 }
         if let installed {
@@ -79,7 +80,7 @@ extension HostEngine {
         if requireLatest || packs.catalogue(for: app) == nil {
             _ = try await packRequest(.periodic, appIdentifier: appIdentifier)
         }
-        let installed = packs.store(for: app).installed(id)
+        let installed = packs.packStore(for: app).installed(id)
         guard let entry = packs.offered(app).first(where: { $0.id == id }) else {
             guard installed != nil else { throw Self.packNotFound(id) }
             return
@@ -90,19 +91,19 @@ extension HostEngine {
                 if let downloads = packs.update(entry, from: installed, app: app) {
                     _ = try packs.queue(downloads, for: app, foreground: true)
                 } else {
-                    let store = packs.store(for: app)
-                    _ = try await context.blocking.run { try store.installUpdate(entry: entry, changed: [:]) }
+                    let store = packs.packStore(for: app)
+                    _ = try await blocking.run { try store.installUpdate(entry: entry, changed: [:]) }
                     return
                 }
             } else {
                 _ = try packs.queue([packs.download(entry, app: app, essential: false)], for: app, foreground: true)
             }
         }
-        try await context.events.waitForTransfers {
+        try await events.waitForTransfers {
             try isDownloading(appIdentifier, id)
                 || store.pendingCompletions(for: appIdentifier, assetPacks: true).contains(where: { $0.identifier == id })
         }
-        guard let now = packs.store(for: app).installed(id), !now.isOutdated(by: entry) else {
+        guard let now = packs.packStore(for: app).installed(id), !now.isOutdated(by: entry) else {
             let failed = try store.downloads(for: appIdentifier).last { $0.identifier == id && $0.state == .failed }
             throw failed?.error ?? HostError(
                 code: ManagedErrorCode.localAvailabilityFailure, domain: ManagedErrorCode.domain,
@@ -118,11 +119,11 @@ extension HostEngine {
             guard let cancelled = try store.cancel(
                 appIdentifier: appIdentifier, uniqueIdentifier: row.uniqueIdentifier, identifier: id)
             else { continue }
-            context.stopTransfer(cancelled.uniqueIdentifier)
+            driver.stopTransfer(cancelled.uniqueIdentifier)
             cancelledAny = true
         }
         if cancelledAny {
-            context.observe(.packFailed(
+            observe(.packFailed(
                 appIdentifier: appIdentifier, id: id,
                 error: HostError(code: -999, domain: "NSURLErrorDomain", message: "the download was cancelled")))
         }
@@ -140,7 +141,7 @@ extension HostEngine {
         let offered = Dictionary(packs.offered(app).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var updating: [String] = []
         var removed: [String] = []
-        for (id, pack) in packs.store(for: app).installed() {
+        for (id, pack) in packs.packStore(for: app).installed() {
             if let entry = offered[id] {
                 if pack.isOutdated(by: entry) { updating.append(id) }
             } else {
@@ -186,7 +187,7 @@ extension HostEngine {
         try store.updateSchedule(appIdentifier) { $0.preferredLanguages = reported }
         if packs.catalogue(for: app) == nil { _ = try await packRequest(.periodic, appIdentifier: appIdentifier) }
         let language = try packs.resolvedLanguage(app, packs.catalogue(for: app))
-        let installed = packs.store(for: app).installed()
+        let installed = packs.packStore(for: app).installed()
         var updating: [String] = []
         for entry in packs.offered(app) where entry.language != nil && installed[entry.id] == nil
             && ManagedPacks.serves(entry, language)
@@ -207,14 +208,14 @@ extension HostEngine {
     /// `remove(assetPackWithID:)`: the pack leaves the namespace (in one rename) and its download stops.
     public func removePack(_ appIdentifier: String, id: String) throws {
         let (packs, app) = try managed(appIdentifier)
-        let installed = packs.store(for: app).installed(id) != nil
+        let installed = packs.packStore(for: app).installed(id) != nil
         let downloading = try isDownloading(appIdentifier, id)
         guard installed || downloading || packs.offered(app).contains(where: { $0.id == id }) else {
             throw Self.packNotFound(id)
         }
         if downloading { try cancelPackDownload(appIdentifier, id: id) }
         do {
-            try packs.store(for: app).remove(id)
+            try packs.packStore(for: app).remove(id)
         } catch {
             throw HostError.bahost("\(error)")
         }
@@ -229,7 +230,7 @@ extension HostEngine {
                 code: ManagedErrorCode.assetPackNotFound, domain: ManagedErrorCode.domain,
                 message: "\(appIdentifier) does not manage asset packs: set BAHasManagedAssetPacks in its Info.plist")
         }
-        return (ManagedPacks(context: context), app)
+        return (managedPacks, app)
     }
 
     private func isDownloading(_ appIdentifier: String, _ id: String) throws -> Bool {

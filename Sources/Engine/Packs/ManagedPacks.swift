@@ -1,7 +1,9 @@
 import ExtensionRuntime
 import Foundation
+import HostVocabulary
 import Packs
 import Queue
+import Transfer
 import Vocabulary
 
 /// A managed app's asset packs (`BAHasManagedAssetPacks`): the host, not the extension, decides what to download.
@@ -17,7 +19,14 @@ import Vocabulary
 /// A finished archive is then checked against the catalogue and installed whole (`PackStore`) before its
 /// completion counts as delivered, so that an essential pack is on disk before the app may launch.
 struct ManagedPacks {
-    let context: EngineContext
+    let store: QueueStore
+    let dataRoot: DataRoot
+    let blocking: BlockingPool
+    let streamedUnpacks: StreamedUnpacks
+    let launchGate: LaunchGate
+    /// What hears of the packs queued (`queueChanged`).
+    let events: EngineEvents
+    let observe: LifecycleObserver
 
     /// What a managed content request did.
     struct Result: Sendable {
@@ -29,22 +38,26 @@ struct ManagedPacks {
 
     /// The app's catalogue: the download manifest last fetched, or nil before the first.
     func catalogue(for app: AppRecord) -> DownloadManifest? {
-        FileManager.default.contents(atPath: context.dataRoot.packCatalogue(for: app.appIdentifier).path)
+        FileManager.default.contents(atPath: dataRoot.packCatalogue(for: app.appIdentifier).path)
             .flatMap { try? DownloadManifest(data: $0) }
     }
 
-    func store(for app: AppRecord) -> PackStore {
-        PackStore(root: context.dataRoot.assetPacks(for: app.appGroupIdentifier))
+    func packStore(for app: AppRecord) -> PackStore {
+        PackStore(root: dataRoot.assetPacks(for: app.appGroupIdentifier))
     }
 
     /// Fetches the download manifest and queues the packs the request downloads. Nil when the manifest could not be
     /// fetched or read (the failure is recorded as the manifest's, as for an unmanaged app).
-    func run(_ request: ContentRequest, appIdentifier: String) async throws -> Result? {
-        let rows = context.store
+    /// - Parameters:
+    ///   - manifests: fetches the download manifest; `windows`: asks the extension about each pack.
+    func run(
+        _ request: ContentRequest, appIdentifier: String, manifests: ManifestFetch, windows: WindowLauncher
+    ) async throws -> Result? {
+        let rows = store
         guard let app = try rows.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        try context.dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
+        try dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
         let manifest: DownloadManifest
-        switch await ManifestFetch(context: context).fetch(for: app) {
+        switch await manifests.fetch(for: app) {
         case .success(let path):
             defer { unlink(path) }
             do {
@@ -58,7 +71,7 @@ struct ManagedPacks {
             try refuseManifest(app, error)
             return nil
         }
-        let installed = store(for: app).installed()
+        let installed = packStore(for: app).installed()
         let event: DownloadPolicy.InstallationEvent? =
             switch request {
             case .install: .firstInstallation
@@ -76,7 +89,7 @@ struct ManagedPacks {
                 candidates.append((entry, entry.downloadPolicy.isEssential))
             }
         }
-        let answers = try await askExtension(app, about: candidates.map(\.0))
+        let answers = try await askExtension(app, about: candidates.map(\.0), in: windows)
         var wanted: [Download] = []
         for (entry, essential) in candidates where answers[entry.id] ?? true {
             guard let current = installed[entry.id] else {
@@ -87,22 +100,24 @@ struct ManagedPacks {
                 wanted += downloads
             } else {
                 // Nothing to fetch: the new version only drops files. Checking the kept ones reads them: long work.
-                let packs = store(for: app)
-                _ = try await context.blocking.run { try packs.installUpdate(entry: entry, changed: [:]) }
-                context.observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
+                let packs = packStore(for: app)
+                _ = try await blocking.run { try packs.installUpdate(entry: entry, changed: [:]) }
+                observe(.packInstalled(appIdentifier: appIdentifier, id: entry.id, version: entry.version))
             }
         }
         let queued = try queue(wanted, for: app, foreground: false)
         if event != nil {
-            context.launchGate.close(appIdentifier)
-            try context.announceLaunchIfReady(appIdentifier)
+            launchGate.close(appIdentifier)
+            try launchGate.announceIfReady(appIdentifier)
         }
         return Result(offered: offered.count, queued: queued)
     }
 
     /// Asks the app's extension, in one window, whether to download each pack (`shouldDownload(_:)`). A pack it
     /// did not answer for (no such entry point, or a window that ended first) downloads, as Apple's default does.
-    private func askExtension(_ app: AppRecord, about entries: [DownloadManifest.Entry]) async throws -> [String: Bool] {
+    private func askExtension(
+        _ app: AppRecord, about entries: [DownloadManifest.Entry], in windows: WindowLauncher
+    ) async throws -> [String: Bool] {
         guard !entries.isEmpty else { return [:] }
         let encoder = JSONEncoder()
         let events = entries.map { entry in
@@ -110,9 +125,9 @@ struct ManagedPacks {
                 id: entry.id, version: entry.version, downloadSize: entry.downloadSize,
                 userInfo: entry.userInfo.flatMap { try? Array(encoder.encode($0)) }, language: entry.language))
         }
-        let outcome = try await WindowLauncher(context: context).open(app, for: .assetPackQuestions(entries.count), events)
+        let outcome = try await windows.open(app, for: .assetPackQuestions(entries.count), events)
         for entry in entries where outcome.assetPackAnswers[entry.id] == false {
-            context.observe(.packVetoed(appIdentifier: app.appIdentifier, id: entry.id))
+            observe(.packVetoed(appIdentifier: app.appIdentifier, id: entry.id))
         }
         return outcome.assetPackAnswers
     }
@@ -122,9 +137,9 @@ struct ManagedPacks {
     /// Returns the downloaded files, moved into the packs' staging area, for the caller to delete once it announced
     /// what waits on the packs (deleting a GiB takes a while; a kill before leaves them to the next start's cleanup).
     func installFinished(_ appIdentifier: String) throws -> [URL] {
-        let rows = context.store
+        let rows = store
         guard let app = try rows.app(appIdentifier), app.hasManagedAssetPacks else { return [] }
-        let packs = store(for: app)
+        let packs = packStore(for: app)
         var discarded: [URL] = []
         let pending = try rows.pendingCompletions(for: appIdentifier, assetPacks: true)
         let catalogue = catalogue(for: app)
@@ -140,7 +155,7 @@ struct ManagedPacks {
                 failure = install(group, entry: entry, app: app)
             }
             if let failure {
-                context.observe(.packFailed(appIdentifier: appIdentifier, id: id, error: failure))
+                observe(.packFailed(appIdentifier: appIdentifier, id: id, error: failure))
             }
             for var row in group {
                 if let path = row.filePath {
@@ -162,12 +177,12 @@ struct ManagedPacks {
     private func install(_ rows: [QueuedDownload], entry: DownloadManifest.Entry?, app: AppRecord) -> HostError? {
         func failure(_ message: String) -> HostError { HostError.bahost(message) }
         // What was unpacked while the archive arrived is used below or goes now, whatever happens to the pack.
-        let streamed = rows.count == 1 ? context.streamedUnpacks.take(rows[0].uniqueIdentifier) : nil
+        let streamed = rows.count == 1 ? streamedUnpacks.take(rows[0].uniqueIdentifier) : nil
         guard let entry else {
             streamed?.abandon()
             return failure("the pack '\(rows[0].identifier)' changed on the server while it downloaded")
         }
-        let packs = store(for: app)
+        let packs = packStore(for: app)
         do {
             if rows.count == 1, rows[0].download.sha256 == entry.sha256, let archive = rows[0].filePath {
                 if let staged = streamed?.staged() {
@@ -188,7 +203,7 @@ struct ManagedPacks {
                     return nil
                 }
             }
-            context.observe(.packInstalled(appIdentifier: app.appIdentifier, id: entry.id, version: entry.version))
+            observe(.packInstalled(appIdentifier: app.appIdentifier, id: entry.id, version: entry.version))
             return nil
         } catch {
             return failure("\(error)")
@@ -206,16 +221,16 @@ struct ManagedPacks {
 
     /// Starts unpacking the archive of `entry` while `row` downloads it (its body has begun).
     func startStreamedUnpack(for row: QueuedDownload, entry: DownloadManifest.Entry, app: AppRecord) {
-        let partial = context.dataRoot.partialPath(for: row.uniqueIdentifier)
+        let partial = dataRoot.partialPath(for: row.uniqueIdentifier)
         guard let unpack = try? StreamedUnpack(
-            partialPath: partial, entry: entry, store: store(for: app), on: context.blocking) else { return }
-        context.streamedUnpacks.start(row.uniqueIdentifier, unpack)
+            partialPath: partial, entry: entry, store: packStore(for: app), on: blocking) else { return }
+        streamedUnpacks.start(row.uniqueIdentifier, unpack)
     }
 
     /// Removes what a killed host left in every managed app's pack staging folder.
     func removeLeftovers() {
-        for app in (try? context.store.apps()) ?? [] where app.hasManagedAssetPacks {
-            store(for: app).removeLeftovers()
+        for app in (try? store.apps()) ?? [] where app.hasManagedAssetPacks {
+            packStore(for: app).removeLeftovers()
         }
     }
 
@@ -224,7 +239,7 @@ struct ManagedPacks {
     func queue(_ downloads: [Download], for app: AppRecord, foreground: Bool) throws -> Int {
         var policy = app.policy
         var refused: [(Download, HostError)] = []
-        let results = try context.store.enqueue(downloads, for: app.appIdentifier, foreground: foreground) { app, download in
+        let results = try store.enqueue(downloads, for: app.appIdentifier, foreground: foreground) { app, download in
             let error = policy.checkURL(download.url ?? "") ?? policy.allowance.admit(download)
             app.take(policy)
             return error
@@ -234,14 +249,14 @@ struct ManagedPacks {
             switch result {
             case .success(let row):
                 queued += 1
-                context.observe(.queued(row.status))
+                observe(.queued(row.status))
             case .failure(let error):
                 refused.append((download, error))
-                context.observe(.rejected(download, error))
+                observe(.rejected(download, error))
             }
         }
-        try context.store.recordRefused(refused, for: app.appIdentifier)
-        if queued > 0 { context.events.post(.queueChanged) }
+        try store.recordRefused(refused, for: app.appIdentifier)
+        if queued > 0 { events.post(.queueChanged) }
         return queued
     }
 
@@ -249,7 +264,7 @@ struct ManagedPacks {
     /// preferred languages (as the app last reported them, else the service's environment's: the same user's) among
     /// those offered, else the manifest's primary language; nil when no pack is localized.
     func resolvedLanguage(_ app: AppRecord, _ manifest: DownloadManifest?) throws -> String? {
-        let schedule = try context.store.schedule(app.appIdentifier)
+        let schedule = try store.schedule(app.appIdentifier)
         if let chosen = schedule?.assetPackLanguage { return chosen }
         guard let manifest, !manifest.availableLanguages.isEmpty else { return nil }
         let preferred = schedule?.preferredLanguages ?? LanguageTags.preferred()
@@ -313,16 +328,16 @@ struct ManagedPacks {
     }
 
     private func save(_ manifest: DownloadManifest, for app: AppRecord) throws {
-        let url = context.dataRoot.packCatalogue(for: app.appIdentifier)
+        let url = dataRoot.packCatalogue(for: app.appIdentifier)
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try manifest.encoded().write(to: url, options: .atomic)
     }
 
     private func refuseManifest(_ app: AppRecord, _ error: HostError) throws {
-        context.observe(.manifestFailed(error))
+        observe(.manifestFailed(error))
         let manifest = Download(
             kind: .manifest, identifier: "BAManifestURL", url: app.effectiveManifestURL,
             applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
-        try context.store.recordRefused(manifest, for: app.appIdentifier, error: error)
+        try store.recordRefused(manifest, for: app.appIdentifier, error: error)
     }
 }

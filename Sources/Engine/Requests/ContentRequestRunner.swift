@@ -1,5 +1,6 @@
 import ExtensionRuntime
 import Foundation
+import HostVocabulary
 import Policy
 import Queue
 import Vocabulary
@@ -9,7 +10,14 @@ import Vocabulary
 /// is checked for shape, URL, allow list and allowance, and each refused one is recorded so that the extension
 /// hears of it like any failure.
 struct ContentRequestRunner {
-    let context: EngineContext
+    let store: QueueStore
+    let dataRoot: DataRoot
+    let manifests: ManifestFetch
+    let windows: WindowLauncher
+    let launchGate: LaunchGate
+    /// What hears of the rows committed (`queueChanged`).
+    let events: EngineEvents
+    let observe: LifecycleObserver
 
     /// Up to this many downloads queued by one request, each has an event (a line of `bahost install` or `run`);
     /// beyond it, one event says how many (`queuedMany`): 100,000 lines serve nobody, and cost the host a second.
@@ -19,18 +27,17 @@ struct ContentRequestRunner {
     /// it returns. Returns the window's outcome, or nil when the manifest could not be fetched (its failure is then
     /// queued for delivery to the extension, as Apple does).
     func run(_ request: ContentRequest, appIdentifier: String, localManifest: String?) async throws -> WindowOutcome? {
-        let store = context.store
         guard let app = try store.app(appIdentifier) else { throw QueueError.unknownApp(appIdentifier) }
-        try context.dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
+        try dataRoot.prepare(appGroupIdentifier: app.appGroupIdentifier)
         let manifestPath: String
         if let localManifest {
-            manifestPath = try ManifestFetch.readOnlyCopy(of: localManifest, in: context.dataRoot.transfers)
+            manifestPath = try ManifestFetch.readOnlyCopy(of: localManifest, in: dataRoot.transfers)
         } else {
-            switch await ManifestFetch(context: context).fetch(for: app) {
+            switch await manifests.fetch(for: app) {
             case .success(let path):
                 manifestPath = path
             case .failure(let error):
-                context.observe(.manifestFailed(error))
+                observe(.manifestFailed(error))
                 let manifest = Download(
                     kind: .manifest, identifier: "BAManifestURL", url: app.effectiveManifestURL,
                     applicationGroupIdentifier: app.appGroupIdentifier, fileSize: 0)
@@ -40,7 +47,7 @@ struct ContentRequestRunner {
         }
         let info = try store.app(appIdentifier)!.policy.allowance.extensionInfo
         let admission = Admission(try store.beginStaging(for: appIdentifier), request: request, policy: app.policy)
-        let outcome = try await WindowLauncher(context: context).open(
+        let outcome = try await windows.open(
             app, for: .contentRequest(request), [.contentRequest(request, manifestPath: manifestPath, info: info)],
             onReturned: { _, downloads in admission.stage(downloads) })
         // Apple queues what downloads(for:) returned: nothing from a call that never returned, and nothing at all
@@ -50,29 +57,29 @@ struct ContentRequestRunner {
         // The launch gate closes before the rows are committed: an essential download that ends at once is then
         // recorded with the gate closed, and the turn that records it opens the gate after telling its end.
         let gatesLaunch = request == .install || request == .update
-        if gatesLaunch { context.launchGate.close(appIdentifier) }
+        if gatesLaunch { launchGate.close(appIdentifier) }
         do {
             try admission.finish(returned: returned)
         } catch {
-            if gatesLaunch { try? context.announceLaunchIfReady(appIdentifier) }
+            if gatesLaunch { try? launchGate.announceIfReady(appIdentifier) }
             throw error
         }
         let staged = admission.staged
         if staged.queued.count > Self.eventPerDownloadLimit {
-            context.observe(.queuedMany(
+            observe(.queuedMany(
                 appIdentifier: appIdentifier, count: staged.queued.count, bytes: staged.queued.bytes,
                 essential: staged.queued.essential))
         } else {
-            try staged.forEachCommitted(.queued) { context.observe(.queued($0.status)) }
+            try staged.forEachCommitted(.queued) { observe(.queued($0.status)) }
         }
         try staged.forEachCommitted(.failed) { row in
-            if let error = row.error { context.observe(.rejected(row.download, error)) }
+            if let error = row.error { observe(.rejected(row.download, error)) }
         }
-        if staged.count > 0 { context.events.post(.queueChanged) }
+        if staged.count > 0 { events.post(.queueChanged) }
         // A large result leaves the heap with MiB freed but held (glibc keeps freed memory in its arenas).
         if staged.count > 1000 { HeapRelease.soon() }
         // With no essential download of its own, nothing else opens the gate for this request.
-        if gatesLaunch && staged.queued.essential == 0 { try context.announceLaunchIfReady(appIdentifier) }
+        if gatesLaunch && staged.queued.essential == 0 { try launchGate.announceIfReady(appIdentifier) }
         return outcome
     }
 }

@@ -10,7 +10,17 @@ import Vocabulary
 /// policy: its bytes count against the download allowance (203 when none is left, 204 when it is larger than what
 /// is left), and transient failures are retried as any download's are.
 struct ManifestFetch {
-    let context: EngineContext
+    let store: QueueStore
+    let dataRoot: DataRoot
+    let client: TransferClient
+    let blocking: BlockingPool
+    /// What a held fetch waits on: the machine's conditions changed (`turnNow`).
+    let events: EngineEvents
+    let networkWaits: NetworkWaitsDriver
+    let retry: RetryPolicy
+    /// How long a manifest may find no path to its server before it fails (`HostEngine.Settings.resourceTimeout`).
+    let resourceTimeout: Duration
+    let observe: LifecycleObserver
 
     /// The largest manifest fetched, whatever the allowance: a manifest lists assets, and once the app has launched
     /// nothing else would stop a server from filling the disk with one. A managed app's download manifest is read
@@ -25,7 +35,7 @@ struct ManifestFetch {
         let policy = app.policy
         if let refusal = policy.checkURL(app.effectiveManifestURL) { return .failure(refusal) }
         if let refusal = policy.allowance.refusalToStart("the manifest", essential: false) { return .failure(refusal) }
-        let partial = context.dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        let partial = dataRoot.transfers.appendingPathComponent("manifest-\(UUID().uuidString)").path
         let limit = policy.allowance.unreservedBytesLeft(essential: false)
         let host = URLComponents.parsed(app.effectiveManifestURL)?.host ?? ""
         var request = TransferRequest(
@@ -39,14 +49,14 @@ struct ManifestFetch {
         while true {
             attempt += 1
             // Taken before the attempt: a change to the machine's conditions after it is not missed by the wait below.
-            let mark = context.events.mark()
+            let mark = events.mark()
             // The transfer as any download's, then the disk and the queue on the blocking pool.
-            let result = await context.client.perform(request, observer: NoProgress(), blocking: context.blocking) {
+            let result = await client.perform(request, observer: NoProgress(), blocking: blocking) {
                 result in result.map { bytes in record(bytes, for: app, at: partial) }
             }
             switch result {
             case .success(let recorded):
-                context.networkWaits.reached(host)
+                networkWaits.reached(host)
                 return recorded
             case .failure(let error):
                 if error.code == TransferError.byteLimitExceeded {
@@ -61,8 +71,8 @@ struct ManifestFetch {
                     // change (`HostEngine.apply` wakes the engine at once), or after `heldRecheck` at the latest.
                     guard !Task.isCancelled else { return .failure(error.error) }
                     attempt -= 1
-                    context.observe(.manifestWaiting(error.error, retryIn: Self.heldRecheck))
-                    await context.events.wait(for: .turnNow, after: mark, timeout: Self.heldRecheck)
+                    observe(.manifestWaiting(error.error, retryIn: Self.heldRecheck))
+                    await events.wait(for: .turnNow, after: mark, timeout: Self.heldRecheck)
                     continue
                 }
                 if error.offline {
@@ -70,7 +80,7 @@ struct ManifestFetch {
                     let now = Date()
                     let since = offlineSince ?? now
                     offlineSince = since
-                    let timeout = context.settings.resourceTimeout
+                    let timeout = resourceTimeout
                     guard now.timeIntervalSince(since) < timeout.inSeconds else {
                         unlink(partial)
                         var reason = error.error
@@ -78,22 +88,22 @@ struct ManifestFetch {
                         return .failure(reason)
                     }
                     attempt -= 1
-                    let until = context.networkWaits.foundNoPath(host, now: now)
+                    let until = networkWaits.foundNoPath(host, now: now)
                     let wait = Duration.milliseconds(Int64(max(0, until.timeIntervalSince(now)) * 1000))
-                    context.observe(.manifestWaiting(error.error, retryIn: wait))
+                    observe(.manifestWaiting(error.error, retryIn: wait))
                     try? await Task.sleep(for: wait)
                     continue
                 }
                 if !error.isCancellation {
                     offlineSince = nil
-                    context.networkWaits.reached(host)
+                    networkWaits.reached(host)
                 }
-                let delay = context.settings.retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
+                let delay = retry.delay(afterAttempt: attempt, error: error, random: { .random(in: 0..<1) })
                 guard let delay else {
                     unlink(partial)
                     return .failure(error.error)
                 }
-                context.observe(.manifestWaiting(error.error, retryIn: delay))
+                observe(.manifestWaiting(error.error, retryIn: delay))
                 try? await Task.sleep(for: delay)
             }
         }
@@ -101,9 +111,9 @@ struct ManifestFetch {
 
     /// Charges a fetched manifest's bytes to the app's allowance and makes the file read-only. [blocking pool]
     private func record(_ bytes: Int64, for app: AppRecord, at partial: String) -> Result<String, HostError> {
-        context.observe(.manifestFetched(bytes: bytes))
+        observe(.manifestFetched(bytes: bytes))
         do {
-            try context.store.updateApp(app.appIdentifier) { app in
+            try store.updateApp(app.appIdentifier) { app in
                 var policy = app.policy
                 if policy.allowance.restricted { policy.allowance.charge(bytes, essential: false) }
                 app.take(policy)

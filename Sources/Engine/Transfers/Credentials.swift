@@ -28,12 +28,15 @@ final class Credentials: Sendable {
 
     /// Asks the app's delegate for credentials, else (no delegate answered) the extension, in a window of its own;
     /// true when one gave some to try (a few times at most). [a task of `EngineDriver`'s, asking]
-    func ask(_ context: EngineContext, _ challenge: ServerChallenge, for download: QueuedDownload) async -> Bool {
+    func ask(
+        _ challenge: ServerChallenge, for download: QueuedDownload, delegates: AppDelegateRouter?,
+        windows: WindowLauncher
+    ) async -> Bool {
         let count = given.withLock { $0[download.uniqueIdentifier]?.count ?? 0 }
         guard count < Self.maximumChallenges else { return false }
-        var answer = await context.delegates?.challenge(
+        var answer = await delegates?.challenge(
             download.described, of: download.appIdentifier, challenge.described(previousFailureCount: count))
-        if answer == nil { answer = await askExtension(context, challenge, download, previousFailureCount: count) }
+        if answer == nil { answer = await askExtension(windows, challenge, download, previousFailureCount: count) }
         guard case .useCredential(let user, let password)? = answer else { return false }
         given.withLock {
             $0[download.uniqueIdentifier] = (Credential(host: challenge.host, user: user, password: password), count + 1)
@@ -43,17 +46,17 @@ final class Credentials: Sendable {
 
     /// The extension's answer (`backgroundDownload(_:didReceive:)`); nil when its window ended without one.
     private func askExtension(
-        _ context: EngineContext, _ challenge: ServerChallenge, _ download: QueuedDownload, previousFailureCount: Int
+        _ windows: WindowLauncher, _ challenge: ServerChallenge, _ download: QueuedDownload, previousFailureCount: Int
     ) async -> ChallengeAnswer? {
-        guard let app = try? context.store.app(download.appIdentifier) else { return nil }
+        guard let app = try? windows.store.app(download.appIdentifier) else { return nil }
         let event = WindowEvent.challenge(
             download.described, challenge.described(previousFailureCount: previousFailureCount))
         do {
-            let outcome = try await WindowLauncher(context: context).open(
+            let outcome = try await windows.open(
                 app, for: .challenge(identifier: download.identifier), [event])
             return outcome.challengeAnswers[0]
         } catch {
-            context.observe(.queueFailed("asking \(app.appIdentifier)'s extension about a challenge: \(error)"))
+            windows.observe(.queueFailed("asking \(app.appIdentifier)'s extension about a challenge: \(error)"))
             return nil
         }
     }

@@ -1,6 +1,7 @@
 import Delivery
 import ExtensionRuntime
 import Foundation
+import HostVocabulary
 import Packs
 import Policy
 import Queue
@@ -29,7 +30,7 @@ struct TransferJob {
         }
     }
 
-    let context: EngineContext
+    let jobs: TransferJobs
     let queued: QueuedDownload
     let app: AppRecord
     /// `app.policy`, made once for all of the app's transfers that a turn starts.
@@ -46,24 +47,25 @@ struct TransferJob {
     /// Where the job waits for the disk and the queue (nil: where it runs).
     private let blocking: (any TaskExecutor)?
 
-    init(
-        context: EngineContext, queued: QueuedDownload, app: AppRecord, policy: AppPolicy,
+    /// Made by `TransferJobs.job`.
+    fileprivate init(
+        jobs: TransferJobs, queued: QueuedDownload, app: AppRecord, policy: AppPolicy,
         blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void,
         progressed: @escaping @Sendable (QueuedDownload) -> Void
     ) {
         self.blocking = blocking
         self.progressed = progressed
-        self.context = context
+        self.jobs = jobs
         self.queued = queued
         self.app = app
         self.policy = policy
         self.bodyEnded = bodyEnded
-        partialPath = context.dataRoot.partialPath(for: queued.uniqueIdentifier)
-        finishedPath = context.dataRoot.finishedPath(
+        partialPath = jobs.dataRoot.partialPath(for: queued.uniqueIdentifier)
+        finishedPath = jobs.dataRoot.finishedPath(
             for: queued.uniqueIdentifier, appGroupIdentifier: app.appGroupIdentifier)
     }
 
-    private var credentials: Credentials { context.credentials }
+    private var credentials: Credentials { jobs.credentials }
 
     /// Runs the attempt and hands `ended` how it ended: nil when nothing is left to record (the row is gone, or the
     /// queue failed). The request and its body run where this is called (the transfer thread that reads the
@@ -75,13 +77,13 @@ struct TransferJob {
         // manifest's index (its size and SHA-256; no file missing, none extra), which installs nothing else: the
         // archive's own SHA-256 would check the same bytes a second time (docs/ASSET-PACKS.md).
         let archiveEntry = download.kind == .assetPack
-            ? await withTaskExecutorPreference(blocking) { [context, queued, app] in
-                ManagedPacks(context: context).wholeArchiveEntry(of: queued, app: app)  // reads the download manifest
+            ? await withTaskExecutorPreference(blocking) { [jobs, queued, app] in
+                jobs.packs.wholeArchiveEntry(of: queued, app: app)  // reads the download manifest
             }
             : nil
         let recorder = ProgressRecorder(
-            context: context, download: queued, archiveEntry: archiveEntry, blocking: blocking, bodyEnded: bodyEnded,
-            progressed: progressed)
+            packs: jobs.packs, observe: jobs.observe, download: queued, archiveEntry: archiveEntry, blocking: blocking,
+            bodyEnded: bodyEnded, progressed: progressed)
         var request = TransferRequest(
             url: download.url ?? "", headers: download.httpHeaders,
             expectedSize: download.sizeIsExact ? download.fileSize : 0, sizeHint: download.fileSize,
@@ -91,9 +93,9 @@ struct TransferJob {
             credential: credentials.credential(for: queued.uniqueIdentifier),
             checkURL: { [policy] url in policy.checkURL(url).map(TransferError.init(refusal:)) })
         // Background downloads use what the user's own traffic leaves idle; essential and foreground ones do not wait.
-        request.yields = !queued.isEssential && !queued.foreground && context.settings.backgroundYields
+        request.yields = !queued.isEssential && !queued.foreground && jobs.settings.backgroundYields
         request.networkUse = queued.networkUse
-        return await context.client.perform(request, observer: recorder, blocking: blocking) { result in
+        return await jobs.client.perform(request, observer: recorder, blocking: blocking) { result in
             ended(await settled(result, validator: recorder.validator, byteLimit: limit))
         }
     }
@@ -105,9 +107,9 @@ struct TransferJob {
         let uniqueIdentifier = queued.uniqueIdentifier
         do {
             if case .success(let size) = result {
-                context.streamedUnpacks.finished(uniqueIdentifier, length: size)
+                jobs.packs.streamedUnpacks.finished(uniqueIdentifier, length: size)
             } else {
-                context.streamedUnpacks.take(uniqueIdentifier)?.abandon()
+                jobs.packs.streamedUnpacks.take(uniqueIdentifier)?.abandon()
             }
 
             // Nothing but a cancel changes a moving row's columns that the engine saves (a promotion sets only
@@ -120,7 +122,7 @@ struct TransferJob {
             {
                 // The server was not reached (or the host stopped the attempt): what the network waits know stands.
             } else {
-                context.networkWaits.reached(queued.host)
+                jobs.networkWaits.reached(queued.host)
                 current.offlineSince = nil
             }
             switch result {
@@ -139,7 +141,7 @@ struct TransferJob {
         } catch {
             // The container's folder could not be made: the row stays marked moving, and is queued again to resume
             // once nothing runs (`HostEngine`'s loop). A row cancelled meanwhile is the turn's: it discards the files.
-            context.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
+            jobs.observe(.queueFailed("\(uniqueIdentifier): \(error)"))
             return nil
         }
     }
@@ -150,7 +152,7 @@ struct TransferJob {
         var moved = rename(partialPath, finishedPath) == 0
         if !moved && errno == ENOENT {
             try FileManager.default.createDirectory(
-                at: context.dataRoot.deliveries(for: app.appGroupIdentifier), withIntermediateDirectories: true)
+                at: jobs.dataRoot.deliveries(for: app.appGroupIdentifier), withIntermediateDirectories: true)
             moved = rename(partialPath, finishedPath) == 0
         }
         guard moved else {
@@ -187,7 +189,7 @@ struct TransferJob {
         if waits && error.offline {
             return waitForNetwork(&queued, error: error)
         }
-        let retry = context.settings.retry
+        let retry = jobs.settings.retry
         if waits, let delay = retry.delay(afterAttempt: queued.attempts, error: error, random: { .random(in: 0..<1) }) {
             let until = Date(timeIntervalSinceNow: delay.inSeconds)
             queued.state = error.kind == .network ? .waitingForNetwork : .waitingToRetry
@@ -211,7 +213,7 @@ struct TransferJob {
     private func waitForNetwork(_ queued: inout QueuedDownload, error: TransferError) -> TransferOutcome {
         let now = Date()
         let since = queued.offlineSince ?? now
-        let timeout = context.settings.resourceTimeout
+        let timeout = jobs.settings.resourceTimeout
         guard now.timeIntervalSince(since) < timeout.inSeconds else {
             var reason = error.error
             reason.message = "no path to the server for \(timeout.spoken) (the resource timeout): "
@@ -224,7 +226,7 @@ struct TransferJob {
         // The attempt never reached the server: the network's absence costs none of the server's attempts.
         queued.attempts = max(0, queued.attempts - 1)
         queued.offlineSince = since
-        let until = context.networkWaits.foundNoPath(queued.host, now: now)
+        let until = jobs.networkWaits.foundNoPath(queued.host, now: now)
         queued.state = .waitingForNetwork
         queued.retryAt = until
         queued.error = error.error
@@ -277,9 +279,37 @@ struct TransferJob {
     }
 }
 
+/// What every transfer job of the engine uses, and the maker of one job per download started (`EngineDriver.start`).
+struct TransferJobs: Sendable {
+    let client: TransferClient
+    /// Where the partial and finished files are.
+    let dataRoot: DataRoot
+    /// The credentials given for a download's challenge.
+    let credentials: Credentials
+    /// The hosts found with no path, and reached again.
+    let networkWaits: NetworkWaitsDriver
+    /// A pack's archive: its manifest entry, and its unpacking as it arrives.
+    let packs: ManagedPacks
+    /// The retries, the resource timeout, whether background downloads yield.
+    let settings: HostEngine.Settings
+    let observe: LifecycleObserver
+
+    /// One attempt at `queued`. The parameters are `TransferJob`'s.
+    func job(
+        _ queued: QueuedDownload, app: AppRecord, policy: AppPolicy, blocking: (any TaskExecutor)?,
+        bodyEnded: @escaping @Sendable () -> Void, progressed: @escaping @Sendable (QueuedDownload) -> Void
+    ) -> TransferJob {
+        TransferJob(
+            jobs: self, queued: queued, app: app, policy: policy, blocking: blocking, bodyEnded: bodyEnded,
+            progressed: progressed)
+    }
+}
+
 /// Makes a transfer's progress durable at bounded intervals and reports it.
 private final class ProgressRecorder: TransferObserver {
-    private let context: EngineContext
+    /// Starts a pack's streamed unpack; hears of the transfer's beginning and progress.
+    private let packs: ManagedPacks
+    private let observe: LifecycleObserver
     /// The pack whose whole archive this is, unpacked as it arrives.
     private let archiveEntry: DownloadManifest.Entry?
     /// Where the queue's writes and a pack's unpacking are started: off the transfer thread that reports.
@@ -298,11 +328,12 @@ private final class ProgressRecorder: TransferObserver {
     }
 
     init(
-        context: EngineContext, download: QueuedDownload, archiveEntry: DownloadManifest.Entry?,
-        blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void,
+        packs: ManagedPacks, observe: @escaping LifecycleObserver, download: QueuedDownload,
+        archiveEntry: DownloadManifest.Entry?, blocking: (any TaskExecutor)?, bodyEnded: @escaping @Sendable () -> Void,
         progressed: @escaping @Sendable (QueuedDownload) -> Void
     ) {
-        self.context = context
+        self.packs = packs
+        self.observe = observe
         self.archiveEntry = archiveEntry
         save = progressed
         self.blocking = blocking
@@ -331,15 +362,15 @@ private final class ProgressRecorder: TransferObserver {
             return (state.download, storedAny && stored != validator)
         }
         if save || archiveEntry != nil {
-            await withTaskExecutorPreference(blocking) { [context, archiveEntry, self] in
+            await withTaskExecutorPreference(blocking) { [packs, archiveEntry, self] in
                 if save { self.save(download) }
                 // The body starts: the file holds `offset` bytes of this body's archive, and the rest follow.
-                if let archiveEntry, let app = try? context.store.app(download.appIdentifier) {
-                    ManagedPacks(context: context).startStreamedUnpack(for: download, entry: archiveEntry, app: app)
+                if let archiveEntry, let app = try? packs.store.app(download.appIdentifier) {
+                    packs.startStreamedUnpack(for: download, entry: archiveEntry, app: app)
                 }
             }
         }
-        context.observe(.began(download.status, resumingAt: offset))
+        observe(.began(download.status, resumingAt: offset))
     }
 
     /// Its network slot goes to the next download while this one's file is synced and recorded. [transfer thread]
@@ -361,6 +392,6 @@ private final class ProgressRecorder: TransferObserver {
             return (state.download, due)
         }
         if save { await withTaskExecutorPreference(blocking) { [self] in self.save(download) } }
-        context.observe(.progress(download.status, received: received, expected: expected))
+        observe(.progress(download.status, received: received, expected: expected))
     }
 }
