@@ -121,7 +121,7 @@ let package = Package(
             dependencies: ["CArchive", "CHostSupport", "Vocabulary", .product(name: "Crypto", package: "swift-crypto")]),
         // Pack authoring (`bahost pack`: package, evaluate, convert, the download manifest's creation): only the
         // command line links it; the service reads and checks packs with Packs alone.
-        .target(name: "PackAuthoring", dependencies: ["CArchive", "Packs", "Vocabulary"]),
+        .target(name: "PackAuthoring", dependencies: ["CArchive", "CTorrent", "Packs", "Vocabulary"]),
         // `bahost serve`: the packs' mock HTTPS server.
         .target(
             name: "PackServer",
@@ -141,6 +141,17 @@ let package = Package(
         // libcurl (Debian's libcurl4-openssl-dev): the transfers' HTTP, on its multi interface.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CProxy", pkgConfig: "libproxy-1.0", providers: [.apt(["libproxy-dev"])]),
+        // libtorrent-rasterbar (Debian's libtorrent-rasterbar-dev, C++): BitTorrent v2 among the machines of one
+        // network (docs/PEERS.md), behind a C interface. The defines are its own build's (`pkg-config --cflags
+        // libtorrent-rasterbar`): the layout of its headers' types depends on them.
+        .target(
+            name: "CTorrent",
+            cxxSettings: [
+                .define("TORRENT_LINKING_SHARED"), .define("BOOST_ASIO_ENABLE_CANCELIO"),
+                .define("BOOST_ASIO_NO_DEPRECATED"), .define("TORRENT_USE_OPENSSL"), .define("TORRENT_USE_LIBCRYPTO"),
+                .define("TORRENT_SSL_PEERS"), .define("OPENSSL_NO_SSL2"), .define("BOOST_ALL_NO_LIB"),
+            ],
+            linkerSettings: [.linkedLibrary("torrent-rasterbar")]),
         // libsystemd: sd-bus (the system and session buses), sd-daemon (socket activation, readiness).
         .target(name: "CSystemd", linkerSettings: [.linkedLibrary("systemd")]),
         // The system bus: NetworkManager's connectivity and metered state, logind's sleep.
@@ -257,7 +268,9 @@ let package = Package(
             dependencies: [
                 "Packs", "PackAuthoring", "CArchive", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        .testTarget(name: "PackAuthoringTests", dependencies: ["PackAuthoring", "Packs", "TestSupport"]),
+        .testTarget(
+            name: "PackAuthoringTests",
+            dependencies: ["PackAuthoring", "Packs", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PackServerTests", dependencies: ["PackServer", "Packs", "TestSupport", "Transfer"]),
         .testTarget(name: "PolicyTests", dependencies: ["HostVocabulary", "Policy", "Vocabulary"]),
         .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),

@@ -17,6 +17,9 @@
 #                    the network tests (Tests/NetworkTests): namespaces, links and routes, with offloads off so that
 #                    a router's queue meters segments; the user's own download beside bahost's; a real proxy;
 #                    GNOME's settings and a PAC file read through libproxy's plugins
+#   libtorrent-rasterbar-dev
+#                    BitTorrent v2 (C++): the pieces root `bahost pack download-manifest create` records for each
+#                    archive, under which machines on one network share it (docs/PEERS.md)
 #   libsystemd-dev   the system bus (sd-bus): NetworkManager's connectivity and metered state, logind's sleep
 #   dbus-daemon, libglib2.0-bin, python3-dbusmock
 #                    the system-bus tests (Tests/NetworkTests/SystemBusTests): a private bus, gdbus to drive it, and
@@ -34,7 +37,7 @@
 set -euo pipefail
 
 packages=(libffi-dev libsqlite3-dev libarchive-dev libcurl4-openssl-dev gcc make pkg-config nginx openssl python3 python3-venv python3-pytest
-    python3-setuptools libproxy-dev iproute2 ethtool curl tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit libsystemd-dev dbus-daemon libglib2.0-bin python3-dbusmock
+    python3-setuptools libproxy-dev iproute2 ethtool curl tinyproxy libproxy1-plugin-gsettings libproxy1-plugin-webkit libtorrent-rasterbar-dev libsystemd-dev dbus-daemon libglib2.0-bin python3-dbusmock
     systemd dunst scrot dbus-bin love xvfb xauth flatpak debootstrap)
 missing=()
 for package in "${packages[@]}"; do

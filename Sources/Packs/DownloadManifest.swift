@@ -34,11 +34,16 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         public var fileBaseURL: String?
         /// (27) The language of a localized pack; nil for every language.
         public var language: String?
+        /// The archive's BitTorrent v2 hashes: what machines on one network would share it under. Without them the
+        /// archive is only ever fetched from its URL.
+        public var bittorrent: BitTorrentHashes?
 
         package init(
             id: String, version: Int, downloadPolicy: DownloadPolicy, platforms: [String], userInfo: JSONValue?,
-            url: String, downloadSize: Int64, sha256: String, files: [PackFile], fileBaseURL: String?, language: String?
+            url: String, downloadSize: Int64, sha256: String, files: [PackFile], fileBaseURL: String?, language: String?,
+            bittorrent: BitTorrentHashes? = nil
         ) {
+            self.bittorrent = bittorrent
             self.id = id
             self.version = version
             self.downloadPolicy = downloadPolicy
@@ -108,6 +113,7 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
                 throw .invalidManifest("the pack '\(pack.id)' needs a version ≥ 1, a size, a SHA-256 and an http(s) URL")
             }
             if let language = pack.language { try PackManifest.validate(language: language) }
+            try pack.bittorrent?.validate(size: pack.downloadSize, pack: pack.id)
             var paths = Set<String>()
             for file in pack.files {
                 let path = try PackPath(file.path)
@@ -116,6 +122,11 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
                 }
             }
         }
+    }
+
+    /// Whether `text` is a SHA-256 digest as the manifest writes one: 64 lowercase hex digits.
+    static func isHexDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     public func encoded() throws(PackError) -> Data {

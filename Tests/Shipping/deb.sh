@@ -31,7 +31,7 @@ deb=$(head -1 "$work/package.out")
 [ -f "$deb" ] || fail "no package: $deb"
 version=$(dpkg-deb --field "$deb" Version)
 depends=$(dpkg-deb --field "$deb" Depends)
-for library in libffi8 libsqlite3-0 libarchive13 libcurl4 libproxy1v5 libsystemd0; do
+for library in libffi8 libsqlite3-0 libarchive13 libcurl4 libproxy1v5 libsystemd0 libtorrent-rasterbar2.0; do
     echo "$depends" | grep -q "$library" || fail "Depends lacks $library: $depends"
 done
 [ "$(basename "$deb")" = "bahost_${version}_$(dpkg --print-architecture).deb" ] || fail "the file's name: $(basename "$deb")"
