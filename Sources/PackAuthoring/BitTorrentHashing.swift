@@ -12,8 +12,9 @@ enum BitTorrentHashing {
         var layer = [UInt8](repeating: 0, count: 32 * max(pieces, 1))
         var written = 0
         var error = [CChar](repeating: 0, count: 512)
-        guard bahost_torrent_hash_file(path, pieceLength, &root, &layer, layer.count, &written, &error, error.count) == 0
-        else {
+        let result = bahost_torrent_hash_file(
+            path, pieceLength, &root, &layer, layer.count, &written, &error, error.count)
+        guard result == 0 else {
             let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw .io("cannot compute the BitTorrent v2 hashes of \(path): \(reason)")
         }

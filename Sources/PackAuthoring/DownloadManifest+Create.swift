@@ -37,7 +37,8 @@ extension DownloadManifest {
                 id: id, version: version, downloadPolicy: index.manifest.downloadPolicy,
                 platforms: index.manifest.platforms, userInfo: index.manifest.userInfo, url: prefix + id,
                 downloadSize: size, sha256: hash, files: index.files, fileBaseURL: fileBaseURL,
-                language: index.manifest.language, bittorrent: try BitTorrentHashing.hashes(of: archive, size: size)))
+                language: index.manifest.language,
+                bittorrent: try BitTorrentHashing.hashes(of: archive, size: size)))
         }
         let languages = Set(entries.compactMap(\.language))
         if let primaryLanguage, !languages.contains(primaryLanguage) {

@@ -23,6 +23,8 @@ public struct BitTorrentHashes: Sendable, Hashable, Codable {
 
     /// The most pieces a file is cut into: its layer then stays within 32 KiB (43 KiB in base64), whatever its size.
     public static let maximumPieces: Int64 = 1024
+    /// The most pieces read from a manifest another tool made, with pieces smaller than bahost's: a 2 MiB layer.
+    static let maximumPiecesRead: Int64 = 65_536
 
     /// The piece length for a file of `size` bytes: the smallest power of two, from 16 KiB, that cuts it into at
     /// most `maximumPieces` pieces.
@@ -35,12 +37,16 @@ public struct BitTorrentHashes: Sendable, Hashable, Codable {
     /// Checks the hashes' shape against the file's `size`.
     func validate(size: Int64, pack: String) throws(PackError) {
         func refuse(_ why: String) -> PackError { .invalidManifest("the pack '\(pack)''s BitTorrent hashes: \(why)") }
-        guard DownloadManifest.isHexDigest(piecesRoot) else { throw refuse("the pieces root is not 64 lowercase hex digits") }
+        guard DownloadManifest.isHexDigest(piecesRoot) else {
+            throw refuse("the pieces root is not 64 lowercase hex digits")
+        }
         guard pieceLength >= 16 << 10, pieceLength & (pieceLength - 1) == 0, pieceLength <= 1 << 30 else {
             throw refuse("the piece length \(pieceLength) is not a power of two from 16 KiB to 1 GiB")
         }
         let pieces = (size + pieceLength - 1) / pieceLength
-        guard pieces <= Self.maximumPieces * 64 else { throw refuse("\(pieces) pieces, more than bahost reads") }
+        guard pieces <= Self.maximumPiecesRead else {
+            throw refuse("\(pieces) pieces, more than the \(Self.maximumPiecesRead) bahost reads")
+        }
         if pieces <= 1 {
             guard pieceLayer == nil else { throw refuse("a file of one piece has no piece layer") }
             return

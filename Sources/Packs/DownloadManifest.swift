@@ -40,8 +40,8 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
 
         package init(
             id: String, version: Int, downloadPolicy: DownloadPolicy, platforms: [String], userInfo: JSONValue?,
-            url: String, downloadSize: Int64, sha256: String, files: [PackFile], fileBaseURL: String?, language: String?,
-            bittorrent: BitTorrentHashes? = nil
+            url: String, downloadSize: Int64, sha256: String, files: [PackFile], fileBaseURL: String?,
+            language: String?, bittorrent: BitTorrentHashes? = nil
         ) {
             self.bittorrent = bittorrent
             self.id = id

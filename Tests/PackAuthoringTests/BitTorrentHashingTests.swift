@@ -20,7 +20,9 @@ import TestSupport
     }
 
     static func leaves(_ data: Data) -> [Data] {
-        stride(from: 0, to: data.count, by: block).map { Data(SHA256.hash(data: data[$0..<min($0 + block, data.count)])) }
+        stride(from: 0, to: data.count, by: block).map { start in
+            Data(SHA256.hash(data: data[start..<min(start + block, data.count)]))
+        }
     }
 
     static func root(_ data: Data) -> String {
@@ -93,11 +95,15 @@ import TestSupport
     @Test func theDownloadManifestCarriesEachArchivesHashes() throws {
         let folder = TestPlugins.freshFolder("bittorrent-manifest")
         try Self.random(100 << 10).write(to: folder.appendingPathComponent("level.bin"))
-        try Data(#"{"assetPackID": "level-1", "downloadPolicy": {"onDemand":{}}, "fileSelectors": [{"file": "level.bin"}], "platforms": []}"#.utf8)
-            .write(to: folder.appendingPathComponent("Manifest.json"))
+        let source = #"""
+            {"assetPackID": "level-1", "downloadPolicy": {"onDemand":{}}, "fileSelectors": [{"file": "level.bin"}],
+             "platforms": []}
+            """#
+        try Data(source.utf8).write(to: folder.appendingPathComponent("Manifest.json"))
         let archive = folder.appendingPathComponent("level-1.tar.zst").path
         try PackArchive.package(manifestPath: folder.appendingPathComponent("Manifest.json").path, output: archive)
-        let manifest = try DownloadManifest.create(archives: [archive], baseURL: "https://cdn.example.com", previous: nil)
+        let manifest = try DownloadManifest.create(
+            archives: [archive], baseURL: "https://cdn.example.com", previous: nil)
         let hashes = try #require(manifest.assetPacks[0].bittorrent)
         let data = try Data(contentsOf: URL(fileURLWithPath: archive))
         #expect(hashes.piecesRoot == Self.root(data))
@@ -112,10 +118,17 @@ import TestSupport
         }
         try refused({ $0.piecesRoot = String(repeating: "G", count: 64) }, "the pieces root is not 64 lowercase hex")
         try refused({ $0.pieceLength = 3 << 10 }, "the piece length 3072 is not a power of two")
-        if data.count > Int(hashes.pieceLength) {
-            try refused({ $0.pieceLayer = Data(count: 32).base64EncodedString() }, "the piece layer must hold 32 bytes")
-        } else {
-            try refused({ $0.pieceLayer = Data(count: 32).base64EncodedString() }, "a file of one piece has no piece layer")
+        #expect(data.count > Int(hashes.pieceLength))
+        try refused({ $0.pieceLayer = Data(count: 32).base64EncodedString() }, "the piece layer must hold 32 bytes")
+        try refused({ $0.pieceLayer = nil }, "the piece layer must hold 32 bytes")
+        let onePiece = BitTorrentHashes(
+            piecesRoot: String(repeating: "0", count: 64), pieceLength: 16 << 10,
+            pieceLayer: Data(count: 32).base64EncodedString())
+        #expect { try onePiece.validate(size: 100, pack: "p") } throws: {
+            "\($0)".contains("a file of one piece has no piece layer")
+        }
+        #expect { try onePiece.validate(size: 2 << 30, pack: "p") } throws: {
+            "\($0)".contains("131072 pieces, more than the 65536 bahost reads")
         }
     }
 }
