@@ -3,7 +3,10 @@
 or leech; the torrent's dictionary is WORK/info.bencoded, its piece layer WORK/layers.bencoded; CERT and KEY are the
 machine's certificate for an SSL torrent. Prints the peers' comings and goings, and when a leech is done."""
 import os, sys, time
-import libtorrent as lt
+try:
+    import libtorrent as lt
+except ImportError:
+    sys.exit("needs libtorrent's Python binding: apt-get install python3-libtorrent")
 
 role, work, folder = sys.argv[1], sys.argv[2], sys.argv[3]
 cert = sys.argv[4] if len(sys.argv) > 4 else None

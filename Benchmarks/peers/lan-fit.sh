@@ -6,6 +6,9 @@
 # Needs root, python3-libtorrent, openssl; uses only the namespaces it makes (lanfit-*), removed at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" -eq 0 ] || { echo "lan-fit.sh: needs root (network namespaces)" >&2; exit 77; }
+/usr/bin/python3 -c "import libtorrent" 2>/dev/null \
+    || { echo "lan-fit.sh: needs libtorrent's Python binding: apt-get install python3-libtorrent" >&2; exit 77; }
 work=$(mktemp -d /tmp/lan-fit.XXXXXX)
 machines=(a b c)
 cleanup() {

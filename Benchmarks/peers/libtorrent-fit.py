@@ -14,11 +14,15 @@ import functools
 import hashlib
 import http.server
 import os
+import sys
 import tempfile
 import threading
 import time
 
-import libtorrent as lt
+try:
+    import libtorrent as lt
+except ImportError:
+    sys.exit("needs libtorrent's Python binding: apt-get install python3-libtorrent")
 
 work = tempfile.mkdtemp(prefix="libtorrent-fit.")
 name = "pack.bin"

@@ -209,7 +209,7 @@ public final class HostEngine: Sendable {
 
     /// What an app's `BADownloadManager` reaches: from its extension's windows, or from the app through the service.
     public func downloads(for appIdentifier: String) -> AppDownloads {
-        AppDownloads(appIdentifier: appIdentifier, store: store, dataRoot: dataRoot, observe: observe, driver: driver)
+        driver.downloads(for: appIdentifier)
     }
 
     // MARK: Content requests

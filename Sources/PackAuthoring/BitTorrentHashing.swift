@@ -1,6 +1,7 @@
 import CTorrent
 import Foundation
 import Packs
+import Vocabulary
 
 /// A file's BitTorrent v2 hashes, made by libtorrent as for a v2 torrent of the file alone (`BitTorrentHashes`).
 enum BitTorrentHashing {
@@ -19,7 +20,7 @@ enum BitTorrentHashing {
             throw .io("cannot compute the BitTorrent v2 hashes of \(path): \(reason)")
         }
         return BitTorrentHashes(
-            piecesRoot: root.map { String(format: "%02x", $0) }.joined(), pieceLength: pieceLength,
+            piecesRoot: root.lowercaseHex, pieceLength: pieceLength,
             pieceLayer: written == 0 ? nil : Data(layer[..<written]).base64EncodedString())
     }
 }

@@ -34,10 +34,15 @@ public struct BitTorrentHashes: Sendable, Hashable, Codable {
         return length
     }
 
+    /// Whether `text` is a SHA-256 digest as the manifest writes one: 64 lowercase hex digits.
+    static func isHexDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     /// Checks the hashes' shape against the file's `size`.
     func validate(size: Int64, pack: String) throws(PackError) {
         func refuse(_ why: String) -> PackError { .invalidManifest("the pack '\(pack)''s BitTorrent hashes: \(why)") }
-        guard DownloadManifest.isHexDigest(piecesRoot) else {
+        guard Self.isHexDigest(piecesRoot) else {
             throw refuse("the pieces root is not 64 lowercase hex digits")
         }
         guard pieceLength >= 16 << 10, pieceLength & (pieceLength - 1) == 0, pieceLength <= 1 << 30 else {

@@ -124,11 +124,6 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         }
     }
 
-    /// Whether `text` is a SHA-256 digest as the manifest writes one: 64 lowercase hex digits.
-    static func isHexDigest(_ text: String) -> Bool {
-        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-    }
-
     public func encoded() throws(PackError) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]

@@ -72,9 +72,13 @@ final class EngineDriver: Sendable {
     /// The extension windows the engine opens (content requests, packs' questions, challenges, completions), whose
     /// apps' download managers report to this driver. [any thread]
     var windows: WindowLauncher {
-        WindowLauncher(
-            limits: settings.limits, dataRoot: dataRoot, blocking: blocking, observe: observe, store: store,
-            driver: self)
+        WindowLauncher(limits: settings.limits, dataRoot: dataRoot, blocking: blocking, observe: observe, driver: self)
+    }
+
+    /// What an app's `BADownloadManager` reaches, reporting to this driver: from its extension's windows, or from
+    /// the app through the service. [any thread]
+    func downloads(for appIdentifier: String) -> AppDownloads {
+        AppDownloads(appIdentifier: appIdentifier, store: store, dataRoot: dataRoot, observe: observe, driver: self)
     }
 
     /// How many times the limit the reserve holds. Small files free slots faster than turns come (paced, and each
@@ -164,9 +168,9 @@ final class EngineDriver: Sendable {
     private func ask(_ challenge: ServerChallenge, row: QueuedDownload, otherwise: TransferOutcome) {
         let uniqueIdentifier = row.uniqueIdentifier
         held.withLock { held in
-            held.asking[uniqueIdentifier] = Task { [credentials, delegates, windows] in
+            held.asking[uniqueIdentifier] = Task { [credentials, delegates, windows, store] in
                 let outcome: TransferOutcome
-                if await credentials.ask(challenge, for: row, delegates: delegates, windows: windows) {
+                if await credentials.ask(challenge, for: row, delegates: delegates, windows: windows, store: store) {
                     outcome = otherwise.queuedAgain(row)
                 } else {
                     credentials.forget(uniqueIdentifier)

@@ -13,9 +13,7 @@ struct WindowLauncher {
     let dataRoot: DataRoot
     let blocking: BlockingPool
     let observe: LifecycleObserver
-    /// What a window's `BADownloadManager` reaches (`AppDownloads`): the queue, and the driver that hears of each
-    /// download queued or cancelled.
-    let store: QueueStore
+    /// Gives each window its app's `BADownloadManager` (`EngineDriver.downloads(for:)`).
     let driver: EngineDriver
 
     /// Runs `events` in a window of `app`'s extension and reports its outcome.
@@ -25,8 +23,7 @@ struct WindowLauncher {
         onReturned: (@Sendable (Int, [Download]) -> Void)? = nil
     ) async throws -> WindowOutcome {
         let (plugin, limits, group) = (app.pluginPath, limits, dataRoot.appGroup(of: app))
-        let services = AppDownloads(
-            appIdentifier: app.appIdentifier, store: store, dataRoot: dataRoot, observe: observe, driver: driver)
+        let services = driver.downloads(for: app.appIdentifier)
         // A window blocks its thread (waitpid, poll) for up to its budget: long work on the blocking pool.
         let outcome = try await blocking.run {
             try ExtensionWindow(pluginPath: plugin, limits: limits, appGroup: group)

@@ -30,13 +30,15 @@ final class Credentials: Sendable {
     /// true when one gave some to try (a few times at most). [a task of `EngineDriver`'s, asking]
     func ask(
         _ challenge: ServerChallenge, for download: QueuedDownload, delegates: AppDelegateRouter?,
-        windows: WindowLauncher
+        windows: WindowLauncher, store: QueueStore
     ) async -> Bool {
         let count = given.withLock { $0[download.uniqueIdentifier]?.count ?? 0 }
         guard count < Self.maximumChallenges else { return false }
         var answer = await delegates?.challenge(
             download.described, of: download.appIdentifier, challenge.described(previousFailureCount: count))
-        if answer == nil { answer = await askExtension(windows, challenge, download, previousFailureCount: count) }
+        if answer == nil {
+            answer = await askExtension(windows, store, challenge, download, previousFailureCount: count)
+        }
         guard case .useCredential(let user, let password)? = answer else { return false }
         given.withLock {
             $0[download.uniqueIdentifier] = (Credential(host: challenge.host, user: user, password: password), count + 1)
@@ -46,9 +48,10 @@ final class Credentials: Sendable {
 
     /// The extension's answer (`backgroundDownload(_:didReceive:)`); nil when its window ended without one.
     private func askExtension(
-        _ windows: WindowLauncher, _ challenge: ServerChallenge, _ download: QueuedDownload, previousFailureCount: Int
+        _ windows: WindowLauncher, _ store: QueueStore, _ challenge: ServerChallenge, _ download: QueuedDownload,
+        previousFailureCount: Int
     ) async -> ChallengeAnswer? {
-        guard let app = try? windows.store.app(download.appIdentifier) else { return nil }
+        guard let app = try? store.app(download.appIdentifier) else { return nil }
         let event = WindowEvent.challenge(
             download.described, challenge.described(previousFailureCount: previousFailureCount))
         do {
