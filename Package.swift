@@ -151,7 +151,7 @@ let package = Package(
                 .define("BOOST_ASIO_NO_DEPRECATED"), .define("TORRENT_USE_OPENSSL"), .define("TORRENT_USE_LIBCRYPTO"),
                 .define("TORRENT_SSL_PEERS"), .define("OPENSSL_NO_SSL2"), .define("BOOST_ALL_NO_LIB"),
             ],
-            linkerSettings: [.linkedLibrary("torrent-rasterbar")]),
+            linkerSettings: [.linkedLibrary("torrent-rasterbar"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // libsystemd: sd-bus (the system and session buses), sd-daemon (socket activation, readiness).
         .target(name: "CSystemd", linkerSettings: [.linkedLibrary("systemd")]),
         // The system bus: NetworkManager's connectivity and metered state, logind's sleep.
@@ -169,11 +169,13 @@ let package = Package(
             name: "ExtensionRuntime",
             dependencies: ["ExtensionWire", "CBAExtension", "CHostSupport", "HostVocabulary", "Vocabulary"]),
         .target(name: "Delivery", dependencies: ["HostVocabulary", "ExtensionRuntime", "Queue", "Vocabulary"]),
+        // The swarms of the files machines on one network share: libtorrent's session, on one owner thread.
+        .target(name: "Peers", dependencies: ["CTorrent", "HostVocabulary"]),
         .target(
             name: "Engine",
             dependencies: ["HostVocabulary", 
-                "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Packs", "Policy", "Queue",
-                "Transfer", "Vocabulary",
+                "AppConfig", "CBAExtension", "CHostSupport", "Delivery", "ExtensionRuntime", "Packs", "Peers", "Policy",
+                "Queue", "Transfer", "Vocabulary",
             ]),
         // Above the engine: the service and the command line speak to it in its own values and intents
         // (`DownloadStatus`, `InstalledApp`, `LifecycleEvent`, `HostEngine.install`), never in its queue's rows, so
@@ -272,6 +274,7 @@ let package = Package(
             name: "PackAuthoringTests",
             dependencies: ["PackAuthoring", "Packs", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PackServerTests", dependencies: ["PackServer", "Packs", "TestSupport", "Transfer"]),
+        .testTarget(name: "PeersTests", dependencies: ["Peers", "PackAuthoring", "Packs", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["HostVocabulary", "Policy", "Vocabulary"]),
         .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),

@@ -1,0 +1,126 @@
+import Foundation
+import Packs
+import Peers
+import TestSupport
+import Testing
+
+@testable import PackAuthoring
+
+/// libtorrent's session through the shim, on loopback: a file crosses between two sessions with its identity taken
+/// from the manifest's hashes alone, a web seed fills it alone, and a web seed that lies never makes it whole.
+@Suite struct SwarmTests {
+    /// A file of `size` random bytes in a folder of its own, and what a manifest would say of it.
+    private func archive(_ size: Int) throws -> (folder: URL, data: Data, hashes: BitTorrentHashes) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swarm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let data = Data.random(count: size)
+        let file = folder.appendingPathComponent("levels.aar")
+        try data.write(to: file)
+        return (folder, data, try BitTorrentHashing.hashes(of: file.path, size: Int64(size)))
+    }
+
+    private func swarmFile(
+        _ hashes: BitTorrentHashes, size: Int, folder: URL, webSeed: String? = nil, have: Bool
+    ) -> SwarmFile {
+        SwarmFile(
+            name: "levels.aar", size: Int64(size), pieceLength: hashes.pieceLength,
+            piecesRoot: Array(hexDigest: hashes.piecesRoot),
+            pieceLayer: hashes.pieceLayer.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? [],
+            folder: folder.path, webSeed: webSeed, haveFile: have, authority: nil)
+    }
+
+    private func emptyFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swarm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Waits until the swarm is whole or `seconds` pass; returns the last status.
+    private func awaitWhole(_ swarm: Swarm, _ number: Int64, seconds: Int) async -> SwarmStatus? {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var last = swarm.status(number)
+        while ContinuousClock.now < deadline, let status = last, status.state != .whole, !status.isFailed {
+            last = await swarm.next(number, after: status.have, within: .seconds(1))
+        }
+        return last
+    }
+
+    @Test func aFileCrossesBetweenTwoSessions() async throws {
+        let size = 3 << 20
+        let (seedFolder, data, hashes) = try archive(size)
+        let seeder = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { seeder.stop() }
+        let leecher = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { leecher.stop() }
+        _ = try seeder.join(swarmFile(hashes, size: size, folder: seedFolder, have: true))
+        let folder = try emptyFolder()
+        let number = try leecher.join(swarmFile(hashes, size: size, folder: folder, have: false))
+        leecher.connect(number, address: "127.0.0.1", port: seeder.ports.plain)
+
+        let status = try #require(await awaitWhole(leecher, number, seconds: 60))
+        #expect(status.state == .whole)
+        #expect(try Data(contentsOf: folder.appendingPathComponent("levels.aar")) == data)
+        #expect(status.fromPeers >= Int64(size))
+        #expect(status.fromWebSeed == 0)
+    }
+
+    @Test func aWebSeedAloneFillsTheFile() async throws {
+        let size = 2 << 20 + 1234
+        let (_, data, hashes) = try archive(size)
+        let server = try FaultServer()
+        server.serve(data, at: "packs/levels.aar")
+        let leecher = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { leecher.stop() }
+        let folder = try emptyFolder()
+        let number = try leecher.join(
+            swarmFile(hashes, size: size, folder: folder, webSeed: server.url("packs/"), have: false))
+
+        let status = try #require(await awaitWhole(leecher, number, seconds: 60))
+        #expect(status.state == .whole)
+        #expect(try Data(contentsOf: folder.appendingPathComponent("levels.aar")) == data)
+        #expect(status.fromWebSeed >= Int64(size))
+        #expect(!server.requests(for: "packs/levels.aar").isEmpty)
+    }
+
+    @Test func aLyingWebSeedNeverMakesTheFileWhole() async throws {
+        let size = 1 << 20
+        let (_, _, hashes) = try archive(size)
+        let server = try FaultServer()
+        server.serve(Data.random(count: size), at: "packs/levels.aar")
+        let leecher = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { leecher.stop() }
+        let folder = try emptyFolder()
+        let number = try leecher.join(
+            swarmFile(hashes, size: size, folder: folder, webSeed: server.url("packs/"), have: false))
+
+        let status = try #require(await awaitWhole(leecher, number, seconds: 8))
+        #expect(status.state != .whole)
+        #expect(status.failedPieces > 0, "libtorrent did not find the lying pieces")
+        #expect(status.have == 0)
+    }
+
+    @Test func anIdentityThatIsNotAFileIsRefused() throws {
+        let swarm = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { swarm.stop() }
+        var file = SwarmFile(
+            name: "../escape", size: 10, pieceLength: 16 << 10, piecesRoot: Array(repeating: 1, count: 32),
+            pieceLayer: [], folder: "/tmp", webSeed: nil, haveFile: false, authority: nil)
+        #expect(throws: SwarmError.self) { try swarm.join(file) }
+        file.name = "fine"
+        file.piecesRoot = [1, 2, 3]
+        #expect(throws: SwarmError.self) { try swarm.join(file) }
+    }
+}
+
+extension Array where Element == UInt8 {
+    init(hexDigest: String) {
+        var bytes: [UInt8] = []
+        var index = hexDigest.startIndex
+        while index < hexDigest.endIndex {
+            let next = hexDigest.index(index, offsetBy: 2)
+            bytes.append(UInt8(hexDigest[index..<next], radix: 16)!)
+            index = next
+        }
+        self = bytes
+    }
+}
