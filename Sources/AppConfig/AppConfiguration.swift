@@ -23,6 +23,10 @@ public struct AppConfiguration: Sendable, Hashable {
     /// what the app asked for in the foreground (`startForegroundDownload`, `ensureLocalAvailability`), as it does
     /// for every launch's essential downloads.
     public var showsDownloadProgress: Bool
+    /// `BAHostSharesWithPeers` (a bahost key, off by default): the app's managed packs may be shared with other
+    /// machines on the network, when the person's settings allow it (docs/PEERS.md). Off, paid or private content
+    /// never leaves the machine except to the app.
+    public var sharesWithPeers: Bool
     /// `BAHostExtension` (a bahost key): the extension's shared object, relative to the app's folder. When absent,
     /// `bahost install` takes the one `.so` in the folder.
     public var extensionPath: String?
@@ -128,6 +132,7 @@ public struct AppConfiguration: Sendable, Hashable {
         extensionPath = plist.BAHostExtension
         hasManagedAssetPacks = plist.BAHasManagedAssetPacks ?? false
         showsDownloadProgress = plist.BAHostShowsDownloadProgress ?? false
+        sharesWithPeers = plist.BAHostSharesWithPeers ?? false
         if plist.BAUsesAppleHosting == true {
             throw fail(
                 "BAUsesAppleHosting needs Apple's servers; on bahost, host the packs yourself: set BAUsesAppleHosting to false and BAManifestURL to a download manifest (bahost pack download-manifest create)")
@@ -189,6 +194,7 @@ private struct InfoPlist: Decodable {
     var BAHostExtension: String?
     var BAHasManagedAssetPacks: Bool?
     var BAHostShowsDownloadProgress: Bool?
+    var BAHostSharesWithPeers: Bool?
     var BAUsesAppleHosting: Bool?
 
     struct Restrictions: Decodable {

@@ -49,6 +49,11 @@ public final class HostEngine: Sendable {
         public var turnPace: Duration
         /// The transfer threads (`TransferConfiguration.transferThreads`).
         public var networkThreads: Int
+        /// Where the session that shares packs with peers listens (libtorrent's `listen_interfaces`), once the
+        /// person's rules name someone (`applyPeerRules`); nil: this engine never shares (docs/PEERS.md).
+        public var peerListen: String?
+        /// How long a swarm may find no new piece before its download falls back to HTTP.
+        public var peerStall: Duration = .seconds(30)
 
         public init(
             additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30),
@@ -111,6 +116,8 @@ public final class HostEngine: Sendable {
     let streamedUnpacks = StreamedUnpacks()
     /// A managed app's packs.
     let managedPacks: ManagedPacks
+    /// Managed packs' archives shared with the machines on the network.
+    let peers: PeerSharing
     /// Makes each transfer's job (the driver's).
     let jobs: TransferJobs
     let driver: EngineDriver
@@ -159,9 +166,12 @@ public final class HostEngine: Sendable {
         managedPacks = ManagedPacks(
             store: store, dataRoot: dataRoot, blocking: blocking, streamedUnpacks: streamedUnpacks,
             launchGate: launchGate, events: events, observe: observe)
+        peers = PeerSharing(
+            peersPath: dataRoot.peersPath, listen: settings.peerListen, stallAfter: settings.peerStall,
+            observe: observe)
         jobs = TransferJobs(
             client: client, dataRoot: dataRoot, credentials: credentials, networkWaits: networkWaits,
-            packs: managedPacks, settings: settings, observe: observe)
+            packs: managedPacks, peers: peers, settings: settings, observe: observe)
         driver = EngineDriver(
             store: store, dataRoot: dataRoot, settings: settings, observe: observe, events: events,
             launchGate: launchGate, networkWaits: networkWaits, blocking: blocking, delegates: delegates,
@@ -200,6 +210,7 @@ public final class HostEngine: Sendable {
     /// stops the transfer threads, then the blocking pool.
     public func shutdown() async {
         await driver.shutdown()
+        peers.stop()
         try? await client.shutdown()
         await blocking.shutdown()
     }
@@ -288,6 +299,7 @@ public final class HostEngine: Sendable {
             current.connectivity = conditions.connectivity
             current.metered = conditions.metered
         }
+        peers.apply(metered: conditions.isExpensive)
     }
 
     /// Takes what the person's settings hold back now (the service's `PersonRules`): as for the network's

@@ -9,6 +9,8 @@ import Synchronization
 ///                                                    finished files, handed to the app or extension to move
 ///     containers/APP-GROUP/Library/Application Support/BackgroundAssets/AssetPacks/PACK-ID/…
 ///                                                    a managed app's installed asset packs
+///     peers/PIECES-ROOT/ARCHIVE                      a pack's archive shared with peers (a hard link to what was
+///                                                    delivered, or what the swarm is filling)
 ///
 /// Every path is built with `isDirectory` given: without it, Foundation asks the disk (a `stat` per finished file).
 ///
@@ -47,6 +49,9 @@ public struct DataRoot: Sendable, Hashable {
     public var transfers: URL { URL(fileURLWithPath: transfersPath, isDirectory: true) }
     /// `transfers`' path, made as text.
     public var transfersPath: String { "\(path)/transfers" }
+
+    /// The archives shared with peers, one folder each, named by its BitTorrent pieces root (docs/PEERS.md).
+    public var peersPath: String { "\(path)/peers" }
 
     /// The app group's container: the folder the app and its extension share.
     public func container(for appGroupIdentifier: String) -> URL {

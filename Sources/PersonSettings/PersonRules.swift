@@ -39,6 +39,8 @@ public struct PersonRules: Sendable, Hashable {
         public var ceilings: RateCeilings
         /// When the clock alone changes the decision (the schedule's next start or end); nil: never.
         public var nextChange: Date?
+        /// Sharing with peers: with whom, how fast, and whether this machine serves now.
+        public var peers: PeerRules = .off
     }
 
     public var settings: PersonSettings
@@ -76,8 +78,12 @@ public struct PersonRules: Sendable, Hashable {
             }
         }
         if power.powerSaver == true && settings.waitInPowerSaver { held(.powerSaver) }
+        // A machine on battery serves no peer: sending costs its battery, and a laptop leaves the house.
+        let peers = PeerRules(
+            mode: settings.peers, uploadRate: settings.peerUploadRate,
+            notServing: power.onBattery == true ? "on battery" : nil)
         return Decision(
             hold: hold, ceilings: RateCeilings(background: background.min(), all: settings.allRate),
-            nextChange: nextChange)
+            nextChange: nextChange, peers: peers)
     }
 }

@@ -26,6 +26,12 @@ public struct PersonSettings: Sendable, Hashable {
     public var waitInPowerSaver: Bool
     /// `storage.floor-percent`, `storage.floor-size`: the free space every download leaves on its volume.
     public var storageFloor: StorageFloor
+    /// `peers.share`: which machines on the network this one shares apps' packs with (the apps that allow it).
+    public var peers: PeerSharingMode
+    /// `peers.upload`: the most this machine sends peers together, bytes a second; nil for no limit.
+    public var peerUploadRate: Int64?
+
+    public typealias PeerSharingMode = PeerRules.Mode
 
     public enum WhilePlaying: Sendable, Hashable {
         case wait
@@ -38,6 +44,8 @@ public struct PersonSettings: Sendable, Hashable {
         batteryBelow = 30
         waitInPowerSaver = true
         storageFloor = StorageFloor()
+        peers = .own
+        peerUploadRate = 16 << 20
     }
 
     public static let defaults = PersonSettings()
@@ -73,6 +81,11 @@ public struct PersonSettings: Sendable, Hashable {
         Key(name: "storage.floor-size", values: "a size (2G, 500M, bytes)",
             meaning: "a download never leaves its volume with less free than this (or floor-percent), whichever "
                 + "is smaller"),
+        Key(name: "peers.share", values: "off, own or any",
+            meaning: "share the packs of apps that allow it with: nobody, this person's paired machines (bahost peers "
+                + "pair), or any bahost on the network"),
+        Key(name: "peers.upload", values: "a rate or off",
+            meaning: "the most this machine sends to peers, together"),
     ]
 
     /// A setting's value as the file and `bahost settings show` write it.
@@ -93,6 +106,8 @@ public struct PersonSettings: Sendable, Hashable {
         case "power.power-saver": waitInPowerSaver ? "wait" : "run"
         case "storage.floor-percent": "\(storageFloor.percent)"
         case "storage.floor-size": Self.sizeText(storageFloor.bytes)
+        case "peers.share": peers.rawValue
+        case "peers.upload": Self.rateText(peerUploadRate)
         default: nil
         }
     }
@@ -156,6 +171,12 @@ public struct PersonSettings: Sendable, Hashable {
                 throw SettingError(key: key, "'\(value.printableSetting)' is not a size (2G, 500M, bytes)")
             }
             storageFloor.bytes = parsed
+        case "peers.share":
+            guard let mode = PeerSharingMode(rawValue: value.lowercased()) else {
+                throw SettingError(key: key, "'\(value.printableSetting)' is none of off, own, any")
+            }
+            peers = mode
+        case "peers.upload": peerUploadRate = try rate()
         default:
             throw SettingError(
                 key: key, "there is no such setting (bahost settings show lists them: "

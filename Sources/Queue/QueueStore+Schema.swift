@@ -210,6 +210,11 @@ extension QueueStore {
         migrator.registerMigration("v17: the folder a sandboxed app's sandbox gives it") { db in
             try db.alter(table: AppRecord.databaseTableName) { t in t.add(column: "sandboxHome", .text) }
         }
+        migrator.registerMigration("v18: whether an app's packs may be shared with peers") { db in
+            try db.alter(table: AppRecord.databaseTableName) { t in
+                t.add(column: "sharesWithPeers", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 }

@@ -234,6 +234,8 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
     public var hasManagedAssetPacks: Bool
     /// `BAHostShowsDownloadProgress`: the desktop shows the progress of its foreground downloads.
     public var showsDownloadProgress: Bool
+    /// `BAHostSharesWithPeers`: its managed packs may be shared with other machines on the network.
+    public var sharesWithPeers: Bool
     /// `bahost debug url-override`: fetch the manifest from here instead (a local `bahost serve`), until cleared.
     /// An update of the app keeps it.
     public var manifestURLOverride: String?
@@ -248,8 +250,9 @@ public struct AppRecord: Codable, Sendable, Hashable, FetchableRecord, Persistab
         appIdentifier: String, appGroupIdentifier: String, pluginPath: String, manifestURL: String,
         domainAllowList: [String], downloadAllowance: Int64, essentialDownloadAllowance: Int64,
         allowInsecureLoopback: Bool, hasManagedAssetPacks: Bool = false, showsDownloadProgress: Bool = false,
-        sandboxHome: String? = nil
+        sandboxHome: String? = nil, sharesWithPeers: Bool = false
     ) {
+        self.sharesWithPeers = sharesWithPeers
         self.appIdentifier = appIdentifier
         self.appGroupIdentifier = appGroupIdentifier
         self.pluginPath = pluginPath

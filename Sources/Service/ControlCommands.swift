@@ -227,6 +227,10 @@ extension BackgroundAssetsService {
             let formatter = ISO8601DateFormatter()
             let held = [.queued, .waitingForNetwork, .waitingToRetry].contains(d.state) ? conditions.hold(d.networkUse) : nil
             if let held { text += "\n    held: \(held)" }
+            if let figures = engine.peerFigures(d.uniqueIdentifier) {
+                text += "\n    through peers: \(figures.fromPeers) bytes from peers, \(figures.fromWebSeed) from the CDN "
+                    + "(\(figures.peers) peers, \(figures.banned) banned)"
+            }
             if d.state == .waitingForNetwork, let since = d.offlineSince {
                 text += "\n    no path to its server since \(formatter.string(from: since))"
             }
@@ -242,6 +246,12 @@ extension BackgroundAssetsService {
             if let error = d.error { row["error"] = LifecycleEvent.json(error) }
             if let since = d.offlineSince { row["offlineSince"] = ISO8601DateFormatter().string(from: since) }
             if let held { row["heldBy"] = "\(held)" }
+            if let figures = engine.peerFigures(d.uniqueIdentifier) {
+                row["peers"] = [
+                    "fromPeers": figures.fromPeers, "fromWebSeed": figures.fromWebSeed, "peers": figures.peers,
+                    "banned": figures.banned, "failedPieces": figures.failedPieces,
+                ]
+            }
             if let next = d.retryAt, d.state == .waitingForNetwork || d.state == .waitingToRetry {
                 row["retryAt"] = ISO8601DateFormatter().string(from: next)
             }

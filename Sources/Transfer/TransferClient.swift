@@ -218,6 +218,18 @@ public final class TransferClient: Sendable {
         for thread in threads { thread.post { thread.hold(by: conditions) } }
     }
 
+    /// What holds a transfer that uses the network as `use` does, now (nil: nothing, or no `use`). [any thread]
+    public func hold(_ use: NetworkUse?) -> NetworkConditions.Hold? {
+        guard let use else { return nil }
+        return conditions.withLock { $0.holdsAny ? $0.hold(use) : nil }
+    }
+
+    /// Whether a request to `url` would go through a proxy: the environment's or the desktop's (libproxy, which may
+    /// wait: asked on `blocking`).
+    public func goesThroughProxy(_ url: String, blocking: (any TaskExecutor)?) async -> Bool {
+        await proxyRoute(for: url, blocking: blocking).proxy != nil
+    }
+
     /// Has `handler` told each time the kernel reports a change to the network (links, addresses, routes), once the
     /// transfers whose path it broke have ended (each with an offline `.network` failure). Called on a transfer
     /// thread (each thread hears each change): it must not block. [any thread]
@@ -327,7 +339,7 @@ public final class TransferClient: Sendable {
         var restarts = 0
         while true {
             if let refusal = request.checkURL(url) { return (file, .failed(refusal)) }
-            if let use = request.networkUse, let hold = conditions.withLock({ $0.holdsAny ? $0.hold(use) : nil }) {
+            if let hold = hold(request.networkUse) {
                 return (file, .failed(.held(hold)))
             }
             let offset = file.length

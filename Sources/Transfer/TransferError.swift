@@ -50,6 +50,11 @@ public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible 
         error = refusal
     }
 
+    /// The attempt was stopped by the host: a cancel, a shutdown.
+    public static var cancelled: TransferError {
+        TransferError(.transient, code: CurlFailure.cancelled, domain: urlDomain, message: "the transfer was cancelled")
+    }
+
     public var code: Int64 { error.code }
     /// The attempt was stopped by the host (a cancel, a shutdown), not ended by the server or the network.
     public var isCancellation: Bool { error.domain == Self.urlDomain && error.code == CurlFailure.cancelled }

@@ -84,6 +84,14 @@ struct Daemon: AsyncParsableCommand {
             """))
     var flatpakInstallation: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "Where the session that shares packs with peers listens, once `peers.share` names someone (libtorrent's listen_interfaces).",
+        discussion: "Local Service Discovery announces this port on the network; libtorrent tries the next ports when it is taken (docs/PEERS.md)."))
+    var peerListen: String = "0.0.0.0:6881,[::]:6881"
+
+    @Option(help: "Seconds a pack's swarm may find no new piece before its download falls back to HTTP.")
+    var peerStallSeconds: Double = 30
+
     @Option(help: "Seconds a declared app's folder must look the same before the service acts on it.")
     var settleSeconds: Double = 1
 
@@ -100,6 +108,9 @@ struct Daemon: AsyncParsableCommand {
         guard maxUnreadBytes > 0, unreadTimeout > 0 else {
             throw ValidationError("--max-unread-bytes and --unread-timeout must be positive")
         }
+        guard peerStallSeconds > 0, !peerListen.isEmpty else {
+            throw ValidationError("--peer-stall-seconds must be positive and --peer-listen not empty")
+        }
         guard settleSeconds >= 0, removalGraceSeconds >= 0 else {
             throw ValidationError("--settle-seconds and --removal-grace-seconds must not be negative")
         }
@@ -110,9 +121,12 @@ struct Daemon: AsyncParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "bahost.daemon")
         logger.logLevel = .info
+        var engine = transfers.settings(limits: window.limits)
+        engine.peerListen = peerListen
+        engine.peerStall = .milliseconds(Int64(peerStallSeconds * 1000))
         let settings = ServiceSettings(
             socketPath: socket ?? ServiceProtocol.defaultSocketPath, dataRoot: transfers.root,
-            engine: transfers.settings(limits: window.limits),
+            engine: engine,
             periodic: PeriodicPolicy(
                 interval: periodicInterval * 3600, dailyRuntime: dailyRuntime, lowBatteryPercent: lowBattery,
                 skipWhenMetered: skipWhenMetered, skipInPowerSaver: skipInPowerSaver),

@@ -15,6 +15,8 @@ public struct InstalledApp: Sendable, Hashable {
     public var showsDownloadProgress: Bool = false
     /// A Flatpak app's own folder (`~/.var/app/APP_ID`), where its container lives; nil for a native app.
     public var sandboxHome: String?
+    /// `BAHostSharesWithPeers`: its managed packs may be shared with other machines on the network.
+    public var sharesWithPeers: Bool = false
 }
 
 extension AppRecord {
@@ -22,7 +24,8 @@ extension AppRecord {
         InstalledApp(
             appIdentifier: appIdentifier, appGroupIdentifier: appGroupIdentifier,
             hasManagedAssetPacks: hasManagedAssetPacks, launched: launched,
-            showsDownloadProgress: showsDownloadProgress, sandboxHome: sandboxHome)
+            showsDownloadProgress: showsDownloadProgress, sandboxHome: sandboxHome,
+            sharesWithPeers: sharesWithPeers)
     }
 
     /// An app as its Info.plist declares it, with its extension at `extensionPath`.
@@ -34,6 +37,6 @@ extension AppRecord {
             domainAllowList: restrictions.domainAllowList, downloadAllowance: restrictions.downloadAllowance,
             essentialDownloadAllowance: restrictions.essentialDownloadAllowance,
             allowInsecureLoopback: allowInsecureLoopback, hasManagedAssetPacks: config.hasManagedAssetPacks,
-            showsDownloadProgress: config.showsDownloadProgress)
+            showsDownloadProgress: config.showsDownloadProgress, sharesWithPeers: config.sharesWithPeers)
     }
 }

@@ -50,6 +50,18 @@ extension LifecycleEvent {
             return EventLine(
                 json: ["event": "packInstalled", "app": app, "assetPackID": id, "version": version],
                 text: "asset pack \(id) version \(version) installed")
+        case .peers(let download, let figures, let fellBack):
+            var object = Self.downloadJSON("peers", download, [
+                "fromPeers": figures.fromPeers, "fromWebSeed": figures.fromWebSeed, "peers": figures.peers,
+                "banned": figures.banned, "failedPieces": figures.failedPieces,
+            ])
+            if let fellBack { object["fellBack"] = fellBack }
+            func amount(_ bytes: Int64) -> String { bytes == 0 ? "nothing" : Self.size(bytes) }
+            var text = "\(download.identifier.printable()): \(amount(figures.fromPeers)) from peers, "
+                + "\(amount(figures.fromWebSeed)) from the CDN (\(figures.peers) peers"
+                + (figures.banned > 0 ? ", \(figures.banned) banned for bad pieces)" : ")")
+            if let fellBack { text += "; fetching over HTTP: \(fellBack)" }
+            return EventLine(json: object, text: text)
         case .packVetoed(let app, let id):
             return EventLine(
                 json: ["event": "packVetoed", "app": app, "assetPackID": id],
@@ -134,7 +146,7 @@ extension LifecycleEvent {
             .packVetoed(let app, _), .queuedMany(let app, _, _, _), .deliveryFailed(let app, _, _),
             .deliveriesLeftPending(let app, _, _):
             app
-        case .queued(let d), .promoted(let d), .began(let d, _), .progress(let d, _, _), .paused(let d, _, _, _),
+        case .queued(let d), .promoted(let d), .began(let d, _), .peers(let d, _, _), .progress(let d, _, _), .paused(let d, _, _, _),
             .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):
             d.appIdentifier
         case .manifestFetched, .manifestWaiting, .manifestFailed, .rejected, .queueFailed: nil

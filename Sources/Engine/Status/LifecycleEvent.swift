@@ -43,6 +43,9 @@ public enum LifecycleEvent: Sendable {
     /// Waiting to try again: for the network to come back, or after a transient failure.
     case paused(DownloadStatus, waitingForNetwork: Bool, until: Date, error: HostError)
     case finished(DownloadStatus)
+    /// A pack's archive went through the swarm: what came from peers and from the CDN, and why it fell back to
+    /// HTTP when it did (nil: the swarm made it whole).
+    case peers(DownloadStatus, PeerFigures, fellBack: String?)
     case failed(DownloadStatus, HostError)
     /// Delivered to the extension, in a window.
     case delivered(DownloadStatus)

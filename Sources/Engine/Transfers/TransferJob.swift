@@ -3,6 +3,7 @@ import ExtensionRuntime
 import Foundation
 import HostVocabulary
 import Packs
+import Peers
 import Policy
 import Queue
 import Synchronization
@@ -81,6 +82,12 @@ struct TransferJob {
                 jobs.packs.wholeArchiveEntry(of: queued, app: app)  // reads the download manifest
             }
             : nil
+        if let archiveEntry, let shared = await sharedFile(archiveEntry) {
+            switch await fetchFromPeers(shared, byteLimit: limit) {
+            case .some(let ending): return ended(ending)
+            case .none: break  // fell back: over HTTP, below
+            }
+        }
         let recorder = ProgressRecorder(
             packs: jobs.packs, observe: jobs.observe, download: queued, archiveEntry: archiveEntry, blocking: blocking,
             bodyEnded: bodyEnded, progressed: progressed)
@@ -98,6 +105,43 @@ struct TransferJob {
         return await jobs.client.perform(request, observer: recorder, blocking: blocking) { result in
             ended(await settled(result, validator: recorder.validator, byteLimit: limit))
         }
+    }
+
+    /// The archive's swarm, when the app, the person and the manifest let it be shared and its URL may be fetched
+    /// directly (a proxy would be gone around by the web seed).
+    private func sharedFile(_ entry: DownloadManifest.Entry) async -> SwarmFile? {
+        guard let url = queued.download.url, policy.checkURL(url) == nil,
+            let file = jobs.peers.sharedFile(entry, url: url, app: app, have: false),
+            !(await jobs.client.goesThroughProxy(url, blocking: blocking))
+        else { return nil }
+        return file
+    }
+
+    /// Fetches the archive through the swarm: the ending to record, or nil when it fell back to HTTP.
+    /// [the transfer's task]
+    private func fetchFromPeers(_ file: SwarmFile, byteLimit limit: Int64?) async -> Ending?? {
+        let status = queued.status
+        let (observe, client, use) = (jobs.observe, jobs.client, queued.networkUse)
+        observe(.began(status, resumingAt: 0))
+        let fetched = await jobs.peers.fetch(
+            file, uniqueIdentifier: queued.uniqueIdentifier, partialPath: partialPath, hold: { client.hold(use) },
+            progress: { have in observe(.progress(status, received: have, expected: file.size)) })
+        let figures = jobs.peers.figures(queued.uniqueIdentifier)
+        let result: Result<Int64, TransferError>
+        switch fetched {
+        case .whole(let size):
+            if let figures { observe(.peers(status, figures, fellBack: nil)) }
+            bodyEnded()
+            result = .success(size)
+        case .stopped(let error):
+            result = .failure(error)
+        case .fellBack(let why):
+            if let figures { observe(.peers(status, figures, fellBack: why)) }
+            return nil
+        }
+        return .some(await withTaskExecutorPreference(blocking) {
+            await settled(result, validator: nil, byteLimit: limit)
+        })
     }
 
     /// What the attempt's result makes of the row, on `blocking`.
@@ -158,6 +202,11 @@ struct TransferJob {
         guard moved else {
             return fail(
                 &queued, error: .permanent(Int64(errno), "cannot move the finished file into the container"), byteLimit: nil)
+        }
+        if app.sharesWithPeers, jobs.peers.isActive, let entry = jobs.packs.wholeArchiveEntry(of: queued, app: app),
+            let url = queued.download.url, let file = jobs.peers.sharedFile(entry, url: url, app: app, have: true)
+        {
+            jobs.peers.serve(file, finishedPath: finishedPath)
         }
         queued.state = .finished
         queued.bytesReceived = size
@@ -290,6 +339,8 @@ struct TransferJobs: Sendable {
     let networkWaits: NetworkWaitsDriver
     /// A pack's archive: its manifest entry, and its unpacking as it arrives.
     let packs: ManagedPacks
+    /// A pack's archive shared with peers: its swarm.
+    let peers: PeerSharing
     /// The retries, the resource timeout, whether background downloads yield.
     let settings: HostEngine.Settings
     let observe: LifecycleObserver

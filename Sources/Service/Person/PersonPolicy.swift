@@ -118,6 +118,11 @@ extension BackgroundAssetsService {
             engine.personHoldChanged(to: decision.hold)
         }
         if decision.ceilings != previous?.ceilings { engine.limitRates(decision.ceilings) }
+        if decision.peers != previous?.peers {
+            let serving = decision.peers.notServing.map { ", serving nobody: \($0)" } ?? ""
+            logger.info("peers: share with \(decision.peers.mode.rawValue)\(serving)")
+            engine.applyPeerRules(decision.peers)
+        }
         if engine.storageFloor != settings.storageFloor { engine.storageFloor = settings.storageFloor }
         return decision
     }
