@@ -191,7 +191,7 @@ let package = Package(
             name: "bahost",
             dependencies: ["HostVocabulary", 
                 "AppConfig", "BackgroundAssetsTesting", "ExtensionRuntime", "Engine", "PackAuthoring", "Packs", "PackServer",
-                "PersonSettings",
+                "PersonSettings", "Peers",
                 "Service",
                 "ServiceWire", "SystemBus", "Vocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -18,12 +18,18 @@ public struct PeerRules: Sendable, Hashable {
     /// Why nothing is sent to peers now (the machine is on battery); nil when it may serve. Downloading from peers
     /// goes on.
     public var notServing: String?
+    /// The household this machine is paired with, which "own" shares with; nil: not paired.
+    public var pairing: PeerPairing?
 
-    public init(mode: Mode, uploadRate: Int64?, notServing: String? = nil) {
+    public init(mode: Mode, uploadRate: Int64?, notServing: String? = nil, pairing: PeerPairing? = nil) {
         self.mode = mode
         self.uploadRate = uploadRate
         self.notServing = notServing
+        self.pairing = pairing
     }
+
+    /// Whether these rules name anyone to share with: "own" needs this machine paired.
+    public var sharesWithAnyone: Bool { mode == .any || (mode == .own && pairing != nil) }
 
     /// Nobody: what an engine follows until it is told otherwise.
     public static let off = PeerRules(mode: .off, uploadRate: nil)

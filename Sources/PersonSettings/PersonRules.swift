@@ -14,6 +14,8 @@ public struct PersonRules: Sendable, Hashable {
         /// Apps bahost launched that say they are playing (`ba_app_set_playing`).
         public var appsPlaying: Set<String>
         public var power: PowerState
+        /// The household this machine is paired with (`PairingFile`); nil: not paired.
+        public var pairing: PeerPairing?
 
         public init(gameModeClients: Int? = nil, appsPlaying: Set<String> = [], power: PowerState = PowerState()) {
             self.gameModeClients = gameModeClients
@@ -81,7 +83,7 @@ public struct PersonRules: Sendable, Hashable {
         // A machine on battery serves no peer: sending costs its battery, and a laptop leaves the house.
         let peers = PeerRules(
             mode: settings.peers, uploadRate: settings.peerUploadRate,
-            notServing: power.onBattery == true ? "on battery" : nil)
+            notServing: power.onBattery == true ? "on battery" : nil, pairing: inputs.pairing)
         return Decision(
             hold: hold, ceilings: RateCeilings(background: background.min(), all: settings.allRate),
             nextChange: nextChange, peers: peers)

@@ -11,6 +11,6 @@ struct Bahost: AsyncParsableCommand {
         version: BahostVersion.release,
         subcommands: [
             Run.self, Resume.self, Daemon.self, Install.self, Update.self, Uninstall.self, Launch.self, Debug.self,
-            Settings.self, Pack.self, Serve.self, Check.self, New.self,
+            Settings.self, Peers.self, Pack.self, Serve.self, Check.self, New.self,
         ])
 }

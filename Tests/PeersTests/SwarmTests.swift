@@ -99,6 +99,51 @@ import Testing
         #expect(status.have == 0)
     }
 
+    @Test func aHouseholdsSwarmAdmitsItsMachinesAndNoOther() async throws {
+        let size = 1 << 20
+        let (seedFolder, data, hashes) = try archive(size)
+        let home = try Pairing.makeAuthority(name: "home")
+        let other = try Pairing.makeAuthority(name: "other")
+        func machine(_ authority: Pairing.Issued, _ name: String) throws -> MachineCertificate {
+            let issued = try Pairing.certify(authority: authority, name: name)
+            #expect(Pairing.check(authority: authority.certificate, certificate: issued.certificate, key: issued.key))
+            // A stranger's certificate claims the household's authority in the dictionary, signed by its own.
+            return MachineCertificate(authority: home.certificate, certificate: issued.certificate, key: issued.key)
+        }
+        #expect(!Pairing.check(
+            authority: home.certificate, certificate: try Pairing.certify(authority: other, name: "x").certificate,
+            key: try Pairing.certify(authority: other, name: "x").key))
+        var seedFile = swarmFile(hashes, size: size, folder: seedFolder, have: true)
+        seedFile.authority = try machine(home, "a")
+        let seeder = try Swarm(listen: "127.0.0.1:0,127.0.0.1:0s", uploadRate: nil)
+        defer { seeder.stop() }
+        _ = try seeder.join(seedFile)
+        let sslPort = seeder.ports.ssl
+        #expect(sslPort > 0)
+
+        // A machine of the household downloads over TLS.
+        let sibling = try Swarm(listen: "127.0.0.1:0,127.0.0.1:0s", uploadRate: nil)
+        defer { sibling.stop() }
+        let siblingFolder = try emptyFolder()
+        var siblingFile = swarmFile(hashes, size: size, folder: siblingFolder, have: false)
+        siblingFile.authority = try machine(home, "b")
+        let siblingNumber = try sibling.join(siblingFile)
+        sibling.connect(siblingNumber, address: "127.0.0.1", port: sslPort)
+        let got = try #require(await awaitWhole(sibling, siblingNumber, seconds: 60))
+        #expect(got.state == .whole)
+        #expect(try Data(contentsOf: siblingFolder.appendingPathComponent("levels.aar")) == data)
+
+        // A machine certified by another authority is refused in the handshake: no byte.
+        let stranger = try Swarm(listen: "127.0.0.1:0,127.0.0.1:0s", uploadRate: nil)
+        defer { stranger.stop() }
+        var strangerFile = swarmFile(hashes, size: size, folder: try emptyFolder(), have: false)
+        strangerFile.authority = try machine(other, "c")
+        let strangerNumber = try stranger.join(strangerFile)
+        stranger.connect(strangerNumber, address: "127.0.0.1", port: sslPort)
+        let refused = try #require(await awaitWhole(stranger, strangerNumber, seconds: 6))
+        #expect(refused.have == 0 && refused.fromPeers == 0)
+    }
+
     @Test func anIdentityThatIsNotAFileIsRefused() throws {
         let swarm = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
         defer { swarm.stop() }

@@ -84,6 +84,21 @@ int bahost_swarm_status_of(bahost_swarm *swarm, int64_t number, bahost_swarm_sta
 /* Waits up to `timeout_ms` for libtorrent's alerts and takes them into each swarm's state. [the owner's thread] */
 void bahost_swarm_pump(bahost_swarm *swarm, int timeout_ms);
 
+/* Pairing a household's machines (docs/PEERS.md): an authority, and each machine's certificate signed by it, for SSL
+ * torrents, which admit only peers holding such a certificate. Keys are P-256; each certificate names "*", as
+ * libtorrent checks a peer's name against the torrent's. PEM text is written into the buffers given (NUL-terminated);
+ * 0, or -1 with a sentence in `error`. */
+int bahost_pairing_make_authority(const char *name, char *certificate, size_t certificate_size, char *key,
+                                  size_t key_size, char *error, size_t error_size);
+int bahost_pairing_certify(const char *authority_certificate, const char *authority_key, const char *name,
+                           char *certificate, size_t certificate_size, char *key, size_t key_size, char *error,
+                           size_t error_size);
+/* The SHA-256 fingerprint of a certificate (of its DER form, as `openssl x509 -fingerprint -sha256` gives it):
+ * 0, or -1 for what is not PEM. */
+int bahost_pairing_fingerprint(const char *certificate, uint8_t fingerprint[32]);
+/* Whether `certificate` was signed by `authority` and `key` is its key: 1, 0, or -1 for what is not PEM. */
+int bahost_pairing_check(const char *authority, const char *certificate, const char *key);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,16 +48,21 @@ final class PeerSharing: Sendable {
     /// session was started, so that the caller joins the archives to serve.
     @discardableResult
     func apply(_ rules: PeerRules? = nil, metered: Bool? = nil) -> Bool {
-        var started = false
-        let stopped = state.withLock { state -> Swarm? in
+        // The session a change ends stops outside the lock (its thread is joined), before a new one takes the port.
+        let ended = state.withLock { state -> Swarm? in
+            let before = state.rules
             if let rules { state.rules = rules }
             if let metered { state.metered = metered }
-            let shares = listen != nil && Self.sharesWithAnyone(state.rules)
-            if !shares {
-                defer { state.swarm = nil; state.members = [:] }
-                return state.swarm
-            }
-            if state.swarm == nil, let listen {
+            let shares = listen != nil && state.rules.sharesWithAnyone
+            // Another identity (any bahost, or a household's) is another swarm for every file: start anew.
+            guard !shares || before.mode != state.rules.mode || before.pairing != state.rules.pairing else { return nil }
+            defer { state.swarm = nil; state.members = [:] }
+            return state.swarm
+        }
+        ended?.stop()
+        return state.withLock { state -> Bool in
+            var started = false
+            if state.swarm == nil, let listen, state.rules.sharesWithAnyone {
                 do {
                     state.swarm = try Swarm(listen: listen, uploadRate: state.rules.uploadRate)
                     started = true
@@ -67,16 +72,8 @@ final class PeerSharing: Sendable {
             }
             state.swarm?.setServing(
                 uploadRate: state.rules.uploadRate, serving: state.rules.notServing == nil && !state.metered)
-            return nil
+            return started
         }
-        stopped?.stop()
-        return started
-    }
-
-    /// Whether `rules` name anyone this machine can share with: "own machines" needs this machine paired.
-    private static func sharesWithAnyone(_ rules: PeerRules) -> Bool {
-        // Pairing (an SSL swarm's authority) is not built yet: until it is, "own" shares with nobody.
-        rules.mode == .any
     }
 
     /// Ends the session (the engine's shutdown).
@@ -95,14 +92,19 @@ final class PeerSharing: Sendable {
 
     /// The swarm file of `entry`'s archive at `url`, when it is shared (nil: fetch it over HTTP alone).
     func sharedFile(_ entry: DownloadManifest.Entry, url: String, app: AppRecord, have: Bool) -> SwarmFile? {
-        guard app.sharesWithPeers, let hashes = entry.bittorrent, state.withLock({ $0.swarm != nil }),
+        let (running, rules) = state.withLock { ($0.swarm != nil, $0.rules) }
+        guard app.sharesWithPeers, let hashes = entry.bittorrent, running,
             let (folderURL, name) = Self.webSeed(url), let root = Self.bytes(hex: hashes.piecesRoot)
         else { return nil }
+        // "My own machines": an SSL swarm of the household's authority.
+        let authority = rules.mode == .own ? rules.pairing.map {
+            MachineCertificate(authority: $0.authority, certificate: $0.certificate, key: $0.key)
+        } : nil
         let layer = hashes.pieceLayer.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
         return SwarmFile(
             name: name, size: entry.downloadSize, pieceLength: hashes.pieceLength, piecesRoot: root,
             pieceLayer: layer, folder: "\(peersPath)/\(hashes.piecesRoot)", webSeed: folderURL, haveFile: have,
-            authority: nil)
+            authority: authority)
     }
 
     /// A URL's folder (ending in "/") and last component, when libtorrent can use it as a web seed: http(s), no

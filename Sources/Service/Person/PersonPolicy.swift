@@ -27,14 +27,16 @@ final class PersonPolicy: Sendable {
 
     init(file: SettingsFile) { self.file = file }
 
-    /// [any thread] Reads the file: its settings take over, or, when it is refused, the last good ones stay and the
-    /// problem is kept to show. Returns the problem.
+    /// [any thread] Reads the file, and the pairing beside it: its settings take over, or, when it is refused, the
+    /// last good ones stay and the problem is kept to show. Returns the problem.
     @discardableResult
     func reload() -> SettingError? {
         do throws(SettingError) {
             let settings = try file.read()
+            let pairing = try PairingFile(beside: file).read()?.pairing
             state.withLock {
                 $0.settings = settings
+                $0.inputs.pairing = pairing
                 $0.problem = nil
             }
             changed.fire()
