@@ -55,6 +55,10 @@ stage "Swift tests" swift test --skip-build --parallel
 # build's library and real daemons.
 stage "Python binding (pytest)" Tests/Python/run.sh
 
+# Machines of one household sharing packs over BitTorrent (docs/PEERS.md): network namespaces on one bridge, a CDN
+# behind a shaped router, a lying peer, a killed one, one on battery, one of another household. Root.
+stage "peers: machines on one network" Tests/Peers/lan.sh
+
 # The benchmark suite in its smoke mode (small sizes, one run), so that it cannot rot; it asserts no timing.
 stage "benchmarks (smoke)" Benchmarks/run.sh --smoke
 

@@ -58,6 +58,11 @@ struct Swarm {
     // one look after libtorrent said so (`finishing` counts the looks down).
     bool whole = false;
     int finishing = 0;
+    // The file's size and piece length, to count each block's bytes (the last is short).
+    int64_t size = 0;
+    int64_t piece_length = 0;
+    // Paused because this machine serves nobody now (`hold_back`).
+    bool paused_by_us = false;
     std::string error;
 };
 
@@ -115,11 +120,29 @@ lt::settings_pack settings_for(std::string const &listen, int64_t upload_rate) {
     return pack;
 }
 
+// Serving nobody: no unchoke slot is not enough, as libtorrent's choker still unchokes one peer optimistically. A
+// whole file's swarm is paused (it only serves); a swarm still downloading may send at most a byte a second, which
+// never completes a 16 KiB block. Serving again undoes both.
+void hold_back(Swarm &one, bool serving) {
+    if (serving) {
+        one.handle.set_upload_limit(0);
+        if (one.paused_by_us) one.handle.resume();
+        one.paused_by_us = false;
+    } else if (one.whole) {
+        if (!one.paused_by_us) one.handle.pause();
+        one.paused_by_us = true;
+    } else {
+        one.handle.set_upload_limit(1);
+    }
+}
+
 }  // namespace
 
 struct bahost_swarm {
     std::unique_ptr<lt::session> session;
     std::mutex lock;
+    // Whether peers may be sent anything (`bahost_swarm_set_serving`).
+    bool serving = true;
     std::map<int64_t, Swarm> swarms;
     int64_t next = 1;
 };
@@ -157,9 +180,11 @@ extern "C" void bahost_swarm_set_serving(bahost_swarm *swarm, int64_t upload_rat
     try {
         lt::settings_pack pack;
         pack.set_int(lt::settings_pack::upload_rate_limit, static_cast<int>(std::min<int64_t>(upload_rate, INT32_MAX)));
-        // No unchoke slot: no peer is sent a byte, and downloading goes on.
         pack.set_int(lt::settings_pack::unchoke_slots_limit, serving ? 8 : 0);
         swarm->session->apply_settings(std::move(pack));
+        std::lock_guard<std::mutex> guard(swarm->lock);
+        swarm->serving = serving != 0;
+        for (auto &entry : swarm->swarms) hold_back(entry.second, swarm->serving);
     } catch (...) {
     }
 }
@@ -233,9 +258,24 @@ extern "C" int64_t bahost_swarm_add(bahost_swarm *swarm, const bahost_swarm_file
             swarm->swarms[number].handle = handle;
             swarm->swarms[number].web_seed_servers = servers;
             swarm->swarms[number].whole = file->have_file != 0;
+            swarm->swarms[number].size = file->size;
+            swarm->swarms[number].piece_length = file->piece_length;
+            if (!swarm->serving) {
+                Swarm &added = swarm->swarms[number];
+                if (added.whole) {
+                    added.paused_by_us = true;  // stays paused
+                } else {
+                    handle.set_upload_limit(1);
+                }
+            }
         }
         if (ssl) handle.set_ssl_certificate_buffer(file->ssl_cert_pem, file->ssl_key_pem, file->ssl_dh_pem);
-        handle.resume();
+        bool held_back = false;
+        {
+            std::lock_guard<std::mutex> guard(swarm->lock);
+            held_back = swarm->swarms[number].paused_by_us;
+        }
+        if (!held_back) handle.resume();
         return number;
     } catch (std::exception const &exception) {
         say(error, error_size, exception.what());
@@ -342,14 +382,16 @@ extern "C" void bahost_swarm_pump(bahost_swarm *swarm, int timeout_ms) {
                 }
             }
             one.peers = peers;
-            if (one.finishing > 0 && --one.finishing == 0) one.whole = true;
+            if (one.finishing > 0 && --one.finishing == 0) {
+                one.whole = true;
+                if (!swarm->serving) hold_back(one, false);
+            }
             if (one.blocks.empty()) continue;
-            std::shared_ptr<const lt::torrent_info> const described = one.handle.torrent_file();
             for (Swarm::Block const &block : one.blocks) {
-                int64_t const start = static_cast<int64_t>(block.piece) * described->piece_length() +
+                int64_t const start = static_cast<int64_t>(block.piece) * one.piece_length +
                     static_cast<int64_t>(block.block) * lt::default_block_size;
-                int64_t const bytes = std::max<int64_t>(
-                    0, std::min<int64_t>(lt::default_block_size, described->total_size() - start));
+                int64_t const bytes =
+                    std::max<int64_t>(0, std::min<int64_t>(lt::default_block_size, one.size - start));
                 if (one.web_seeds.count(block.from) != 0 || one.web_seed_servers.count(block.from) != 0) {
                     one.from_web_seed += bytes;
                 } else {

@@ -248,10 +248,11 @@ public final class Swarm: Sendable {
             let now = ContinuousClock.now
             let numbers = Set(waiters.withLock { $0.values.map(\.number) })
             var statuses: [Int64: SwarmStatus?] = [:]
-            for number in numbers { statuses[number] = status(number) }
+            for number in numbers { statuses.updateValue(status(number), forKey: number) }
             let woken = waiters.withLock { waiting -> [(Waiter, SwarmStatus?)] in
                 var woken: [(Waiter, SwarmStatus?)] = []
-                for (key, waiter) in waiting {
+                // A waiter that came after the statuses were read waits for the next look.
+                for (key, waiter) in waiting where statuses.keys.contains(waiter.number) {
                     let status = statuses[waiter.number] ?? nil
                     let moved = status.map { $0.have != waiter.have || $0.state == .whole || $0.isFailed } ?? true
                     if moved || now >= waiter.deadline {

@@ -29,8 +29,10 @@ final class PeerSharing: Sendable {
         var rules = PeerRules.off
         var metered = false
         var swarm: Swarm?
-        /// Each shared archive's swarm, by pieces root.
+        /// Each shared archive's swarm, by its folder.
         var members: [String: Int64] = [:]
+        /// The folders a fetch is filling: never served or removed by `serveOnly` meanwhile.
+        var fetching: Set<String> = []
         /// What each download took from peers and from the CDN, by unique identifier (since the engine started).
         var figures: [String: PeerFigures] = [:]
     }
@@ -155,6 +157,8 @@ final class PeerSharing: Sendable {
         hold: @Sendable () -> NetworkConditions.Hold?, progress: @Sendable (Int64) async -> Void
     ) async -> Fetched {
         let path = "\(file.folder)/\(file.name)"
+        state.withLock { _ = $0.fetching.insert(file.folder) }
+        defer { state.withLock { _ = $0.fetching.remove(file.folder) } }
         guard let (swarm, number) = join(file) else { return .fellBack("the swarm could not be joined") }
         var have: Int64 = -1
         var lastPiece = ContinuousClock.now
@@ -230,13 +234,16 @@ final class PeerSharing: Sendable {
         let wanted = Dictionary(files.map { ($0.folder, $0) }) { first, _ in first }
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: peersPath)) ?? []
         for folder in folders.map({ "\(peersPath)/\($0)" }) {
-            let member = state.withLock { $0.members[folder] }
-            let whole = FileManager.default.fileExists(atPath: "\(folder)/.whole")
-            if var file = wanted[folder], whole {
+            let (member, fetching) = state.withLock { ($0.members[folder], $0.fetching.contains(folder)) }
+            if fetching { continue }
+            if var file = wanted[folder], FileManager.default.fileExists(atPath: "\(folder)/.whole") {
                 file.haveFile = true
                 if member == nil { _ = join(file) }
-            } else if member == nil || wanted[folder] == nil {
-                if let member { state.withLock { $0.members.removeValue(forKey: folder) }; state.withLock { $0.swarm }?.leave(member) }
+            } else {
+                if let member {
+                    state.withLock { $0.members.removeValue(forKey: folder) }
+                    state.withLock { $0.swarm }?.leave(member)
+                }
                 try? FileManager.default.removeItem(atPath: folder)
             }
         }
