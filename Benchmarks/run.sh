@@ -7,6 +7,8 @@
 #   Benchmarks/run.sh [--smoke] FIGURE…  only these: big small rss activation terminate queue delegate scale packs size
 #                                                   network (root: Benchmarks/network.sh, background beside the user's)
 #                                                   person (Benchmarks/person.sh: a game, the charger, the schedule)
+#                                                   peers (root: Tests/Peers/lan.sh --record, machines sharing a
+#                                                   pack behind a 20 Mbit/s line; once, whatever BENCH_RUNS says)
 #
 # BENCH_WRAPPER runs `bahost run` and `bahost daemon` under a profiler, e.g.
 #   BENCH_WRAPPER="perf record -g -o /tmp/perf.data" Benchmarks/run.sh small
@@ -29,7 +31,7 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 [ "${1:-}" = "--smoke" ] && { smoke=true; shift; }
-figures=" ${*:-big small rss activation terminate queue delegate scale packs size network person} "
+figures=" ${*:-big small rss activation terminate queue delegate scale packs size network person peers} "
 want() { [[ "$figures" == *" $1 "* ]]; }
 if $smoke; then
     big=$((32 << 20)); huge=$((64 << 20)); small_count=100; runs=1; windows=20; configuration=debug
@@ -423,6 +425,17 @@ if want person; then
     echo "big $big optional $base/big.bin" > "$work/www/person.manifest"
     BENCH_BIN=$bin Benchmarks/person.sh --manifest "$base/person.manifest" --plugin "$work/extension.so" --runs "$runs" \
         --seconds "$($smoke && echo 3 || echo 20)" --record "$results"
+fi
+
+if want peers; then
+    # Namespaces again; one run in the full suite (a 1 GiB pack behind 20 Mbit/s takes minutes a machine).
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "== machines sharing a pack on one network, behind a 20 Mbit/s line (network namespaces), 1 run"
+        BAHOST_BIN=$bin Tests/Peers/lan.sh --size "$($smoke && echo $((16 << 20)) || echo $((1 << 30)))" \
+            --record "$results"
+    else
+        echo "== peers: skipped (needs root for network namespaces)"
+    fi
 fi
 
 python3 Benchmarks/table.py "$results" "$big" "$small_count" "$configuration" "$queue_count" "$scale_count" "${pack_files:-0}"

@@ -246,5 +246,18 @@ for reason, words in released.items():
 if values["person.rate"]:
     rows.append(("a background download's rate under rate.background = 2M, against 2 MiB/s", "bahost",
                  [v / (2 << 20) for v in first("person.rate")], "x", "0.95× to 1.05×"))
+# Machines sharing a pack (Tests/Peers/lan.sh --record): a CDN behind 20 Mbit/s, the LAN unshaped.
+if values["peers.second-seconds"]:
+    archive = first("peers.archive-bytes")[0]
+    mib = archive / (1 << 20)
+    rows += [
+        (f"share of a {mib:.0f} MiB pack's bytes the second machine takes from the CDN, the first holding it",
+         "bahost", [100 * v / archive for v in first("peers.second-cdn-bytes")], "%", "≤ 5 %"),
+        ("the second machine's time against the first's, behind 20 Mbit/s, the LAN unshaped", "bahost",
+         [a / b for a, b in zip(first("peers.first-seconds"), first("peers.second-seconds"))], "x", "≥ 5×"),
+        ("files written corrupt with a lying peer among the peers", "bahost", first("peers.corrupt-files"), "", "0"),
+        ("the serving machine's upload while its user downloads, against peers.upload 2M", "bahost",
+         [v / (2 << 20) for v in first("peers.upload-rate")], "x", "≤ 1.0×"),
+    ]
 for figure, tool, xs, unit, target in rows:
     print(f"| {figure} | {tool} | {spread(xs, unit, 2 if unit in ('x', 's') else 0)} | | {target} |")

@@ -338,6 +338,17 @@ extension BackgroundAssetsService {
         if let held = Self.heldSummary(network) { text += "  held: \(held)\n" }
         let (personText, personJSON) = personStatus()
         text += personText
+        let peers = engine.peerSummary
+        text += "peers: share with \(peers.mode.rawValue)" + (peers.mode == .own && !peers.paired ? " (not paired)" : "")
+        if peers.running {
+            text += ", listening on \(peers.ports.plain)" + (peers.ports.ssl > 0 ? " and \(peers.ports.ssl) (TLS)" : "")
+                + ", \(peers.wholeSwarms) archive\(peers.wholeSwarms == 1 ? "" : "s") served"
+                + (peers.notServing.map { " (serving nobody: \($0))" } ?? "") + "\n"
+            text += "  since the service started: \(peers.fromPeers) bytes from peers, \(peers.fromWebSeed) from the CDN"
+                + " through the swarm; \(peers.sentToPeers) sent to peers\n"
+        } else {
+            text += ": sharing with nobody\n"
+        }
         let declared = declaredAppsStatus.withLock { $0 }
         text += declared.text
         var apps: [[String: Any]] = []
@@ -388,6 +399,11 @@ extension BackgroundAssetsService {
                   "nextProbe": formatter.string(from: wait.nextProbe)] as [String: Any]
              }],
              "socketActivated": listenerActivated, "person": personJSON,
+             "peers": ["share": peers.mode.rawValue, "paired": peers.paired, "running": peers.running,
+                       "notServing": peers.notServing.map { $0 as Any } ?? NSNull(), "port": peers.ports.plain,
+                       "sslPort": peers.ports.ssl, "swarms": peers.swarms, "served": peers.wholeSwarms,
+                       "fromPeers": peers.fromPeers, "fromWebSeed": peers.fromWebSeed,
+                       "sentToPeers": peers.sentToPeers] as [String: Any],
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,
                          "landlockABI": sandbox.landlockABI.map { $0 as Any } ?? NSNull(), "missing": sandbox.missing,
                          "windowCgroups": sandbox.windowCgroups, "windowLimits": sandbox.containment],

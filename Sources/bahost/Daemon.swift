@@ -87,7 +87,7 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: ArgumentHelp(
         "Where the session that shares packs with peers listens, once `peers.share` names someone (libtorrent's listen_interfaces).",
         discussion: "Local Service Discovery announces this port on the network; libtorrent tries the next ports when it is taken (docs/PEERS.md)."))
-    var peerListen: String = "0.0.0.0:6881,[::]:6881"
+    var peerListen: String = "0.0.0.0:6881,[::]:6881,0.0.0.0:6882s,[::]:6882s"
 
     @Option(help: "Seconds a pack's swarm may find no new piece before its download falls back to HTTP.")
     var peerStallSeconds: Double = 30

@@ -52,6 +52,15 @@ import Testing
         #expect(config.initialRestrictions.essentialDownloadAllowance == 0)
     }
 
+    @Test func sharingWithPeersIsOffUnlessTheAppSaysSo() throws {
+        #expect(try AppConfiguration(infoPlist: try plist(Self.complete)).sharesWithPeers == false)
+        var values = Self.complete
+        values["BAHostSharesWithPeers"] = true
+        #expect(try AppConfiguration(infoPlist: try plist(values)).sharesWithPeers)
+        values["BAHostSharesWithPeers"] = "yes"
+        #expect(try problem(values)?.contains("BAHostSharesWithPeers") == true)
+    }
+
     @Test func aMissingKeyIsNamed() throws {
         var values = Self.complete
         values["BAManifestURL"] = nil

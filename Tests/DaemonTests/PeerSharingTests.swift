@@ -84,6 +84,9 @@ import TestSupport
         let downloads = try daemon.downloads(app.identifier)
         let figures = downloads["levels"]?["peers"] as? [String: Any]
         #expect((figures?["fromWebSeed"] as? Int ?? 0) >= archive.count, "\(downloads)")
+        let status = try daemon.report(["debug", "status"]).report["peers"] as? [String: Any]
+        #expect(status?["share"] as? String == "any" && status?["running"] as? Bool == true, "\(status ?? [:])")
+        #expect(status?["served"] as? Int == 1 && (status?["fromWebSeed"] as? Int ?? 0) >= archive.count)
     }
 
     @Test func anAppThatDidNotAllowSharingNeverGoesThroughTheSwarm() throws {

@@ -10,19 +10,35 @@
 #   6. A on battery (UPower, python3-dbusmock on A's own bus) serves nobody.
 #   7. "My own machines": A and B paired, D of another household: B takes from A over TLS, D gets nothing.
 # Needs root and network namespaces: without them it says SKIPPED and exits 77, which CI counts as a failure.
+#
+#   Tests/Peers/lan.sh                          the test (a 16 MiB pack)
+#   Tests/Peers/lan.sh --size BYTES --record F  the benchmark's figures (Benchmarks/run.sh peers): 1, 2 and 4 with a
+#                                               pack of BYTES, and the serving machine's upload under peers.upload
+#                                               2M while its user downloads; "name value" lines appended to F
 set -euo pipefail
+size=$((16 << 20))
+record=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --size) size=$2; shift 2 ;;
+        --record) record=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+        *) echo "lan.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+    esac
+done
+[[ "$size" =~ ^[0-9]+$ ]] && [ "$size" -ge 65536 ] || { echo "lan.sh: --size must be 64 KiB or more" >&2; exit 64; }
+figure() { [ -z "$record" ] || echo "$1 $2" >> "$record"; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/Tests/Peers"
 [ "$(id -u)" -eq 0 ] || { echo "SKIPPED: lan.sh needs root (network namespaces)" >&2; exit 77; }
 ip netns add peer-probe 2>/dev/null && ip netns del peer-probe \
     || { echo "SKIPPED: lan.sh cannot make network namespaces here" >&2; exit 77; }
-for tool in nginx openssl dbus-daemon gdbus tc; do
+for tool in nginx openssl dbus-daemon gdbus tc cc curl; do
     command -v "$tool" > /dev/null || { echo "FAIL: lan.sh needs $tool (scripts/install-dependencies.sh)" >&2; exit 1; }
 done
 bin="${BAHOST_BIN:-$root/.build/debug}"
 bahost="$bin/bahost"
 [ -x "$bahost" ] || { echo "FAIL: no $bahost (swift build first)" >&2; exit 1; }
-extension="$bin/libManagedExampleExtension.so"
 
 work=$(mktemp -d /tmp/bahost-lan.XXXXXX)
 chmod 755 "$work"  # nginx's workers (nobody) read www
@@ -111,10 +127,10 @@ NGINX
 ip netns exec peer-cdn nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" </dev/null >/dev/null 2>&1 &
 daemons[nginx]=$!
 
-# --- The pack: 16 MiB of random bytes (incompressible: the archive is as large), essential on first install.
-size=$((16 << 20))
+# --- The pack: random bytes (incompressible: the archive is as large), essential on first install.
 mkdir -p pack/world
-head -c "$size" /dev/urandom > pack/world/blob.bin
+head -c "$size" /dev/urandom > pack/world/blob.bin 2>/dev/null || dd if=/dev/urandom of=pack/world/blob.bin \
+    bs=1M count=$((size >> 20)) status=none
 cat > pack/Manifest.json <<JSON
 {"assetPackID": "world", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}},
  "fileSelectors": [{"directory": "world"}]}
@@ -127,7 +143,10 @@ archive=$(stat -c %s world.tar.zst)
 grep -q '"bittorrent"' www/download-manifest.json || fail "the download manifest has no BitTorrent hashes"
 for _ in $(seq 100); do ip netns exec peer-a bash -c 'exec 3<>/dev/tcp/10.78.0.2/443' 2>/dev/null && break; sleep 0.1; done
 
-# Two apps on the same manifest: one allows sharing, one does not.
+# Two apps on the same manifest: one allows sharing, one does not. Their extension is the C example (a managed app's
+# extension that answers no shouldDownload takes every pack, as Apple's default does).
+extension="$work/extension.so"
+cc -O2 -Wall -I "$root/SDK/C/include" -shared -fPIC -o "$extension" "$root/Plugins/C/example_extension.c"
 make_app() {  # FOLDER IDENTIFIER SHARES(true|false)
     mkdir -p "$1"
     cp "$extension" "$1/"
@@ -214,6 +233,7 @@ seconds_a=$(install a shared-app)
 installed_whole a shared || fail "A's installed file differs from the CDN's"
 [ "$(peers a shared-app fellBack)" = "" ] || fail "A's swarm fell back: $(peers a shared-app fellBack)"
 echo "1. A installed from the CDN in ${seconds_a}s (nginx sent A $(cdn_bytes 10.77.0.1 "$mark") of $archive bytes)"
+figure peers.first-seconds "$seconds_a"
 
 # --- 2. B, after: most of it from A.
 start_daemon b b
@@ -226,14 +246,44 @@ from_peers=$(peers b shared-app fromPeers)
 echo "2. B installed in ${seconds_b}s: $from_peers bytes from peers, nginx sent B $from_cdn of $archive"
 [ "$from_cdn" -lt $((archive / 2)) ] || fail "B took $from_cdn of $archive bytes from the CDN, not mostly from A"
 [ "${from_peers:-0}" -gt $((archive / 2)) ] || fail "B took ${from_peers:-0} bytes from peers"
+figure peers.second-seconds "$seconds_b"
+figure peers.second-cdn-bytes "$from_cdn"
+figure peers.archive-bytes "$archive"
+
+# The benchmark's figure: A serves B5 under peers.upload 2M while A's user downloads (a curl from the CDN). A's
+# upload is read from its link's counter (the namespace's own sysfs) for 10 s.
+if [ -n "$record" ]; then
+    on a settings set peers.upload 2M > /dev/null
+    stop_daemon b
+    start_daemon b b-upload
+    on b-upload settings set peers.share any > /dev/null
+    ip netns exec peer-a curl -s -o /dev/null --cacert "$work/ca.pem" https://cdn.lan.test/packs/world &
+    user=$!
+    on b-upload install "$work/shared-app" --json > "$work/b-upload.events" &
+    installer=$!
+    sleep 2
+    sent() { ip netns exec peer-a cat /sys/class/net/eth0/statistics/tx_bytes; }
+    before=$(sent); start=$(date +%s%N)
+    sleep 10
+    rate=$(( ($(sent) - before) * 1000000000 / ($(date +%s%N) - start) ))
+    figure peers.upload-rate "$rate"
+    echo "   A sent $rate bytes/s to peers under peers.upload 2M while its user downloaded"
+    kill "$user" 2>/dev/null || true
+    stop_daemon b-upload
+    wait "$installer" 2>/dev/null || true
+    start_daemon b b
+    on a settings set peers.upload off > /dev/null
+fi
 
 # --- 3. An app that did not allow sharing: all from the CDN, no swarm.
+if [ -z "$record" ]; then
 mark=$(log_mark)
 install b private-app > /dev/null
 installed_whole b private || fail "B's private app's file differs from the CDN's"
 [ -z "$(peers b private-app fromPeers)" ] || fail "the private app's archive went through the swarm"
 [ "$(cdn_bytes 10.77.0.2 "$mark")" -ge "$archive" ] || fail "the private app's archive did not come from the CDN whole"
 echo "3. the app that does not share: its whole archive from the CDN, none from a peer"
+fi
 stop_daemon b
 
 # --- 4. A liar among the peers: A stops, C lies, a new machine B2 downloads.
@@ -244,7 +294,8 @@ daemons[liar]=$!
 start_daemon b b2
 on b2 settings set peers.share any > /dev/null
 install b2 shared-app > /dev/null
-installed_whole b2 shared || fail "B2's installed file differs from the CDN's, with a liar among the peers"
+installed_whole b2 shared || { figure peers.corrupt-files 1; fail "B2's installed file differs from the CDN's, with a liar among the peers"; }
+figure peers.corrupt-files 0
 grep -q "lied" "$work/liar.log" || fail "the liar was never asked for a piece: $(tail -3 "$work/liar.log")"
 banned=$(peers b2 shared-app banned)
 failed=$(peers b2 shared-app failedPieces)
@@ -252,6 +303,7 @@ failed=$(peers b2 shared-app failedPieces)
 echo "4. the liar sent $(grep -c lied "$work/liar.log") blocks of lies: $failed pieces failed, $banned peer banned, file whole"
 kill -9 "${daemons[liar]}"; unset "daemons[liar]"
 stop_daemon b2
+if [ -n "$record" ]; then echo "PASS: lan.sh (the benchmark's figures)"; exit 0; fi
 
 # --- 5. A killed while B3 downloads from it (A sends 1 MiB/s): B3 finishes from the web seed.
 start_daemon a a

@@ -79,6 +79,40 @@ import Testing
         #expect(PersonSettings.parseRate("-1") == nil && PersonSettings.parseRate("lots") == nil)
     }
 
+    @Test func whomToShareWithAndHowFast() throws {
+        var settings = PersonSettings()
+        try settings.set("peers.share", to: "ANY")
+        try settings.set("peers.upload", to: "4M")
+        #expect(settings.peers == .any && settings.peerUploadRate == 4 << 20)
+        try settings.set("peers.upload", to: "off")
+        #expect(settings.peerUploadRate == nil)
+        #expect(throws: SettingError.self) { try settings.set("peers.share", to: "everyone") }
+        #expect(throws: SettingError.self) { try settings.set("peers.upload", to: "1K") }
+        let parsed = try SettingsFile.parse("[peers]\nshare = \"off\"\nupload = \"2M\"\n")
+        #expect(parsed.peers == .off && parsed.peerUploadRate == 2 << 20)
+        #expect(SettingsFile.render(parsed).contains("share = \"off\""))
+    }
+
+    @Test func aPairingIsWrittenForItsOwnerAloneAndReadBack() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pairing-\(UUID().uuidString)")
+        let file = PairingFile(path: folder.appendingPathComponent("pairing.pem").path)
+        #expect(try file.read() == nil)
+        func block(_ kind: String, _ body: String) -> String { "-----BEGIN \(kind)-----\n\(body)\n-----END \(kind)-----\n" }
+        let contents = PairingFile.Contents(
+            pairing: PeerPairing(
+                authority: block("CERTIFICATE", "QUFB"), certificate: block("CERTIFICATE", "Q0ND"),
+                key: block("PRIVATE KEY", "S0tL")),
+            authorityKey: block("PRIVATE KEY", "WFhY"))
+        try file.write(contents)
+        #expect(try file.read() == contents)
+        var info = stat()
+        #expect(stat(file.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        try Data(block("CERTIFICATE", "QUFB").utf8).write(to: URL(fileURLWithPath: file.path))
+        #expect(throws: SettingError.self) { try file.read() }
+        #expect(file.remove())
+        #expect(try file.read() == nil)
+    }
+
     @Test func theFileIsWrittenWholeAndReadBack() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -170,5 +204,24 @@ import Testing
         #expect(conditions.hold(NetworkUse(discretionary: true, access: [], host: "127.0.0.1")) == .person(.powerSaver))
         #expect(conditions.hold(NetworkUse(discretionary: false, access: [], host: "cdn.example.com")) == nil)
         #expect(conditions.holdsAny)
+    }
+
+    @Test func peersShareWithTheOwnMachinesOnlyOncePairedAndServeNobodyOnBattery() {
+        let rules = PersonRules(.defaults)
+        let unpaired = rules.decide(.init(), now: at(12)).peers
+        #expect(unpaired.mode == .own && unpaired.uploadRate == 16 << 20 && unpaired.notServing == nil)
+        #expect(!unpaired.sharesWithAnyone, "an unpaired machine in 'own' shares with nobody")
+        var inputs = PersonRules.Inputs()
+        inputs.pairing = PeerPairing(authority: "A", certificate: "C", key: "K")
+        #expect(rules.decide(inputs, now: at(12)).peers.sharesWithAnyone)
+        inputs.power = PowerState(onBattery: true, batteryPercent: 90)
+        let onBattery = rules.decide(inputs, now: at(12)).peers
+        #expect(onBattery.notServing == "on battery" && onBattery.sharesWithAnyone)
+        var off = PersonSettings()
+        off.peers = .off
+        #expect(!PersonRules(off).decide(inputs, now: at(12)).peers.sharesWithAnyone)
+        var any = PersonSettings()
+        any.peers = .any
+        #expect(PersonRules(any).decide(.init(), now: at(12)).peers.sharesWithAnyone)
     }
 }

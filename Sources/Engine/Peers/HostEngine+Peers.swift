@@ -16,6 +16,9 @@ extension HostEngine {
     /// never went through one. [any thread]
     public func peerFigures(_ uniqueIdentifier: String) -> PeerFigures? { peers.figures(uniqueIdentifier) }
 
+    /// Where sharing with peers stands. [any thread]
+    public var peerSummary: PeerSummary { peers.summary() }
+
     /// Whether a session shares packs with peers now. [any thread]
     public var sharesWithPeers: Bool { peers.isActive }
 

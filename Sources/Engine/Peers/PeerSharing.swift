@@ -89,6 +89,23 @@ final class PeerSharing: Sendable {
     /// Whether a session runs: someone to share with.
     var isActive: Bool { state.withLock { $0.swarm != nil } }
 
+    /// Where sharing stands, for `bahost debug status`.
+    func summary() -> PeerSummary {
+        let (rules, metered, swarm, members, figures) = state.withLock {
+            ($0.rules, $0.metered, $0.swarm, $0.members, $0.figures)
+        }
+        let statuses = swarm.map { swarm in members.values.compactMap { swarm.status($0) } } ?? []
+        var notServing = rules.notServing
+        if notServing == nil && metered { notServing = "a metered network" }
+        return PeerSummary(
+            mode: rules.mode, paired: rules.pairing != nil, running: swarm != nil, notServing: notServing,
+            ports: swarm?.ports ?? (0, 0), swarms: members.count,
+            wholeSwarms: statuses.filter { $0.state == .whole }.count,
+            sentToPeers: statuses.reduce(0) { $0 + $1.sentToPeers },
+            fromPeers: figures.values.reduce(0) { $0 + $1.fromPeers },
+            fromWebSeed: figures.values.reduce(0) { $0 + $1.fromWebSeed })
+    }
+
     /// What a download took from peers and from the CDN through the swarm, since the engine started.
     func figures(_ uniqueIdentifier: String) -> PeerFigures? { state.withLock { $0.figures[uniqueIdentifier] } }
 
@@ -278,6 +295,25 @@ final class PeerSharing: Sendable {
                 banned: status.banned, failedPieces: status.failedPieces)
         }
     }
+}
+
+/// Where sharing with peers stands (`bahost debug status`).
+public struct PeerSummary: Sendable {
+    public var mode: PeerRules.Mode
+    public var paired: Bool
+    /// A session runs: someone to share with.
+    public var running: Bool
+    /// Why nothing is sent to peers now; nil when this machine serves.
+    public var notServing: String?
+    public var ports: (plain: Int, ssl: Int)
+    /// The archives in the session (served, or being fetched), and those of them whole.
+    public var swarms: Int
+    public var wholeSwarms: Int
+    /// Sent to peers by the swarms in the session, since each joined it.
+    public var sentToPeers: Int64
+    /// Taken by this engine's downloads from peers and from the CDN (the web seed) since it started.
+    public var fromPeers: Int64
+    public var fromWebSeed: Int64
 }
 
 /// What one download took through the swarm: bytes from peers and from the CDN (the web seed), the peers it was
