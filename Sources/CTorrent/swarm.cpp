@@ -7,7 +7,7 @@
 #include <libtorrent/bencode.hpp>
 #include <libtorrent/entry.hpp>
 #include <libtorrent/extensions/smart_ban.hpp>
-#include <libtorrent/ip_filter.hpp>
+#include <libtorrent/peer_class.hpp>
 #include <libtorrent/peer_info.hpp>
 #include <libtorrent/session.hpp>
 #include <libtorrent/session_params.hpp>
@@ -136,6 +136,17 @@ void hold_back(Swarm &one, bool serving) {
     }
 }
 
+// libtorrent puts peers on the local network (its private and link-local ranges: the only peers here) in a class of
+// their own, with no rate limit and no regard for unchoke slots: the session's upload limit and "serve nobody" would
+// not reach them. That class gets the same limit, and obeys the slots. (A peer at a public address, IPv6 on a LAN,
+// is in the global class, whose limit is the session's `upload_rate_limit`: the same rate again.)
+void limit_local_peers(lt::session &session, int64_t upload_rate) {
+    lt::peer_class_info local = session.get_peer_class(lt::session::local_peer_class_id);
+    local.upload_limit = static_cast<int>(std::min<int64_t>(upload_rate, INT32_MAX));
+    local.ignore_unchoke_slots = false;
+    session.set_peer_class(lt::session::local_peer_class_id, local);
+}
+
 }  // namespace
 
 struct bahost_swarm {
@@ -156,12 +167,7 @@ extern "C" bahost_swarm *bahost_swarm_start(const char *listen, int64_t upload_r
         auto swarm = std::make_unique<bahost_swarm>();
         swarm->session = std::make_unique<lt::session>(std::move(params));
         swarm->session->add_extension(&lt::create_smart_ban_plugin);
-        // Every peer in the global class, whose limit is the setting's: libtorrent leaves peers on the local network
-        // unlimited by default, and they are the only peers here.
-        lt::ip_filter classes;
-        classes.add_rule(lt::make_address("0.0.0.0"), lt::make_address("255.255.255.255"), 1u);
-        classes.add_rule(lt::make_address("::"), lt::make_address("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), 1u);
-        swarm->session->set_peer_class_filter(classes);
+        limit_local_peers(*swarm->session, upload_rate);
         return swarm.release();
     } catch (std::exception const &exception) {
         say(error, error_size, exception.what());
@@ -182,6 +188,7 @@ extern "C" void bahost_swarm_set_serving(bahost_swarm *swarm, int64_t upload_rat
         pack.set_int(lt::settings_pack::upload_rate_limit, static_cast<int>(std::min<int64_t>(upload_rate, INT32_MAX)));
         pack.set_int(lt::settings_pack::unchoke_slots_limit, serving ? 8 : 0);
         swarm->session->apply_settings(std::move(pack));
+        limit_local_peers(*swarm->session, upload_rate);
         std::lock_guard<std::mutex> guard(swarm->lock);
         swarm->serving = serving != 0;
         for (auto &entry : swarm->swarms) hold_back(entry.second, swarm->serving);

@@ -343,6 +343,7 @@ extension BackgroundAssetsService {
         if peers.running {
             text += ", listening on \(peers.ports.plain)" + (peers.ports.ssl > 0 ? " and \(peers.ports.ssl) (TLS)" : "")
                 + ", \(peers.wholeSwarms) archive\(peers.wholeSwarms == 1 ? "" : "s") served"
+                + ", sending at most \(peers.uploadRate.map(Self.rate) ?? "without limit")"
                 + (peers.notServing.map { " (serving nobody: \($0))" } ?? "") + "\n"
             text += "  since the service started: \(peers.fromPeers) bytes from peers, \(peers.fromWebSeed) from the CDN"
                 + " through the swarm; \(peers.sentToPeers) sent to peers\n"
@@ -402,6 +403,7 @@ extension BackgroundAssetsService {
              "peers": ["share": peers.mode.rawValue, "paired": peers.paired, "running": peers.running,
                        "notServing": peers.notServing.map { $0 as Any } ?? NSNull(), "port": peers.ports.plain,
                        "sslPort": peers.ports.ssl, "swarms": peers.swarms, "served": peers.wholeSwarms,
+                       "uploadRate": peers.uploadRate.map { $0 as Any } ?? NSNull(),
                        "fromPeers": peers.fromPeers, "fromWebSeed": peers.fromWebSeed,
                        "sentToPeers": peers.sentToPeers] as [String: Any],
              "sandbox": ["off": sandbox.off, "pidNamespaces": sandbox.pidNamespaces,

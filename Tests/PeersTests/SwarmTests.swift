@@ -64,6 +64,29 @@ import Testing
         #expect(status.fromWebSeed == 0)
     }
 
+    @Test func theUploadLimitHoldsForPeersOnTheNetwork() async throws {
+        let size = 2 << 20
+        let (seedFolder, data, hashes) = try archive(size)
+        // libtorrent leaves peers on the local network unlimited by default; the session puts them under the limit.
+        // Set as the person's setting is: on a session that runs.
+        let seeder = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { seeder.stop() }
+        seeder.setServing(uploadRate: 512 << 10, serving: true)
+        let leecher = try Swarm(listen: "127.0.0.1:0", uploadRate: nil)
+        defer { leecher.stop() }
+        _ = try seeder.join(swarmFile(hashes, size: size, folder: seedFolder, have: true))
+        let folder = try emptyFolder()
+        let number = try leecher.join(swarmFile(hashes, size: size, folder: folder, have: false))
+        let start = ContinuousClock.now
+        leecher.connect(number, address: "127.0.0.1", port: seeder.ports.plain)
+        let status = try #require(await awaitWhole(leecher, number, seconds: 60))
+        let took = ContinuousClock.now - start
+        #expect(status.state == .whole)
+        #expect(try Data(contentsOf: folder.appendingPathComponent("levels.aar")) == data)
+        // 2 MiB at 512 KiB/s: 4 s, less what libtorrent's first quota lets through at once.
+        #expect(took >= .seconds(3), "2 MiB came in \(took) under a 512 KiB/s limit")
+    }
+
     @Test func aWebSeedAloneFillsTheFile() async throws {
         let size = 2 << 20 + 1234
         let (_, data, hashes) = try archive(size)

@@ -99,6 +99,7 @@ final class PeerSharing: Sendable {
         if notServing == nil && metered { notServing = "a metered network" }
         return PeerSummary(
             mode: rules.mode, paired: rules.pairing != nil, running: swarm != nil, notServing: notServing,
+            uploadRate: rules.uploadRate,
             ports: swarm?.ports ?? (0, 0), swarms: members.count,
             wholeSwarms: statuses.filter { $0.state == .whole }.count,
             sentToPeers: statuses.reduce(0) { $0 + $1.sentToPeers },
@@ -305,6 +306,8 @@ public struct PeerSummary: Sendable {
     public var running: Bool
     /// Why nothing is sent to peers now; nil when this machine serves.
     public var notServing: String?
+    /// The most sent to peers together, bytes a second; nil for no limit.
+    public var uploadRate: Int64?
     public var ports: (plain: Int, ssl: Int)
     /// The archives in the session (served, or being fetched), and those of them whole.
     public var swarms: Int
