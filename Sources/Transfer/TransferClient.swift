@@ -521,10 +521,28 @@ public final class TransferClient: Sendable {
         // With a floor, a declared size counts too (what the download says it will write).
         let declared = floor == nil ? request.expectedSize : max(request.expectedSize, request.sizeHint)
         let remaining = max(0, declared - file.length)
-        let needed = remaining + max(16 << 20, kept)
-        guard free < needed else { return nil }
         let path = request.partialPath
         let folder = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
+        return spaceFailure(free: free, kept: kept, remaining: remaining, folder: folder, waits: waits)
+    }
+
+    /// Whether `bytes` more may be written in `folder` beside the person's storage floor, as a transfer checks before
+    /// its request (a swarm's file, which no transfer writes): nil, or the failure to record (one that `use` makes
+    /// discretionary waits for space). [blocking pool: it asks the file system]
+    public func spaceProblem(writing bytes: Int64, in folder: String, use: NetworkUse?) -> TransferError? {
+        var stats = statvfs()
+        guard statvfs(folder, &stats) == 0 else { return nil }
+        let (free, size) = (Int64(stats.f_bavail) * Int64(stats.f_frsize), Int64(stats.f_blocks) * Int64(stats.f_frsize))
+        let kept = storageFloor?.bytes(onVolumeOf: size) ?? 0
+        return Self.spaceFailure(
+            free: free, kept: kept, remaining: max(0, bytes), folder: folder, waits: use?.discretionary == true)
+    }
+
+    private static func spaceFailure(
+        free: Int64, kept: Int64, remaining: Int64, folder: String, waits: Bool
+    ) -> TransferError? {
+        let needed = remaining + max(16 << 20, kept)
+        guard free < needed else { return nil }
         let message = kept > 0
             ? "not enough free space on the volume of \(folder): \(needed) bytes needed (\(remaining) to receive and the "
                 + "storage floor of \(kept)), \(free) available"

@@ -34,9 +34,9 @@ import TestSupport
 
     /// A daemon whose session listens on loopback, trusting the tests' CA for the web seed too (libtorrent checks
     /// an https web seed against OpenSSL's store, which `SSL_CERT_FILE` names).
-    func daemon() throws -> ServiceDaemon {
+    func daemon(dataRoot: URL? = nil) throws -> ServiceDaemon {
         try ServiceDaemon(
-            extra: ["--peer-listen", "127.0.0.1:0", "--peer-stall-seconds", "20"],
+            dataRoot: dataRoot, extra: ["--peer-listen", "127.0.0.1:0", "--peer-stall-seconds", "20"],
             environment: ["SSL_CERT_FILE": nginx.caFile])
     }
 
@@ -99,6 +99,31 @@ import TestSupport
         #expect(install.status == 0, "\(install.report)")
         #expect(!install.events.contains { $0["event"] as? String == "peers" })
         #expect(installedBlob(app, daemon)?.count == 1 << 20)
+        #expect(served(daemon).isEmpty)
+    }
+
+    /// On a small volume (a 64 MiB tmpfs) with a floor of half of it, a 40 MiB essential archive fails for want of
+    /// space before the swarm writes a byte, as its HTTP transfer would.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root (CI runs the tests as root)"))
+    func theSwarmKeepsThePersonsStorageFloor() throws {
+        _ = try publishEssentialPack(size: 40 << 20)
+        let root = TestPlugins.scratch.appendingPathComponent("small-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let mount = try Bahost.run(["-c", "mount -t tmpfs -o size=64m tmpfs '\(root.path)'"], executable: "/bin/sh")
+        try #require(mount.status == 0, "\(mount)")
+        defer { _ = try? Bahost.run(["-c", "umount -l '\(root.path)'"], executable: "/bin/sh") }
+        let daemon = try daemon(dataRoot: root.appendingPathComponent("data"))
+        defer { daemon.stop(SIGTERM) }
+        #expect(try daemon.bahost(["settings", "set", "peers.share", "any"]).status == 0)
+        #expect(try daemon.bahost(["settings", "set", "storage.floor-percent", "50"]).status == 0)
+        let app = try app(shares: true)
+
+        let install = try daemon.report(["install", app.folder.path])
+        #expect(install.status != 0)
+        let failures = install.report["essentialFailures"] as? [[String: Any]] ?? []
+        #expect(failures.contains { ($0["error"] as? String)?.contains("not enough free space") == true },
+            "\(install.report)")
+        #expect(!install.events.contains { $0["event"] as? String == "peers" })
         #expect(served(daemon).isEmpty)
     }
 

@@ -152,6 +152,7 @@ make_app() {  # FOLDER IDENTIFIER SHARES(true|false)
     cp "$extension" "$1/"
     local share=""
     [ "$3" = true ] && share="<key>BAHostSharesWithPeers</key><true/>"
+    local allowance=$((size * 4 + (100 << 20)))
     cat > "$1/Info.plist" <<PLIST
 <?xml version="1.0" encoding="UTF-8"?>
 <plist version="1.0"><dict>
@@ -161,11 +162,11 @@ make_app() {  # FOLDER IDENTIFIER SHARES(true|false)
   $share
   <key>BAManifestURL</key><string>https://cdn.lan.test/download-manifest.json</string>
   <key>BAInitialDownloadRestrictions</key><dict>
-    <key>BADownloadAllowance</key><integer>104857600</integer>
-    <key>BAEssentialDownloadAllowance</key><integer>104857600</integer>
+    <key>BADownloadAllowance</key><integer>$allowance</integer>
+    <key>BAEssentialDownloadAllowance</key><integer>$allowance</integer>
     <key>BADownloadDomainAllowList</key><array><string>cdn.lan.test</string></array>
   </dict>
-  <key>BAMaxInstallSize</key><integer>104857600</integer>
+  <key>BAMaxInstallSize</key><integer>$allowance</integer>
 </dict></plist>
 PLIST
 }

@@ -24,6 +24,8 @@ final class PeerSharing: Sendable {
     private let observe: LifecycleObserver
     /// How long a swarm may go without a new piece before the download falls back to HTTP.
     let stallAfter: Duration
+    /// The downloads whose figures are kept.
+    static let figuresKept = 4096
 
     private struct State {
         var rules = PeerRules.off
@@ -291,6 +293,10 @@ final class PeerSharing: Sendable {
 
     private func record(_ status: SwarmStatus, for uniqueIdentifier: String) {
         state.withLock {
+            // Bounded: the figures are for `debug downloads` and `status`, of the downloads of a while.
+            if $0.figures[uniqueIdentifier] == nil, $0.figures.count >= Self.figuresKept {
+                $0.figures.remove(at: $0.figures.startIndex)
+            }
             $0.figures[uniqueIdentifier] = PeerFigures(
                 fromPeers: status.fromPeers, fromWebSeed: status.fromWebSeed, peers: status.peers,
                 banned: status.banned, failedPieces: status.failedPieces)

@@ -122,6 +122,18 @@ struct TransferJob {
     private func fetchFromPeers(_ file: SwarmFile, byteLimit limit: Int64?) async -> Ending?? {
         let status = queued.status
         let (observe, client, use) = (jobs.observe, jobs.client, queued.networkUse)
+        // The space the swarm's file still needs, beside the person's storage floor, as a transfer checks it.
+        let space = await withTaskExecutorPreference(blocking) { [file] in
+            var info = stat()
+            let written = stat("\(file.folder)/\(file.name)", &info) == 0 ? Int64(info.st_blocks) * 512 : 0
+            let folder = FileManager.default.fileExists(atPath: file.folder) ? file.folder : jobs.dataRoot.transfersPath
+            return client.spaceProblem(writing: file.size - written, in: folder, use: use)
+        }
+        if let space {
+            return .some(await withTaskExecutorPreference(blocking) {
+                await settled(.failure(space), validator: nil, byteLimit: limit)
+            })
+        }
         observe(.began(status, resumingAt: 0))
         let fetched = await jobs.peers.fetch(
             file, uniqueIdentifier: queued.uniqueIdentifier, partialPath: partialPath, hold: { client.hold(use) },
