@@ -19,12 +19,13 @@ public struct SwarmFile: Sendable, Hashable {
     public var webSeed: String?
     /// The file is whole in `folder`, checked: serve it (libtorrent checks each piece again when first asked).
     public var haveFile: Bool
-    /// Only machines certified by this authority are peers (an SSL torrent); nil: any bahost on the network.
-    public var authority: MachineCertificate?
+    /// Only machines certified by this household's authority are peers (an SSL torrent), this one holding its
+    /// certificate; nil: any bahost on the network.
+    public var household: PeerPairing?
 
     public init(
         name: String, size: Int64, pieceLength: Int64, piecesRoot: [UInt8], pieceLayer: [UInt8], folder: String,
-        webSeed: String?, haveFile: Bool, authority: MachineCertificate?
+        webSeed: String?, haveFile: Bool, household: PeerPairing?
     ) {
         self.name = name
         self.size = size
@@ -34,36 +35,8 @@ public struct SwarmFile: Sendable, Hashable {
         self.folder = folder
         self.webSeed = webSeed
         self.haveFile = haveFile
-        self.authority = authority
+        self.household = household
     }
-}
-
-/// What admits a machine to an SSL torrent: the household's authority, and this machine's certificate and key
-/// signed by it (PEM), with the Diffie-Hellman group the TLS handshake uses.
-public struct MachineCertificate: Sendable, Hashable {
-    public var authority: String
-    public var certificate: String
-    public var key: String
-
-    public init(authority: String, certificate: String, key: String) {
-        self.authority = authority
-        self.certificate = certificate
-        self.key = key
-    }
-
-    /// RFC 7919's ffdhe2048 group: without parameters, each SSL torrent's listener reports an error and admits
-    /// nobody (docs/performance/DECISIONS.md #59).
-    static let diffieHellman = """
-        -----BEGIN DH PARAMETERS-----
-        MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz
-        +8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a
-        87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7
-        YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi
-        7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD
-        ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==
-        -----END DH PARAMETERS-----
-
-        """
 }
 
 /// Where one file's swarm stands.
@@ -162,13 +135,13 @@ public final class Swarm: Sendable {
     public func join(_ file: SwarmFile) throws(SwarmError) -> Int64 {
         guard file.piecesRoot.count == 32 else { throw SwarmError("a pieces root is 32 bytes") }
         var error = [CChar](repeating: 0, count: 256)
-        let dh = MachineCertificate.diffieHellman
+        let dh = Self.diffieHellman
         let number = file.piecesRoot.withUnsafeBufferPointer { root in
             file.pieceLayer.withUnsafeBufferPointer { layer in
                 withOptionalCString(file.webSeed) { webSeed in
-                    withOptionalCString(file.authority?.authority) { ca in
-                        withOptionalCString(file.authority?.certificate) { cert in
-                            withOptionalCString(file.authority?.key) { key in
+                    withOptionalCString(file.household?.authority) { ca in
+                        withOptionalCString(file.household?.certificate) { cert in
+                            withOptionalCString(file.household?.key) { key in
                                 file.name.withCString { name in
                                     file.folder.withCString { folder in
                                         dh.withCString { dh in
@@ -191,6 +164,20 @@ public final class Swarm: Sendable {
         guard number > 0 else { throw SwarmError(text(error)) }
         return number
     }
+
+    /// RFC 7919's ffdhe2048 group, for the TLS of SSL torrents: without parameters, each one's listener reports an
+    /// error and admits nobody (docs/performance/DECISIONS.md #59).
+    static let diffieHellman = """
+        -----BEGIN DH PARAMETERS-----
+        MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz
+        +8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a
+        87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7
+        YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi
+        7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD
+        ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==
+        -----END DH PARAMETERS-----
+
+        """
 
     /// Leaves a swarm; its file stays.
     public func leave(_ number: Int64) { bahost_swarm_remove(session.pointer, number) }

@@ -47,28 +47,9 @@ public struct PairingFile: Sendable {
 
     /// Writes the pairing, whole, in one rename, readable by the owner alone.
     public func write(_ contents: Contents) throws(SettingError) {
-        let folder = (path as NSString).deletingLastPathComponent
-        let temporary = "\(folder)/.pairing.pem.\(getpid())"
         let text = contents.pairing.authority + contents.authorityKey + contents.pairing.certificate
             + contents.pairing.key
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw SettingError(key: "", "cannot be written: \(String(cString: strerror(errno)))", file: path) }
-            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-            try handle.write(contentsOf: Data(text.utf8))
-            try handle.synchronize()
-            guard rename(temporary, path) == 0 else {
-                let code = errno
-                unlink(temporary)
-                throw SettingError(key: "", "cannot be written: \(String(cString: strerror(code)))", file: path)
-            }
-        } catch let error as SettingError {
-            throw error
-        } catch {
-            unlink(temporary)
-            throw SettingError(key: "", "cannot be written: \(error)", file: path)
-        }
+        try SettingsFile.replace(path, with: Data(text.utf8), mode: 0o600)
     }
 
     /// Removes the pairing; true when there was one.

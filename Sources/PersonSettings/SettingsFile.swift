@@ -113,19 +113,32 @@ public struct SettingsFile: Sendable {
 
     /// Writes the settings, whole, in one rename: a reader sees the old file or the new one, never half of it.
     public func write(_ settings: PersonSettings) throws(SettingError) {
+        try Self.replace(path, with: Data(Self.render(settings).utf8), mode: 0o644)
+    }
+
+    /// Writes `data` to `path` whole, in one rename, the file made with `mode`: a reader (the service, watching the
+    /// folder) sees the old file or the new one, never half of it.
+    static func replace(_ path: String, with data: Data, mode: mode_t) throws(SettingError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        let temporary = "\(folder)/.\((path as NSString).lastPathComponent).\(getpid())"
+        func failure(_ why: String) -> SettingError { SettingError(key: "", "cannot be written: \(why)", file: path) }
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let temporary = "\(folder)/.settings.toml.\(getpid())"
-            try Data(Self.render(settings).utf8).write(to: URL(fileURLWithPath: temporary))
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+            guard fd >= 0 else { throw failure(String(cString: strerror(errno))) }
+            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
             guard rename(temporary, path) == 0 else {
                 let code = errno
                 unlink(temporary)
-                throw SettingError(key: "", "cannot be written: \(String(cString: strerror(code)))", file: path)
+                throw failure(String(cString: strerror(code)))
             }
         } catch let error as SettingError {
             throw error
         } catch {
-            throw SettingError(key: "", "cannot be written: \(error)", file: path)
+            unlink(temporary)
+            throw failure("\(error)")
         }
     }
 }

@@ -107,12 +107,9 @@ import TestSupport
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root (CI runs the tests as root)"))
     func theSwarmKeepsThePersonsStorageFloor() throws {
         _ = try publishEssentialPack(size: 40 << 20)
-        let root = TestPlugins.scratch.appendingPathComponent("small-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        let mount = try Bahost.run(["-c", "mount -t tmpfs -o size=64m tmpfs '\(root.path)'"], executable: "/bin/sh")
-        try #require(mount.status == 0, "\(mount)")
-        defer { _ = try? Bahost.run(["-c", "umount -l '\(root.path)'"], executable: "/bin/sh") }
-        let daemon = try daemon(dataRoot: root.appendingPathComponent("data"))
+        let volume = try SmallVolume(megabytes: 64)
+        defer { volume.unmount() }
+        let daemon = try daemon(dataRoot: volume.url.appendingPathComponent("data"))
         defer { daemon.stop(SIGTERM) }
         #expect(try daemon.bahost(["settings", "set", "peers.share", "any"]).status == 0)
         #expect(try daemon.bahost(["settings", "set", "storage.floor-percent", "50"]).status == 0)

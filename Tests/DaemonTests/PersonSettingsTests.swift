@@ -187,12 +187,9 @@ import TestSupport
     /// and the volume, the other waits for space.
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root (CI runs the tests as root)"))
     func theStorageFloorFailsEssentialDownloadsAndHoldsTheOthers() throws {
-        let root = TestPlugins.scratch.appendingPathComponent("small-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        let mount = try Bahost.run(["-c", "mount -t tmpfs -o size=64m tmpfs '\(root.path)'"], executable: "/bin/sh")
-        try #require(mount.status == 0, "\(mount)")
-        defer { _ = try? Bahost.run(["-c", "umount -l '\(root.path)'"], executable: "/bin/sh") }
-        let daemon = try ServiceDaemon(dataRoot: root.appendingPathComponent("data"))
+        let volume = try SmallVolume(megabytes: 64)
+        defer { volume.unmount() }
+        let daemon = try ServiceDaemon(dataRoot: volume.url.appendingPathComponent("data"))
         defer { daemon.stop(SIGTERM) }
         #expect(try daemon.bahost(["settings", "set", "storage.floor-percent", "50"]).status == 0)
         let app = try app(sizes: (40 << 20, 40 << 20))

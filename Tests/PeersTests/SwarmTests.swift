@@ -1,4 +1,5 @@
 import Foundation
+import HostVocabulary
 import Packs
 import Peers
 import TestSupport
@@ -26,7 +27,7 @@ import Testing
             name: "levels.aar", size: Int64(size), pieceLength: hashes.pieceLength,
             piecesRoot: Array(hexDigest: hashes.piecesRoot),
             pieceLayer: hashes.pieceLayer.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? [],
-            folder: folder.path, webSeed: webSeed, haveFile: have, authority: nil)
+            folder: folder.path, webSeed: webSeed, haveFile: have, household: nil)
     }
 
     private func emptyFolder() throws -> URL {
@@ -128,17 +129,17 @@ import Testing
         let (seedFolder, data, hashes) = try archive(size)
         let home = try Pairing.makeAuthority(name: "home")
         let other = try Pairing.makeAuthority(name: "other")
-        func machine(_ authority: Pairing.Issued, _ name: String) throws -> MachineCertificate {
+        func machine(_ authority: Pairing.Issued, _ name: String) throws -> PeerPairing {
             let issued = try Pairing.certify(authority: authority, name: name)
             #expect(Pairing.check(authority: authority.certificate, certificate: issued.certificate, key: issued.key))
             // A stranger's certificate claims the household's authority in the dictionary, signed by its own.
-            return MachineCertificate(authority: home.certificate, certificate: issued.certificate, key: issued.key)
+            return PeerPairing(authority: home.certificate, certificate: issued.certificate, key: issued.key)
         }
         #expect(!Pairing.check(
             authority: home.certificate, certificate: try Pairing.certify(authority: other, name: "x").certificate,
             key: try Pairing.certify(authority: other, name: "x").key))
         var seedFile = swarmFile(hashes, size: size, folder: seedFolder, have: true)
-        seedFile.authority = try machine(home, "a")
+        seedFile.household = try machine(home, "a")
         let seeder = try Swarm(listen: "127.0.0.1:0,127.0.0.1:0s", uploadRate: nil)
         defer { seeder.stop() }
         _ = try seeder.join(seedFile)
@@ -150,7 +151,7 @@ import Testing
         defer { sibling.stop() }
         let siblingFolder = try emptyFolder()
         var siblingFile = swarmFile(hashes, size: size, folder: siblingFolder, have: false)
-        siblingFile.authority = try machine(home, "b")
+        siblingFile.household = try machine(home, "b")
         let siblingNumber = try sibling.join(siblingFile)
         sibling.connect(siblingNumber, address: "127.0.0.1", port: sslPort)
         let got = try #require(await awaitWhole(sibling, siblingNumber, seconds: 60))
@@ -161,7 +162,7 @@ import Testing
         let stranger = try Swarm(listen: "127.0.0.1:0,127.0.0.1:0s", uploadRate: nil)
         defer { stranger.stop() }
         var strangerFile = swarmFile(hashes, size: size, folder: try emptyFolder(), have: false)
-        strangerFile.authority = try machine(other, "c")
+        strangerFile.household = try machine(other, "c")
         let strangerNumber = try stranger.join(strangerFile)
         stranger.connect(strangerNumber, address: "127.0.0.1", port: sslPort)
         let refused = try #require(await awaitWhole(stranger, strangerNumber, seconds: 6))
@@ -173,7 +174,7 @@ import Testing
         defer { swarm.stop() }
         var file = SwarmFile(
             name: "../escape", size: 10, pieceLength: 16 << 10, piecesRoot: Array(repeating: 1, count: 32),
-            pieceLayer: [], folder: "/tmp", webSeed: nil, haveFile: false, authority: nil)
+            pieceLayer: [], folder: "/tmp", webSeed: nil, haveFile: false, household: nil)
         #expect(throws: SwarmError.self) { try swarm.join(file) }
         file.name = "fine"
         file.piecesRoot = [1, 2, 3]

@@ -119,14 +119,12 @@ final class PeerSharing: Sendable {
             let (folderURL, name) = Self.webSeed(url), let root = Self.bytes(hex: hashes.piecesRoot)
         else { return nil }
         // "My own machines": an SSL swarm of the household's authority.
-        let authority = rules.mode == .own ? rules.pairing.map {
-            MachineCertificate(authority: $0.authority, certificate: $0.certificate, key: $0.key)
-        } : nil
+        let household = rules.mode == .own ? rules.pairing : nil
         let layer = hashes.pieceLayer.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
         return SwarmFile(
             name: name, size: entry.downloadSize, pieceLength: hashes.pieceLength, piecesRoot: root,
             pieceLayer: layer, folder: "\(peersPath)/\(hashes.piecesRoot)", webSeed: folderURL, haveFile: have,
-            authority: authority)
+            household: household)
     }
 
     /// A URL's folder (ending in "/") and last component, when libtorrent can use it as a web seed: http(s), no
