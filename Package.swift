@@ -274,7 +274,8 @@ let package = Package(
             name: "PackAuthoringTests",
             dependencies: ["PackAuthoring", "Packs", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PackServerTests", dependencies: ["PackServer", "Packs", "TestSupport", "Transfer"]),
-        .testTarget(name: "PeersTests", dependencies: ["HostVocabulary", "Peers", "PackAuthoring", "Packs", "TestSupport"]),
+        .testTarget(
+            name: "PeersTests", dependencies: ["HostVocabulary", "Peers", "PackAuthoring", "Packs", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["HostVocabulary", "Policy", "Vocabulary"]),
         .testTarget(name: "QueueTests", dependencies: ["HostVocabulary", "Queue", "Vocabulary", "TestSupport"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),

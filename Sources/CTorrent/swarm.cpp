@@ -114,9 +114,10 @@ lt::settings_pack settings_for(std::string const &listen, int64_t upload_rate) {
     pack.set_int(lt::settings_pack::urlseed_wait_retry, 10);
     // A block's alert for each 16 KiB received tells who sent it: at 100 MB/s, 1,600 in each 250 ms look.
     pack.set_int(lt::settings_pack::alert_queue_size, 20000);
-    pack.set_int(lt::settings_pack::alert_mask,
-                 static_cast<int>(static_cast<std::uint32_t>(lt::alert_category::error | lt::alert_category::peer | lt::alert_category::block_progress |
-                                                             lt::alert_category::status)));
+    lt::alert_category_t const alerts =
+        lt::alert_category::error | lt::alert_category::peer | lt::alert_category::block_progress |
+        lt::alert_category::status;
+    pack.set_int(lt::settings_pack::alert_mask, static_cast<int>(static_cast<std::uint32_t>(alerts)));
     return pack;
 }
 
@@ -287,6 +288,17 @@ extern "C" int64_t bahost_swarm_add(bahost_swarm *swarm, const bahost_swarm_file
     } catch (std::exception const &exception) {
         say(error, error_size, exception.what());
         return -1;
+    }
+}
+
+extern "C" void bahost_swarm_set_download_limit(bahost_swarm *swarm, int64_t number, int64_t limit) {
+    try {
+        std::lock_guard<std::mutex> guard(swarm->lock);
+        auto found = swarm->swarms.find(number);
+        if (found == swarm->swarms.end()) return;
+        int64_t const bounded = std::min<int64_t>(std::max<int64_t>(limit, 0), INT32_MAX);
+        found->second.handle.set_download_limit(static_cast<int>(bounded));
+    } catch (...) {
     }
 }
 

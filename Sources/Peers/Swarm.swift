@@ -179,6 +179,11 @@ public final class Swarm: Sendable {
 
         """
 
+    /// The most a swarm receives, from peers and web seeds together; nil: no limit.
+    public func limitDownload(_ number: Int64, to bytesPerSecond: Int64?) {
+        bahost_swarm_set_download_limit(session.pointer, number, bytesPerSecond ?? 0)
+    }
+
     /// Leaves a swarm; its file stays.
     public func leave(_ number: Int64) { bahost_swarm_remove(session.pointer, number) }
 

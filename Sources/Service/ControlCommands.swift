@@ -228,8 +228,8 @@ extension BackgroundAssetsService {
             let held = [.queued, .waitingForNetwork, .waitingToRetry].contains(d.state) ? conditions.hold(d.networkUse) : nil
             if let held { text += "\n    held: \(held)" }
             if let figures = engine.peerFigures(d.uniqueIdentifier) {
-                text += "\n    through peers: \(figures.fromPeers) bytes from peers, \(figures.fromWebSeed) from the CDN "
-                    + "(\(figures.peers) peers, \(figures.banned) banned)"
+                text += "\n    through peers: \(figures.fromPeers) bytes from peers, "
+                    + "\(figures.fromWebSeed) from the CDN (\(figures.peers) peers, \(figures.banned) banned)"
             }
             if d.state == .waitingForNetwork, let since = d.offlineSince {
                 text += "\n    no path to its server since \(formatter.string(from: since))"
@@ -339,14 +339,15 @@ extension BackgroundAssetsService {
         let (personText, personJSON) = personStatus()
         text += personText
         let peers = engine.peerSummary
-        text += "peers: share with \(peers.mode.rawValue)" + (peers.mode == .own && !peers.paired ? " (not paired)" : "")
+        text += "peers: share with \(peers.mode.rawValue)"
+            + (peers.mode == .own && !peers.paired ? " (not paired)" : "")
         if peers.running {
             text += ", listening on \(peers.ports.plain)" + (peers.ports.ssl > 0 ? " and \(peers.ports.ssl) (TLS)" : "")
                 + ", \(peers.wholeSwarms) archive\(peers.wholeSwarms == 1 ? "" : "s") served"
                 + ", sending at most \(peers.uploadRate.map(Self.rate) ?? "without limit")"
                 + (peers.notServing.map { " (serving nobody: \($0))" } ?? "") + "\n"
-            text += "  since the service started: \(peers.fromPeers) bytes from peers, \(peers.fromWebSeed) from the CDN"
-                + " through the swarm; \(peers.sentToPeers) sent to peers\n"
+            text += "  since the service started: \(peers.fromPeers) bytes from peers, "
+                + "\(peers.fromWebSeed) from the CDN through the swarm; \(peers.sentToPeers) sent to peers\n"
         } else {
             text += ": sharing with nobody\n"
         }

@@ -218,6 +218,15 @@ public final class TransferClient: Sendable {
         for thread in threads { thread.post { thread.hold(by: conditions) } }
     }
 
+    /// The most one download that uses the network as `use` does may receive now, alone: the person's ceilings
+    /// (a discretionary one's and every download's) and `maximumRate`; nil for no limit. For what the transfer
+    /// threads do not carry (a swarm), which has the whole of each ceiling. [any thread]
+    public func ceiling(_ use: NetworkUse?) -> Int64? {
+        let ceilings = rateCeilings
+        let discretionary = use?.discretionary ?? false
+        return [discretionary ? ceilings.background : nil, ceilings.all, maximumRate].compactMap { $0 }.min()
+    }
+
     /// What holds a transfer that uses the network as `use` does, now (nil: nothing, or no `use`). [any thread]
     public func hold(_ use: NetworkUse?) -> NetworkConditions.Hold? {
         guard let use else { return nil }
@@ -532,7 +541,8 @@ public final class TransferClient: Sendable {
     public func spaceProblem(writing bytes: Int64, in folder: String, use: NetworkUse?) -> TransferError? {
         var stats = statvfs()
         guard statvfs(folder, &stats) == 0 else { return nil }
-        let (free, size) = (Int64(stats.f_bavail) * Int64(stats.f_frsize), Int64(stats.f_blocks) * Int64(stats.f_frsize))
+        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        let size = Int64(stats.f_blocks) * Int64(stats.f_frsize)
         let kept = storageFloor?.bytes(onVolumeOf: size) ?? 0
         return Self.spaceFailure(
             free: free, kept: kept, remaining: max(0, bytes), folder: folder, waits: use?.discretionary == true)

@@ -85,8 +85,10 @@ struct Daemon: AsyncParsableCommand {
     var flatpakInstallation: [String] = []
 
     @Option(help: ArgumentHelp(
-        "Where the session that shares packs with peers listens, once `peers.share` names someone (libtorrent's listen_interfaces).",
-        discussion: "Local Service Discovery announces this port on the network; libtorrent tries the next ports when it is taken (docs/PEERS.md)."))
+        "Where the session that shares packs with peers listens, once `peers.share` names someone.",
+        discussion: "libtorrent's listen_interfaces; an 's' port is for the household's TLS swarms. Local Service "
+            + "Discovery announces the ports on the network; libtorrent tries the next when one is taken "
+            + "(docs/PEERS.md)."))
     var peerListen: String = "0.0.0.0:6881,[::]:6881,0.0.0.0:6882s,[::]:6882s"
 
     @Option(help: "Seconds a pack's swarm may find no new piece before its download falls back to HTTP.")

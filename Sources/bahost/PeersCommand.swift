@@ -80,9 +80,9 @@ struct Peers: ParsableCommand {
                 if let code {
                     authority = try Peers.authority(fromCode: code == "-" ? readAll() : code)
                     if let current, current.pairing.authority != authority.certificate, !replace {
+                        let household = Pairing.fingerprint(current.pairing.authority) ?? "?"
                         throw ValidationError(
-                            "this machine is paired with household "
-                                + "\(Pairing.fingerprint(current.pairing.authority) ?? "?"); --replace leaves it for the code's")
+                            "this machine is paired with household \(household); --replace leaves it for the code's")
                     }
                 } else if let current {
                     authority = Pairing.Issued(certificate: current.pairing.authority, key: current.authorityKey)

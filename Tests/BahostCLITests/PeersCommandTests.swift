@@ -9,7 +9,9 @@ import TestSupport
     func peers(_ machine: String, _ arguments: [String]) throws -> Bahost.Result {
         try Bahost.run(
             ["peers"] + arguments,
-            environment: ["XDG_CONFIG_HOME": root.appendingPathComponent(machine).path, "BAHOST_SOCKET": "/nonexistent"])
+            environment: [
+                "XDG_CONFIG_HOME": root.appendingPathComponent(machine).path, "BAHOST_SOCKET": "/nonexistent",
+            ])
     }
 
     func json(_ result: Bahost.Result) throws -> [String: Any] {
@@ -48,7 +50,8 @@ import TestSupport
     @Test func whatIsNotACodeIsRefusedNamingWhy() throws {
         let garbage = try peers("m", ["pair", "hello"])
         #expect(garbage.status == 2 && garbage.stderr.contains("not a code"), "\(garbage.stderr)")
-        let cut = try peers("m", ["pair", "bahost-household:" + Data("-----BEGIN CERTIFICATE-----\nQUFB\n".utf8).base64EncodedString()])
+        let half = Data("-----BEGIN CERTIFICATE-----\nQUFB\n".utf8).base64EncodedString()
+        let cut = try peers("m", ["pair", "bahost-household:" + half])
         #expect(cut.status == 2 && cut.stderr.contains("copy it whole"), "\(cut.stderr)")
         let huge = try peers("m", ["pair", "bahost-household:" + String(repeating: "A", count: 20_000)])
         #expect(huge.status == 2 && huge.stderr.contains("over 16384 bytes"), "\(huge.stderr)")

@@ -16,7 +16,8 @@ import TestSupport
     /// Publishes an essential pack of `size` random bytes, with its download manifest; returns the archive's bytes.
     func publishEssentialPack(size: Int) throws -> Data {
         let source = work.appendingPathComponent("levels")
-        try FileManager.default.createDirectory(at: source.appendingPathComponent("levels"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: source.appendingPathComponent("levels"), withIntermediateDirectories: true)
         try Data.random(count: size).write(to: source.appendingPathComponent("levels/blob.bin"))
         let policy = #"{"essential":{"installationEventTypes":["firstInstallation"]}}"#
         try Data(#"{"assetPackID":"levels","downloadPolicy":\#(policy),"fileSelectors":[{"directory":"levels"}]}"#.utf8)
@@ -122,6 +123,23 @@ import TestSupport
             "\(install.report)")
         #expect(!install.events.contains { $0["event"] as? String == "peers" })
         #expect(served(daemon).isEmpty)
+    }
+
+    @Test func theSwarmReceivesNoFasterThanThePersonsCeiling() throws {
+        let archive = try publishEssentialPack(size: 2 << 20)
+        let daemon = try daemon()
+        #expect(try daemon.bahost(["settings", "set", "peers.share", "any"]).status == 0)
+        #expect(try daemon.bahost(["settings", "set", "rate.all", "512K"]).status == 0)
+        let app = try app(shares: true)
+
+        let start = Date()
+        let install = try daemon.report(["install", app.folder.path])
+        let took = Date().timeIntervalSince(start)
+        #expect(install.status == 0, "\(install.report)")
+        let peers = install.events.first { $0["event"] as? String == "peers" }
+        #expect((peers?["fromWebSeed"] as? Int ?? 0) >= archive.count, "\(peers ?? [:])")
+        // 2 MiB at 512 KiB/s: 4 s, less what libtorrent's first quota lets through at once.
+        #expect(took >= 3, "2 MiB came through the swarm in \(took) s under rate.all 512K")
     }
 
     @Test func byDefaultAnUnpairedMachineSharesWithNobody() throws {

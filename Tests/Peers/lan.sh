@@ -141,7 +141,10 @@ cp world.tar.zst www/packs/world
     --output-path www/download-manifest.json > /dev/null
 archive=$(stat -c %s world.tar.zst)
 grep -q '"bittorrent"' www/download-manifest.json || fail "the download manifest has no BitTorrent hashes"
-for _ in $(seq 100); do ip netns exec peer-a bash -c 'exec 3<>/dev/tcp/10.78.0.2/443' 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do
+    ip netns exec peer-a bash -c 'exec 3<>/dev/tcp/10.78.0.2/443' 2>/dev/null && break
+    sleep 0.1
+done
 
 # Two apps on the same manifest: one allows sharing, one does not. Their extension is the C example (a managed app's
 # extension that answers no shouldDownload takes every pack, as Apple's default does).
@@ -217,8 +220,8 @@ for line in open(sys.argv[1]):
 PY
 }
 installed_whole() {  # NAME APP: the installed file is byte-identical to the CDN's
-    cmp -s "$work/pack/world/blob.bin" \
-        "$work/$1/data/containers/group.com.example.$2/Library/Application Support/BackgroundAssets/AssetPacks/world/world/blob.bin"
+    local packs="$work/$1/data/containers/group.com.example.$2/Library/Application Support/BackgroundAssets/AssetPacks"
+    cmp -s "$work/pack/world/blob.bin" "$packs/world/world/blob.bin"
 }
 log_mark() { wc -l < "$work/nginx/logs/access.log"; }
 cdn_bytes() {  # ADDRESS MARK: what nginx sent ADDRESS of the archive since MARK
@@ -251,9 +254,9 @@ figure peers.second-seconds "$seconds_b"
 figure peers.second-cdn-bytes "$from_cdn"
 figure peers.archive-bytes "$archive"
 
-# The benchmark's figure: A serves a new machine (on D's address) under peers.upload 2M while A's user downloads (a curl from the
-# CDN). A's upload is read from its link's counter (the namespace's own sysfs) each second of the download: the
-# figure is the busiest second.
+# The benchmark's figure: A serves a new machine (on D's address) under peers.upload 2M while A's user downloads
+# (a curl from the CDN). A's upload is read from its link's counter (the namespace's own sysfs) each second of the
+# download: the figure is the busiest second.
 if [ -n "$record" ]; then
     on a settings set peers.upload 2M > /dev/null
     # On D's address: A, a seed, takes B's address for another seed's and would not connect to it again.
@@ -301,13 +304,17 @@ daemons[liar]=$!
 start_daemon b b2
 on b2 settings set peers.share any > /dev/null
 install b2 shared-app > /dev/null
-installed_whole b2 shared || { figure peers.corrupt-files 1; fail "B2's installed file differs from the CDN's, with a liar among the peers"; }
+if ! installed_whole b2 shared; then
+    figure peers.corrupt-files 1
+    fail "B2's installed file differs from the CDN's, with a liar among the peers"
+fi
 figure peers.corrupt-files 0
 grep -q "lied" "$work/liar.log" || fail "the liar was never asked for a piece: $(tail -3 "$work/liar.log")"
 banned=$(peers b2 shared-app banned)
 failed=$(peers b2 shared-app failedPieces)
 [ "${banned:-0}" -ge 1 ] || fail "the liar was not banned (failed pieces: $failed)"
-echo "4. the liar sent $(grep -c lied "$work/liar.log") blocks of lies: $failed pieces failed, $banned peer banned, file whole"
+echo "4. the liar sent $(grep -c lied "$work/liar.log") blocks of lies: $failed pieces failed," \
+    "$banned peer banned, file whole"
 kill -9 "${daemons[liar]}"; unset "daemons[liar]"
 stop_daemon b2
 if [ -n "$record" ]; then echo "PASS: lan.sh (the benchmark's figures)"; exit 0; fi
@@ -322,7 +329,8 @@ on b3 install "$work/shared-app" --json > "$work/b3-shared-app.events" &
 installer=$!
 for _ in $(seq 300); do
     got=$(on b3 debug downloads --app com.example.shared --json 2>/dev/null \
-        | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["downloads"]; print(r[0].get("peers",{}).get("fromPeers",0) if r else 0)' \
+        | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["downloads"]
+print(r[0].get("peers", {}).get("fromPeers", 0) if r else 0)' \
         2>/dev/null || echo 0)
     [ "$got" -ge $((2 << 20)) ] && break
     sleep 0.1

@@ -97,7 +97,9 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pairing-\(UUID().uuidString)")
         let file = PairingFile(path: folder.appendingPathComponent("pairing.pem").path)
         #expect(try file.read() == nil)
-        func block(_ kind: String, _ body: String) -> String { "-----BEGIN \(kind)-----\n\(body)\n-----END \(kind)-----\n" }
+        func block(_ kind: String, _ body: String) -> String {
+            "-----BEGIN \(kind)-----\n\(body)\n-----END \(kind)-----\n"
+        }
         let contents = PairingFile.Contents(
             pairing: PeerPairing(
                 authority: block("CERTIFICATE", "QUFB"), certificate: block("CERTIFICATE", "Q0ND"),

@@ -59,7 +59,8 @@ final class PeerSharing: Sendable {
             if let metered { state.metered = metered }
             let shares = listen != nil && state.rules.sharesWithAnyone
             // Another identity (any bahost, or a household's) is another swarm for every file: start anew.
-            guard !shares || before.mode != state.rules.mode || before.pairing != state.rules.pairing else { return nil }
+            let identityChanged = before.mode != state.rules.mode || before.pairing != state.rules.pairing
+            guard !shares || identityChanged else { return nil }
             defer { state.swarm = nil; state.members = [:] }
             return state.swarm
         }
@@ -169,10 +170,12 @@ final class PeerSharing: Sendable {
 
     /// Fetches `file` through the swarm and links it at `partialPath`, reporting each step of checked bytes to
     /// `progress`. It stops when the task is cancelled or `hold` names a reason to wait, and falls back when the
-    /// swarm fails or finds no new piece for `stallAfter`. [the transfer's task]
+    /// swarm fails or finds no new piece for `stallAfter`; it receives at most `ceiling` (looked at again at each
+    /// step: the person's ceilings change live). [the transfer's task]
     func fetch(
         _ file: SwarmFile, uniqueIdentifier: String, partialPath: String,
-        hold: @Sendable () -> NetworkConditions.Hold?, progress: @Sendable (Int64) async -> Void
+        hold: @Sendable () -> NetworkConditions.Hold?, ceiling: @Sendable () -> Int64?,
+        progress: @Sendable (Int64) async -> Void
     ) async -> Fetched {
         let path = "\(file.folder)/\(file.name)"
         state.withLock { _ = $0.fetching.insert(file.folder) }
@@ -180,7 +183,13 @@ final class PeerSharing: Sendable {
         guard let (swarm, number) = join(file) else { return .fellBack("the swarm could not be joined") }
         var have: Int64 = -1
         var lastPiece = ContinuousClock.now
+        var limit: Int64?? = .none
         while true {
+            let now = ceiling()
+            if limit != .some(now) {
+                swarm.limitDownload(number, to: now)
+                limit = .some(now)
+            }
             if Task.isCancelled {
                 leave(file, number: number)
                 return .stopped(.cancelled)

@@ -146,7 +146,8 @@ extension LifecycleEvent {
             .packVetoed(let app, _), .queuedMany(let app, _, _, _), .deliveryFailed(let app, _, _),
             .deliveriesLeftPending(let app, _, _):
             app
-        case .queued(let d), .promoted(let d), .began(let d, _), .peers(let d, _, _), .progress(let d, _, _), .paused(let d, _, _, _),
+        case .queued(let d), .promoted(let d), .began(let d, _), .peers(let d, _, _), .progress(let d, _, _),
+            .paused(let d, _, _, _),
             .finished(let d), .failed(let d, _), .delivered(let d), .deliveredToApp(let d), .abandoned(let d):
             d.appIdentifier
         case .manifestFetched, .manifestWaiting, .manifestFailed, .rejected, .queueFailed: nil

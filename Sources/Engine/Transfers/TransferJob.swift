@@ -137,6 +137,7 @@ struct TransferJob {
         observe(.began(status, resumingAt: 0))
         let fetched = await jobs.peers.fetch(
             file, uniqueIdentifier: queued.uniqueIdentifier, partialPath: partialPath, hold: { client.hold(use) },
+            ceiling: { client.ceiling(use) },
             progress: { have in observe(.progress(status, received: have, expected: file.size)) })
         let figures = jobs.peers.figures(queued.uniqueIdentifier)
         let result: Result<Int64, TransferError>
