@@ -7,7 +7,6 @@
 #include <libtorrent/bencode.hpp>
 #include <libtorrent/entry.hpp>
 #include <libtorrent/extensions/smart_ban.hpp>
-#include <libtorrent/peer_class.hpp>
 #include <libtorrent/peer_info.hpp>
 #include <libtorrent/session.hpp>
 #include <libtorrent/session_params.hpp>
@@ -36,6 +35,9 @@ void say(char *error, size_t error_size, std::string const &message) {
     std::snprintf(error, error_size, "%s", message.c_str());
 }
 
+// A rate as libtorrent takes it: an int, 0 for no limit.
+int bounded_rate(int64_t rate) { return static_cast<int>(std::min<int64_t>(std::max<int64_t>(rate, 0), INT32_MAX)); }
+
 struct Swarm {
     lt::torrent_handle handle;
     int64_t from_web_seed = 0;
@@ -48,8 +50,10 @@ struct Swarm {
     };
     std::vector<Block> blocks;
     std::set<lt::tcp::endpoint> web_seeds;
-    // The web seed's server, as its URL's host resolved when the swarm was joined.
+    // The web seed's server, as its URL's host resolved when the swarm was joined; its URL, and whether it is in use.
     std::set<lt::tcp::endpoint> web_seed_servers;
+    std::string web_seed;
+    bool web_seed_on = false;
     int banned = 0;
     int failed_pieces = 0;
     int peers = 0;
@@ -110,7 +114,13 @@ lt::settings_pack settings_for(std::string const &listen, int64_t upload_rate) {
     pack.set_int(lt::settings_pack::local_service_announce_interval, 30);
     // Machines behind one address (containers, a NAT inside the house) are peers each.
     pack.set_bool(lt::settings_pack::allow_multiple_connections_per_ip, true);
-    pack.set_int(lt::settings_pack::upload_rate_limit, static_cast<int>(std::min<int64_t>(upload_rate, INT32_MAX)));
+    // TCP alone between machines on a LAN: libtorrent's uTP, made to yield on congested uplinks, carried a LAN's
+    // transfer at a third of TCP's rate here (DECISIONS #61). A peer that refused a connection (its session still
+    // opening its port) is tried again within seconds, not libtorrent's minute: on a LAN that costs nothing.
+    pack.set_bool(lt::settings_pack::enable_outgoing_utp, false);
+    pack.set_bool(lt::settings_pack::enable_incoming_utp, false);
+    pack.set_int(lt::settings_pack::min_reconnect_time, 2);
+    pack.set_int(lt::settings_pack::upload_rate_limit, bounded_rate(upload_rate));
     pack.set_int(lt::settings_pack::urlseed_wait_retry, 10);
     // A block's alert for each 16 KiB received tells who sent it: at 100 MB/s, 1,600 in each 250 ms look.
     pack.set_int(lt::settings_pack::alert_queue_size, 20000);
@@ -121,12 +131,14 @@ lt::settings_pack settings_for(std::string const &listen, int64_t upload_rate) {
     return pack;
 }
 
-// Serving nobody: no unchoke slot is not enough, as libtorrent's choker still unchokes one peer optimistically. A
-// whole file's swarm is paused (it only serves); a swarm still downloading may send at most a byte a second, which
-// never completes a 16 KiB block. Serving again undoes both.
-void hold_back(Swarm &one, bool serving) {
+// What a swarm may send. Serving, at most the session's rate: each swarm's own limit, since libtorrent leaves peers
+// at private addresses (the only ones a LAN has) in a class of their own that neither the session's upload limit
+// nor its unchoke slots reach, and setting that class's limit was not obeyed here (DECISIONS #61). Serving nobody:
+// a whole file's swarm is paused (it only serves); one still downloading may send a byte a second, which never
+// completes a 16 KiB block.
+void hold_back(Swarm &one, bool serving, int64_t upload_rate) {
     if (serving) {
-        one.handle.set_upload_limit(0);
+        one.handle.set_upload_limit(bounded_rate(upload_rate));
         if (one.paused_by_us) one.handle.resume();
         one.paused_by_us = false;
     } else if (one.whole) {
@@ -137,24 +149,15 @@ void hold_back(Swarm &one, bool serving) {
     }
 }
 
-// libtorrent puts peers on the local network (its private and link-local ranges: the only peers here) in a class of
-// their own, with no rate limit and no regard for unchoke slots: the session's upload limit and "serve nobody" would
-// not reach them. That class gets the same limit, and obeys the slots. (A peer at a public address, IPv6 on a LAN,
-// is in the global class, whose limit is the session's `upload_rate_limit`: the same rate again.)
-void limit_local_peers(lt::session &session, int64_t upload_rate) {
-    lt::peer_class_info local = session.get_peer_class(lt::session::local_peer_class_id);
-    local.upload_limit = static_cast<int>(std::min<int64_t>(upload_rate, INT32_MAX));
-    local.ignore_unchoke_slots = false;
-    session.set_peer_class(lt::session::local_peer_class_id, local);
-}
 
 }  // namespace
 
 struct bahost_swarm {
     std::unique_ptr<lt::session> session;
     std::mutex lock;
-    // Whether peers may be sent anything (`bahost_swarm_set_serving`).
+    // Whether peers may be sent anything, and how fast (`bahost_swarm_set_serving`).
     bool serving = true;
+    int64_t upload_rate = 0;
     std::map<int64_t, Swarm> swarms;
     int64_t next = 1;
 };
@@ -168,7 +171,7 @@ extern "C" bahost_swarm *bahost_swarm_start(const char *listen, int64_t upload_r
         auto swarm = std::make_unique<bahost_swarm>();
         swarm->session = std::make_unique<lt::session>(std::move(params));
         swarm->session->add_extension(&lt::create_smart_ban_plugin);
-        limit_local_peers(*swarm->session, upload_rate);
+        swarm->upload_rate = upload_rate;
         return swarm.release();
     } catch (std::exception const &exception) {
         say(error, error_size, exception.what());
@@ -186,13 +189,13 @@ extern "C" void bahost_swarm_stop(bahost_swarm *swarm) {
 extern "C" void bahost_swarm_set_serving(bahost_swarm *swarm, int64_t upload_rate, int serving) {
     try {
         lt::settings_pack pack;
-        pack.set_int(lt::settings_pack::upload_rate_limit, static_cast<int>(std::min<int64_t>(upload_rate, INT32_MAX)));
+        pack.set_int(lt::settings_pack::upload_rate_limit, bounded_rate(upload_rate));
         pack.set_int(lt::settings_pack::unchoke_slots_limit, serving ? 8 : 0);
         swarm->session->apply_settings(std::move(pack));
-        limit_local_peers(*swarm->session, upload_rate);
         std::lock_guard<std::mutex> guard(swarm->lock);
         swarm->serving = serving != 0;
-        for (auto &entry : swarm->swarms) hold_back(entry.second, swarm->serving);
+        swarm->upload_rate = upload_rate;
+        for (auto &entry : swarm->swarms) hold_back(entry.second, swarm->serving, upload_rate);
     } catch (...) {
     }
 }
@@ -265,16 +268,18 @@ extern "C" int64_t bahost_swarm_add(bahost_swarm *swarm, const bahost_swarm_file
             number = swarm->next++;
             swarm->swarms[number].handle = handle;
             swarm->swarms[number].web_seed_servers = servers;
+            swarm->swarms[number].web_seed = file->web_seed != nullptr ? file->web_seed : "";
+            swarm->swarms[number].web_seed_on = file->web_seed != nullptr;
             swarm->swarms[number].whole = file->have_file != 0;
             swarm->swarms[number].size = file->size;
             swarm->swarms[number].piece_length = file->piece_length;
-            if (!swarm->serving) {
-                Swarm &added = swarm->swarms[number];
-                if (added.whole) {
-                    added.paused_by_us = true;  // stays paused
-                } else {
-                    handle.set_upload_limit(1);
-                }
+            Swarm &added = swarm->swarms[number];
+            if (swarm->serving) {
+                handle.set_upload_limit(bounded_rate(swarm->upload_rate));
+            } else if (added.whole) {
+                added.paused_by_us = true;  // stays paused
+            } else {
+                handle.set_upload_limit(1);
             }
         }
         if (ssl) handle.set_ssl_certificate_buffer(file->ssl_cert_pem, file->ssl_key_pem, file->ssl_dh_pem);
@@ -291,13 +296,25 @@ extern "C" int64_t bahost_swarm_add(bahost_swarm *swarm, const bahost_swarm_file
     }
 }
 
+extern "C" void bahost_swarm_use_web_seed(bahost_swarm *swarm, int64_t number, int on) {
+    try {
+        std::lock_guard<std::mutex> guard(swarm->lock);
+        auto found = swarm->swarms.find(number);
+        if (found == swarm->swarms.end() || found->second.web_seed.empty()) return;
+        Swarm &one = found->second;
+        if (on && !one.web_seed_on) one.handle.add_url_seed(one.web_seed);
+        if (!on && one.web_seed_on) one.handle.remove_url_seed(one.web_seed);
+        one.web_seed_on = on != 0;
+    } catch (...) {
+    }
+}
+
 extern "C" void bahost_swarm_set_download_limit(bahost_swarm *swarm, int64_t number, int64_t limit) {
     try {
         std::lock_guard<std::mutex> guard(swarm->lock);
         auto found = swarm->swarms.find(number);
         if (found == swarm->swarms.end()) return;
-        int64_t const bounded = std::min<int64_t>(std::max<int64_t>(limit, 0), INT32_MAX);
-        found->second.handle.set_download_limit(static_cast<int>(bounded));
+        found->second.handle.set_download_limit(bounded_rate(limit));
     } catch (...) {
     }
 }
@@ -403,7 +420,7 @@ extern "C" void bahost_swarm_pump(bahost_swarm *swarm, int timeout_ms) {
             one.peers = peers;
             if (one.finishing > 0 && --one.finishing == 0) {
                 one.whole = true;
-                if (!swarm->serving) hold_back(one, false);
+                if (!swarm->serving) hold_back(one, false, 0);
             }
             if (one.blocks.empty()) continue;
             for (Swarm::Block const &block : one.blocks) {

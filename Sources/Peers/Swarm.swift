@@ -179,6 +179,11 @@ public final class Swarm: Sendable {
 
         """
 
+    /// Whether a swarm asks its web seed for pieces (the CDN): off, peers alone serve it.
+    public func useWebSeed(_ number: Int64, _ on: Bool) {
+        bahost_swarm_use_web_seed(session.pointer, number, on ? 1 : 0)
+    }
+
     /// The most a swarm receives, from peers and web seeds together; nil: no limit.
     public func limitDownload(_ number: Int64, to bytesPerSecond: Int64?) {
         bahost_swarm_set_download_limit(session.pointer, number, bytesPerSecond ?? 0)

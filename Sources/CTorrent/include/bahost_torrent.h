@@ -58,6 +58,8 @@ typedef struct {
 
 /* Joins the file's swarm; returns its number (1 or more), or -1 with a sentence in `error`. */
 int64_t bahost_swarm_add(bahost_swarm *swarm, const bahost_swarm_file *file, char *error, size_t error_size);
+/* Whether a swarm asks its web seed (the one it joined with) for pieces: off, it takes them from peers alone. */
+void bahost_swarm_use_web_seed(bahost_swarm *swarm, int64_t number, int on);
 /* The most a swarm receives, bytes a second, from peers and web seeds together (0: no limit). */
 void bahost_swarm_set_download_limit(bahost_swarm *swarm, int64_t number, int64_t limit);
 /* Leaves a swarm; its file stays where it is. */

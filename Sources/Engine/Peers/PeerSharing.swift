@@ -24,6 +24,8 @@ final class PeerSharing: Sendable {
     private let observe: LifecycleObserver
     /// How long a swarm may go without a new piece before the download falls back to HTTP.
     let stallAfter: Duration
+    /// How long peers may deliver nothing before the web seed serves a fetch again.
+    static let webSeedReturns = Duration.seconds(3)
     /// The downloads whose figures are kept.
     static let figuresKept = 4096
 
@@ -184,6 +186,10 @@ final class PeerSharing: Sendable {
         var have: Int64 = -1
         var lastPiece = ContinuousClock.now
         var limit: Int64?? = .none
+        // Peers first: the web seed (the CDN, behind the household's line) fills in from the start, and steps aside
+        // while peers deliver; it comes back when nothing came for `webSeedReturns`.
+        var fromPeers: Int64 = 0
+        var webSeed = true
         while true {
             let now = ceiling()
             if limit != .some(now) {
@@ -215,6 +221,15 @@ final class PeerSharing: Sendable {
                 return .fellBack("the swarm failed: \(why)")
             case .checking, .downloading:
                 break
+            }
+            if status.fromPeers > fromPeers, webSeed, file.webSeed != nil {
+                swarm.useWebSeed(number, false)
+                webSeed = false
+            }
+            fromPeers = status.fromPeers
+            if !webSeed, ContinuousClock.now - lastPiece > Self.webSeedReturns {
+                swarm.useWebSeed(number, true)
+                webSeed = true
             }
             if status.have != have {
                 if have >= 0 { lastPiece = .now }
